@@ -1,0 +1,375 @@
+//! The agent loop: runs a conversation to its end on any provider.
+
+use std::any::Any;
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::{FutureExt, StreamExt};
+use tracing::Instrument;
+
+use crate::context::{Approval, ApprovalRequest, RequestContext};
+use crate::error::ProviderError;
+use crate::event::{Event, FinishReason, McpFailure, MetricsRecorder, Usage, Warning};
+use crate::message::{ContentBlock, Message, Role};
+use crate::provider::{ContentBuilder, EventStream, Provider, ProviderResponse};
+use crate::signal::Signal;
+use crate::sink::RunHandle;
+use crate::tool::{ExecutedBy, ToolContext, ToolResult};
+use crate::toolset::ToolSet;
+
+/// The default step limit of an [`Agent`].
+pub const DEFAULT_MAX_STEPS: u32 = 30;
+
+/// Tools attached for one run by an outside source (MCP servers, say), with what to report.
+#[derive(Default)]
+pub struct AttachedTools {
+    /// The tools, merged after the agent's own tools.
+    pub tools: ToolSet,
+    /// Names of the sources (servers) that connected.
+    pub connected: Vec<String>,
+    /// Sources that failed, with the reason.
+    pub failed: Vec<McpFailure>,
+    /// Warnings to report on `Started`.
+    pub warnings: Vec<Warning>,
+    /// Kept alive for the whole run and dropped at its end (closes connections).
+    pub guard: Option<Box<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for AttachedTools {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AttachedTools")
+            .field("tools", &self.tools)
+            .field("connected", &self.connected)
+            .field("failed", &self.failed)
+            .field("warnings", &self.warnings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Something that attaches tools to a run when it starts (patchbay-mcp's client set).
+/// When any source is attached, the run emits one `McpConnected` event after `Started`.
+#[async_trait]
+pub trait ToolSource: Send + Sync {
+    /// Attach for one run. Failures are reported in the result, never as an error.
+    async fn attach(&self, context: &RequestContext, signal: &Signal) -> AttachedTools;
+}
+
+/// Runs a conversation to its end on any provider.
+///
+/// For a provider without `runs_tools` it executes each host `ToolCall` through the
+/// [`ToolSet`] (asking the approval handler first), appends the results and calls again, up to
+/// `max_steps`. For an agent runtime it forwards, because the runtime runs the tools. Either
+/// way the host sees one stream that keeps the lifecycle rules: one `Started`, a
+/// `StepFinished` between model calls, one `Finish` with usage summed over the run.
+///
+/// ```
+/// # async fn demo(provider: std::sync::Arc<dyn patchbay_core::Provider>) -> Result<(), patchbay_core::ProviderError> {
+/// use patchbay_core::{Agent, Message, Signal, ToolSet};
+/// let agent = Agent::new(provider, "some-model").with_tools(ToolSet::new()).with_max_steps(10);
+/// let outcome = agent.run(vec![Message::user("hi")], Signal::new()).await?;
+/// println!("{}", outcome.response.text());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Agent {
+    provider: Arc<dyn Provider>,
+    model: String,
+    tools: ToolSet,
+    context: RequestContext,
+    sources: Vec<Arc<dyn ToolSource>>,
+    max_steps: u32,
+}
+
+impl fmt::Debug for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent")
+            .field("provider", &self.provider.info().name)
+            .field("model", &self.model)
+            .field("tools", &self.tools)
+            .field("context", &self.context)
+            .field("sources", &self.sources.len())
+            .field("max_steps", &self.max_steps)
+            .finish()
+    }
+}
+
+/// The end of a collected run: the response and the whole conversation after it.
+#[derive(Debug, Clone)]
+pub struct AgentOutcome {
+    /// Everything the run produced, collected.
+    pub response: ProviderResponse,
+    /// The input messages followed by every assistant and tool-result message of the run.
+    pub messages: Vec<Message>,
+}
+
+impl Agent {
+    /// An agent on `provider` answering with `model`.
+    pub fn new(provider: Arc<dyn Provider>, model: impl Into<String>) -> Self {
+        Self {
+            provider,
+            model: model.into(),
+            tools: ToolSet::new(),
+            context: RequestContext::default(),
+            sources: Vec::new(),
+            max_steps: DEFAULT_MAX_STEPS,
+        }
+    }
+
+    /// Set the tools.
+    pub fn with_tools(mut self, tools: ToolSet) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Set the request context used for every call.
+    pub fn with_context(mut self, context: RequestContext) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// Attach a tool source (MCP servers) for every run.
+    pub fn with_tool_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.sources.push(source);
+        self
+    }
+
+    /// Set the step limit (model calls per run; default 30).
+    pub fn with_max_steps(mut self, max_steps: u32) -> Self {
+        self.max_steps = max_steps.max(1);
+        self
+    }
+
+    /// The provider.
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
+    }
+
+    /// The tools.
+    pub fn tools(&self) -> &ToolSet {
+        &self.tools
+    }
+
+    /// Start a run: the handle is the stream, a cancel method and the session id once known.
+    pub fn start(&self, messages: Vec<Message>) -> RunHandle {
+        let signal = Signal::new();
+        RunHandle::new(self.stream(messages, signal.clone()), signal)
+    }
+
+    /// Run to the end and collect the response and the grown conversation.
+    pub async fn run(&self, messages: Vec<Message>, signal: Signal) -> Result<AgentOutcome, ProviderError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stream = self.run_stream(messages, signal, Some(tx));
+        let response = ProviderResponse::collect(stream).await?;
+        let messages = rx.try_iter().last().unwrap_or_default();
+        Ok(AgentOutcome { response, messages })
+    }
+
+    /// The run as one event stream.
+    pub fn stream(&self, messages: Vec<Message>, signal: Signal) -> EventStream {
+        self.run_stream(messages, signal, None)
+    }
+
+    fn run_stream(
+        &self,
+        messages: Vec<Message>,
+        signal: Signal,
+        transcript: Option<std::sync::mpsc::Sender<Vec<Message>>>,
+    ) -> EventStream {
+        let agent = self.clone();
+        let span = tracing::info_span!("patchbay.run", provider = %agent.provider.info().name, model = %agent.model);
+        let stream = async_stream::stream! {
+            let Agent { provider, model, mut tools, context, sources, max_steps } = agent;
+            let runs_tools = provider.info().capabilities.runs_tools;
+            let mut recorder = MetricsRecorder::start();
+            let mut messages = messages;
+            let mut total = Usage::default();
+            let mut started = false;
+
+            // Attach outside tool sources (MCP) before the first model call.
+            let mut pending_warnings = Vec::new();
+            let mut connected = None;
+            let mut _guards = Vec::new();
+            for source in &sources {
+                let attached = source.attach(&context, &signal).await;
+                pending_warnings.extend(attached.warnings);
+                pending_warnings.extend(tools.merge(attached.tools));
+                let (servers, failed) = connected.get_or_insert_with(|| (Vec::new(), Vec::new()));
+                servers.extend(attached.connected);
+                failed.extend(attached.failed);
+                _guards.extend(attached.guard);
+            }
+
+            for step in 0..max_steps {
+                let stream = provider
+                    .create_response(&messages, &tools, &model, &signal, Some(&context))
+                    .instrument(tracing::info_span!(parent: &span, "patchbay.step", step))
+                    .await;
+                let mut stream = match stream {
+                    Ok(stream) => stream,
+                    Err(error) => {
+                        yield Err(error.with_turn(step));
+                        return;
+                    }
+                };
+                let mut step_usage = Usage::default();
+                let mut reason = None;
+                let mut content = ContentBuilder::default();
+                let mut host_calls = Vec::new();
+                while let Some(item) = stream.next().await {
+                    let event = match item {
+                        Ok(event) => event,
+                        Err(error) => {
+                            yield Err(error.with_turn(step));
+                            return;
+                        }
+                    };
+                    let event = match event {
+                        Event::Started { response_id, model, session_id, mut warnings } => {
+                            if started {
+                                for warning in warnings {
+                                    tracing::warn!(step, code = %warning.code, "{}", warning.message);
+                                }
+                                continue;
+                            }
+                            started = true;
+                            warnings.splice(0..0, pending_warnings.drain(..));
+                            let event = Event::Started { response_id, model, session_id, warnings };
+                            recorder.observe(&event);
+                            yield Ok(event);
+                            if let Some((servers, failed)) = connected.take() {
+                                let event = Event::McpConnected { servers, failed };
+                                recorder.observe(&event);
+                                yield Ok(event);
+                            }
+                            continue;
+                        }
+                        Event::Usage(usage) => {
+                            step_usage.update(&usage);
+                            Event::Usage(total.sum(&step_usage))
+                        }
+                        Event::Finish { reason: why, usage, .. } => {
+                            step_usage.update(&usage);
+                            reason = Some(why);
+                            continue;
+                        }
+                        Event::ToolCall { id, name, input, executed_by: ExecutedBy::Host } if !runs_tools => {
+                            host_calls.push((id.clone(), name.clone(), input.clone()));
+                            Event::ToolCall { id, name, input, executed_by: ExecutedBy::Host }
+                        }
+                        other => other,
+                    };
+                    content.push(&event);
+                    recorder.observe(&event);
+                    yield Ok(event);
+                }
+                drop(stream);
+                let Some(reason) = reason else {
+                    let error = if signal.is_cancelled() {
+                        ProviderError::cancelled()
+                    } else {
+                        ProviderError::protocol("the provider's stream ended without `Finish`")
+                    };
+                    yield Err(error.with_turn(step).with_provider(provider.info().name.clone()));
+                    return;
+                };
+                total.accumulate(&step_usage);
+
+                let more = reason == FinishReason::ToolUse && !host_calls.is_empty();
+                if !more || step + 1 >= max_steps {
+                    let reason = if more { FinishReason::Other("max_steps".into()) } else { reason };
+                    messages.push(Message::new(Role::Assistant, content.take()));
+                    if let Some(tx) = &transcript {
+                        let _ = tx.send(messages.clone());
+                    }
+                    let metrics = recorder.finish();
+                    yield Ok(Event::Finish { reason, usage: total, metrics });
+                    return;
+                }
+
+                let base = context.tool_context(&signal);
+                let results = run_tools(&tools, &host_calls, &base, &context, step).instrument(span.clone()).await;
+                let mut result_blocks = Vec::with_capacity(results.len());
+                for ((id, name, _), result) in host_calls.iter().zip(results) {
+                    result_blocks.push(ContentBlock::ToolResult {
+                        tool_use_id: id.clone(),
+                        content: result.content.clone(),
+                        is_error: result.is_error(),
+                        cache_control: None,
+                    });
+                    let event = Event::ToolResult { id: id.clone(), name: name.clone(), result };
+                    recorder.observe(&event);
+                    yield Ok(event);
+                }
+                if signal.is_cancelled() {
+                    yield Err(ProviderError::cancelled().with_turn(step));
+                    return;
+                }
+                messages.push(Message::new(Role::Assistant, content.take()));
+                messages.push(Message::new(Role::User, result_blocks));
+                let event = Event::StepFinished { step, reason, usage: step_usage };
+                recorder.observe(&event);
+                yield Ok(event);
+            }
+        };
+        Box::pin(stream)
+    }
+}
+
+/// Ask for approval in call order, then run the approved calls concurrently; results come
+/// back in call order.
+async fn run_tools(
+    tools: &ToolSet,
+    calls: &[(String, String, serde_json::Value)],
+    base: &ToolContext,
+    context: &RequestContext,
+    step: u32,
+) -> Vec<ToolResult> {
+    let mut approved = Vec::with_capacity(calls.len());
+    for (id, name, input) in calls {
+        let cx = base.clone().with_tool_use_id(id.clone());
+        let decision = match &context.approval {
+            None => Approval::Allow,
+            Some(handler) => {
+                let request = ApprovalRequest {
+                    tool_use_id: id.clone(),
+                    tool_name: name.clone(),
+                    input: input.clone(),
+                };
+                tokio::select! {
+                    decision = handler.approve(&request, &cx) => decision,
+                    _ = base.signal.cancelled() => Approval::Deny { message: "cancelled before approval".into() },
+                }
+            }
+        };
+        approved.push((cx, decision));
+    }
+    let runs = calls.iter().zip(approved).map(|((id, name, input), (cx, decision))| {
+        let span = tracing::info_span!("patchbay.tool", tool = %name, id = %id, step);
+        async move {
+            let input = match decision {
+                Approval::Allow => input.clone(),
+                Approval::AllowWithInput(edited) => edited,
+                Approval::Deny { message } => return ToolResult::denied(message),
+            };
+            let Some(tool) = tools.get(name) else {
+                return ToolResult::error(format!("unknown tool `{name}`"));
+            };
+            if cx.signal.is_cancelled() {
+                return ToolResult::aborted();
+            }
+            let signal = cx.signal.clone();
+            let execute = AssertUnwindSafe(tool.execute(input, &cx)).catch_unwind();
+            tokio::select! {
+                result = execute => result.unwrap_or_else(|_| {
+                    tracing::error!("tool panicked");
+                    ToolResult::error(format!("tool `{name}` panicked"))
+                }),
+                _ = signal.cancelled() => ToolResult::aborted(),
+            }
+        }
+        .instrument(span)
+    });
+    futures::future::join_all(runs).await
+}

@@ -1,0 +1,336 @@
+//! The one event enum every provider emits, and the values it carries.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tool::{ExecutedBy, ToolResult};
+
+/// Something the host should know that did not stop the call: an ignored option, a dropped
+/// duplicate tool, an MCP server that failed to connect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// A stable machine-readable code such as `unsupported_option`.
+    pub code: String,
+    /// A human-readable explanation.
+    pub message: String,
+}
+
+impl Warning {
+    /// A warning with a code and a message.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// An MCP server that could not be attached to a call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpFailure {
+    /// The server's configured name.
+    pub name: String,
+    /// Why it failed.
+    pub error: String,
+}
+
+/// Why a response (or a whole agent run) ended.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model finished its turn (or hit a stop sequence).
+    Stop,
+    /// The output token limit was reached.
+    Length,
+    /// The model asked for tools and waits for their results.
+    ToolUse,
+    /// A content filter stopped the output.
+    ContentFilter,
+    /// The model refused.
+    Refusal,
+    /// The caller cancelled.
+    Cancelled,
+    /// Anything else, with the provider's raw reason (`pause_turn`, `max_steps`...).
+    Other(String),
+}
+
+/// Token usage and cost. Every number is optional: providers report what they know.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input (prompt) tokens, not counting cache reads and writes where the provider splits them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<u64>,
+    /// Output (completion) tokens, reasoning included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<u64>,
+    /// Tokens read from the prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<u64>,
+    /// Tokens written to the prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<u64>,
+    /// Reasoning tokens, where the provider reports them separately.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<u64>,
+    /// Cost in US dollars, where the provider reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl Usage {
+    /// Add `other` to `self`, field by field; a field known on either side stays known.
+    pub fn accumulate(&mut self, other: &Usage) {
+        fn add<T: Copy + std::ops::Add<Output = T>>(a: &mut Option<T>, b: Option<T>) {
+            *a = match (*a, b) {
+                (Some(x), Some(y)) => Some(x + y),
+                (x, y) => x.or(y),
+            };
+        }
+        add(&mut self.input, other.input);
+        add(&mut self.output, other.output);
+        add(&mut self.cache_read, other.cache_read);
+        add(&mut self.cache_write, other.cache_write);
+        add(&mut self.reasoning, other.reasoning);
+        add(&mut self.cost_usd, other.cost_usd);
+    }
+
+    /// The sum of two usages.
+    pub fn sum(mut self, other: &Usage) -> Usage {
+        self.accumulate(other);
+        self
+    }
+
+    /// Overwrite each field that `newer` knows (for cumulative updates within one response).
+    pub fn update(&mut self, newer: &Usage) {
+        fn set<T: Copy>(a: &mut Option<T>, b: Option<T>) {
+            if b.is_some() {
+                *a = b;
+            }
+        }
+        set(&mut self.input, newer.input);
+        set(&mut self.output, newer.output);
+        set(&mut self.cache_read, newer.cache_read);
+        set(&mut self.cache_write, newer.cache_write);
+        set(&mut self.reasoning, newer.reasoning);
+        set(&mut self.cost_usd, newer.cost_usd);
+    }
+
+    /// Whether no field is known.
+    pub fn is_empty(&self) -> bool {
+        *self == Usage::default()
+    }
+}
+
+/// Timings and counts of one response or one agent run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Milliseconds from the call to the first event.
+    pub first_event_ms: Option<u64>,
+    /// Milliseconds from the call to the first text delta.
+    pub first_text_ms: Option<u64>,
+    /// Milliseconds from the call to `Finish`.
+    pub total_ms: u64,
+    /// Events emitted, `Finish` included.
+    pub events: u64,
+    /// Characters of text emitted.
+    pub text_chars: u64,
+    /// Characters of reasoning emitted.
+    pub reasoning_chars: u64,
+}
+
+/// Counts events as they pass and produces [`Metrics`]; providers and the agent loop use it.
+#[derive(Debug, Clone)]
+pub struct MetricsRecorder {
+    started: Instant,
+    metrics: Metrics,
+}
+
+impl Default for MetricsRecorder {
+    fn default() -> Self {
+        Self::start()
+    }
+}
+
+impl MetricsRecorder {
+    /// Start the clock now.
+    pub fn start() -> Self {
+        Self {
+            started: Instant::now(),
+            metrics: Metrics::default(),
+        }
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Count one event.
+    pub fn observe(&mut self, event: &Event) {
+        let now = self.elapsed_ms();
+        self.metrics.events += 1;
+        self.metrics.first_event_ms.get_or_insert(now);
+        match event {
+            Event::TextDelta { text, .. } => {
+                self.metrics.first_text_ms.get_or_insert(now);
+                self.metrics.text_chars += text.chars().count() as u64;
+            }
+            Event::ReasoningDelta { text, .. } => {
+                self.metrics.reasoning_chars += text.chars().count() as u64;
+            }
+            _ => {}
+        }
+    }
+
+    /// The metrics so far, counting the `Finish` event about to be emitted.
+    pub fn finish(&self) -> Metrics {
+        let mut metrics = self.metrics;
+        metrics.events += 1;
+        metrics.total_ms = self.elapsed_ms();
+        metrics.first_event_ms.get_or_insert(metrics.total_ms);
+        metrics
+    }
+}
+
+/// One event of a response stream. The same enum for every provider.
+///
+/// Lifecycle rules (checked by [`validate`](crate::validate)): `Started` first; `Finish` last
+/// and once; a `ToolCall` only after its input is complete; every `ToolCallStart` followed by
+/// its `ToolCall`; no block's text emitted twice; an error ends the stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// Always first.
+    Started {
+        /// The provider's response (message) id, when it has one.
+        response_id: Option<String>,
+        /// The model that answers.
+        model: String,
+        /// The agent-runtime session id, when known.
+        session_id: Option<String>,
+        /// Options the provider ignored, and similar notices.
+        warnings: Vec<Warning>,
+    },
+    /// Which MCP servers are live for this call.
+    McpConnected {
+        /// Names of the servers that connected.
+        servers: Vec<String>,
+        /// Servers that failed, with the reason.
+        failed: Vec<McpFailure>,
+    },
+    /// Incremental text of content block `index`.
+    TextDelta {
+        /// Content block index within the current model response.
+        index: usize,
+        /// The new text.
+        text: String,
+    },
+    /// Incremental reasoning of content block `index`.
+    ReasoningDelta {
+        /// Content block index.
+        index: usize,
+        /// The new reasoning text.
+        text: String,
+    },
+    /// The signature of reasoning block `index`; keep it for the round trip.
+    ReasoningSignature {
+        /// Content block index.
+        index: usize,
+        /// The signature.
+        signature: String,
+    },
+    /// Encrypted reasoning (Anthropic `redacted_thinking`); keep it for the round trip.
+    RedactedReasoning {
+        /// Content block index.
+        index: usize,
+        /// The opaque data.
+        data: String,
+    },
+    /// A tool call began; its input follows as deltas.
+    ToolCallStart {
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+    },
+    /// A fragment of a tool call's JSON input.
+    ToolCallDelta {
+        /// The call id.
+        id: String,
+        /// The fragment, not valid JSON on its own.
+        partial_json: String,
+    },
+    /// A complete tool call, emitted only after its input ended.
+    ToolCall {
+        /// The call id.
+        id: String,
+        /// The tool name (the host's name, for host tools).
+        name: String,
+        /// The complete input.
+        input: Value,
+        /// Who runs it.
+        executed_by: ExecutedBy,
+    },
+    /// A tool call finished (run by the host loop or by the provider).
+    ToolResult {
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+        /// The result.
+        result: ToolResult,
+    },
+    /// A provider-specific block with no event of its own (a server tool's raw result...),
+    /// kept verbatim so nothing is dropped.
+    Opaque {
+        /// Content block index.
+        index: usize,
+        /// The provider that produced it.
+        provider: String,
+        /// The block as sent.
+        data: Value,
+    },
+    /// Cumulative usage so far.
+    Usage(Usage),
+    /// In an agent run: one model call (or runtime turn) ended and more follow.
+    StepFinished {
+        /// Zero-based step number.
+        step: u32,
+        /// Why the step ended (usually `ToolUse`).
+        reason: FinishReason,
+        /// Usage of this step alone.
+        usage: Usage,
+    },
+    /// Always last on success.
+    Finish {
+        /// Why the response ended.
+        reason: FinishReason,
+        /// Total usage (summed over all steps in an agent run).
+        usage: Usage,
+        /// Timings and counts.
+        metrics: Metrics,
+    },
+}
+
+impl Event {
+    /// The event's name, as in its serialized `type` tag.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Started { .. } => "started",
+            Event::McpConnected { .. } => "mcp_connected",
+            Event::TextDelta { .. } => "text_delta",
+            Event::ReasoningDelta { .. } => "reasoning_delta",
+            Event::ReasoningSignature { .. } => "reasoning_signature",
+            Event::RedactedReasoning { .. } => "redacted_reasoning",
+            Event::ToolCallStart { .. } => "tool_call_start",
+            Event::ToolCallDelta { .. } => "tool_call_delta",
+            Event::ToolCall { .. } => "tool_call",
+            Event::ToolResult { .. } => "tool_result",
+            Event::Opaque { .. } => "opaque",
+            Event::Usage(_) => "usage",
+            Event::StepFinished { .. } => "step_finished",
+            Event::Finish { .. } => "finish",
+        }
+    }
+}

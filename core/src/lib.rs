@@ -1,0 +1,36 @@
+#![doc = include_str!("../README.md")]
+
+mod agent;
+mod context;
+mod error;
+mod event;
+mod message;
+mod provider;
+mod retry;
+mod signal;
+mod sink;
+mod tool;
+mod toolset;
+pub mod validate;
+
+pub use agent::{Agent, AgentOutcome, AttachedTools, DEFAULT_MAX_STEPS, ToolSource};
+pub use context::{
+    Approval, ApprovalHandler, ApprovalRequest, Extensions, McpServerConfig, McpTransport, RequestContext, Sampling,
+    Session, ToolChoice,
+};
+pub use error::{ErrorKind, Facts, ProviderError, kind_for_status};
+pub use event::{Event, FinishReason, McpFailure, Metrics, MetricsRecorder, Usage, Warning};
+pub use message::{CacheControl, ContentBlock, ImageSource, Message, Role};
+pub use provider::{
+    Capabilities, ContentBuilder, EventStream, Provider, ProviderExt, ProviderInfo, ProviderResponse,
+    check_conversation,
+};
+pub use retry::{Retry, RetryLayer, RetryPolicy};
+pub use signal::Signal;
+pub use sink::{Broadcast, EventBroadcast, EventSink, RunHandle, drive};
+pub use tool::{ExecutedBy, FnTool, Tool, ToolContent, ToolContext, ToolResult, ToolSpec, ToolStatus, parse_input};
+pub use toolset::ToolSet;
+pub use validate::{Rule, Validator, Violation, validate};
+
+/// Re-exported so implementers use the same version.
+pub use async_trait::async_trait;

@@ -1,0 +1,404 @@
+//! The `Provider` trait, what a provider says about itself, and the conveniences on top.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+
+use crate::context::RequestContext;
+use crate::error::ProviderError;
+use crate::event::{Event, FinishReason, Metrics, Usage, Warning};
+use crate::message::{ContentBlock, Message, Role};
+use crate::signal::Signal;
+use crate::tool::ExecutedBy;
+use crate::toolset::ToolSet;
+
+/// The stream every provider returns.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event, ProviderError>> + Send>>;
+
+/// What is true of a provider. `Copy + Default`: a new capability is off everywhere until a
+/// provider turns it on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// Emits deltas as they arrive (not one block at the end).
+    pub streaming: bool,
+    /// Emits reasoning.
+    pub reasoning: bool,
+    /// Accepts images in input.
+    pub images: bool,
+    /// An agent runtime that executes tools itself (the agent loop forwards, never executes).
+    pub runs_tools: bool,
+    /// Supports sessions (resume, fork).
+    pub sessions: bool,
+}
+
+impl Capabilities {
+    /// Nothing on.
+    pub const fn none() -> Self {
+        Self {
+            streaming: false,
+            reasoning: false,
+            images: false,
+            runs_tools: false,
+            sessions: false,
+        }
+    }
+
+    /// With `streaming` on.
+    pub const fn with_streaming(mut self) -> Self {
+        self.streaming = true;
+        self
+    }
+
+    /// With `reasoning` on.
+    pub const fn with_reasoning(mut self) -> Self {
+        self.reasoning = true;
+        self
+    }
+
+    /// With `images` on.
+    pub const fn with_images(mut self) -> Self {
+        self.images = true;
+        self
+    }
+
+    /// With `runs_tools` on.
+    pub const fn with_runs_tools(mut self) -> Self {
+        self.runs_tools = true;
+        self
+    }
+
+    /// With `sessions` on.
+    pub const fn with_sessions(mut self) -> Self {
+        self.sessions = true;
+        self
+    }
+}
+
+/// A provider's name and capabilities.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderInfo {
+    /// The registry name (`anthropic`, `scripted`...).
+    pub name: String,
+    /// What it can do.
+    pub capabilities: Capabilities,
+}
+
+impl ProviderInfo {
+    /// Info from a name and capabilities.
+    pub fn new(name: impl Into<String>, capabilities: Capabilities) -> Self {
+        Self {
+            name: name.into(),
+            capabilities,
+        }
+    }
+}
+
+/// A model behind one stateless call.
+///
+/// Configured once, shared as `Arc<dyn Provider>` by any number of tasks; keeps no per-request
+/// state between calls. Whatever a call needs beyond messages, tools and model comes in the
+/// [`RequestContext`].
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// Name and capabilities.
+    fn info(&self) -> &ProviderInfo;
+
+    /// Start one response. Input is checked before any I/O (see [`check_conversation`]).
+    async fn create_response(
+        &self,
+        messages: &[Message],
+        tools: &ToolSet,
+        model: &str,
+        signal: &Signal,
+        context: Option<&RequestContext>,
+    ) -> Result<EventStream, ProviderError>;
+}
+
+#[async_trait]
+impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
+    fn info(&self) -> &ProviderInfo {
+        (**self).info()
+    }
+
+    async fn create_response(
+        &self,
+        messages: &[Message],
+        tools: &ToolSet,
+        model: &str,
+        signal: &Signal,
+        context: Option<&RequestContext>,
+    ) -> Result<EventStream, ProviderError> {
+        (**self).create_response(messages, tools, model, signal, context).await
+    }
+}
+
+/// Check a conversation before any I/O: not empty, the last message from the user (when
+/// `need_user_last`), and every tool result answering a tool call of the message before it.
+/// The error names the offending message index.
+pub fn check_conversation(messages: &[Message], need_user_last: bool) -> Result<(), ProviderError> {
+    let Some(last) = messages.last() else {
+        return Err(ProviderError::new(
+            crate::ErrorKind::InvalidRequest,
+            "the conversation is empty",
+        ));
+    };
+    if need_user_last && last.role != Role::User {
+        return Err(ProviderError::invalid_message(
+            messages.len() - 1,
+            "the last message must come from the user",
+        ));
+    }
+    for (index, message) in messages.iter().enumerate() {
+        for block in &message.content {
+            let ContentBlock::ToolResult { tool_use_id, .. } = block else {
+                continue;
+            };
+            if message.role == Role::Assistant {
+                // Provider-executed results live in the assistant message beside their call.
+                if !calls_in(message).any(|id| id == tool_use_id) {
+                    return Err(ProviderError::invalid_message(
+                        index,
+                        format!("tool result `{tool_use_id}` has no matching tool call in the same message"),
+                    ));
+                }
+                continue;
+            }
+            let answered = index
+                .checked_sub(1)
+                .map(|prev| &messages[prev])
+                .is_some_and(|prev| prev.role == Role::Assistant && calls_in(prev).any(|id| id == tool_use_id));
+            if !answered {
+                return Err(ProviderError::invalid_message(
+                    index,
+                    format!(
+                        "tool result `{tool_use_id}` does not answer a tool call of the previous assistant message"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn calls_in(message: &Message) -> impl Iterator<Item = &str> {
+    message.content.iter().filter_map(|block| match block {
+        ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
+        _ => None,
+    })
+}
+
+/// A whole response collected from a stream, for hosts that don't stream.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProviderResponse {
+    /// The assistant content blocks, in order: text, thinking, tool calls (and, in an agent run,
+    /// the content of every step).
+    pub content: Vec<ContentBlock>,
+    /// Why it ended.
+    pub stop_reason: Option<FinishReason>,
+    /// Total usage.
+    pub usage: Usage,
+    /// The agent-runtime session id, if any.
+    pub session_id: Option<String>,
+    /// The provider's response id, if any.
+    pub response_id: Option<String>,
+    /// Timings and counts.
+    pub metrics: Metrics,
+    /// Warnings from `Started`.
+    pub warnings: Vec<Warning>,
+    /// Tool results seen in the stream, by call id.
+    pub tool_results: BTreeMap<String, crate::ToolResult>,
+}
+
+impl ProviderResponse {
+    /// Collect a stream; the first error is returned.
+    pub async fn collect<S>(stream: S) -> Result<Self, ProviderError>
+    where
+        S: Stream<Item = Result<Event, ProviderError>>,
+    {
+        let mut stream = std::pin::pin!(stream);
+        let mut builder = ContentBuilder::default();
+        let mut response = ProviderResponse::default();
+        while let Some(event) = stream.next().await {
+            let event = event?;
+            match &event {
+                Event::Started {
+                    response_id,
+                    session_id,
+                    warnings,
+                    ..
+                } => {
+                    response.response_id = response_id.clone();
+                    response.session_id = session_id.clone();
+                    response.warnings.extend(warnings.iter().cloned());
+                }
+                Event::ToolResult { id, result, .. } => {
+                    response.tool_results.insert(id.clone(), result.clone());
+                }
+                Event::Usage(usage) => response.usage = *usage,
+                Event::Finish { reason, usage, metrics } => {
+                    response.stop_reason = Some(reason.clone());
+                    response.usage = *usage;
+                    response.metrics = *metrics;
+                }
+                _ => {}
+            }
+            builder.push(&event);
+        }
+        response.content = builder.finish();
+        Ok(response)
+    }
+
+    /// The text blocks joined.
+    pub fn text(&self) -> String {
+        self.content.iter().filter_map(ContentBlock::as_text).collect()
+    }
+
+    /// The assistant message holding this response's content.
+    pub fn message(&self) -> Message {
+        Message::new(Role::Assistant, self.content.clone())
+    }
+}
+
+/// Builds assistant content blocks from events: consecutive deltas of one block are joined,
+/// signatures attach to their thinking block, complete tool calls become `ToolUse` blocks.
+#[derive(Debug, Default)]
+pub struct ContentBuilder {
+    blocks: Vec<ContentBlock>,
+    open: Option<(BlockKind, usize)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BlockKind {
+    Text,
+    Thinking,
+}
+
+impl ContentBuilder {
+    /// Feed one event.
+    pub fn push(&mut self, event: &Event) {
+        match event {
+            Event::TextDelta { index, text } => {
+                if self.open != Some((BlockKind::Text, *index)) {
+                    self.blocks.push(ContentBlock::text(""));
+                    self.open = Some((BlockKind::Text, *index));
+                }
+                if let Some(ContentBlock::Text { text: acc, .. }) = self.blocks.last_mut() {
+                    acc.push_str(text);
+                }
+            }
+            Event::ReasoningDelta { index, text } => {
+                self.open_thinking(*index);
+                if let Some(ContentBlock::Thinking { text: acc, .. }) = self.blocks.last_mut() {
+                    acc.push_str(text);
+                }
+            }
+            Event::ReasoningSignature { index, signature } => {
+                self.open_thinking(*index);
+                if let Some(ContentBlock::Thinking { signature: sig, .. }) = self.blocks.last_mut() {
+                    *sig = Some(signature.clone());
+                }
+            }
+            Event::RedactedReasoning { data, .. } => {
+                self.open = None;
+                self.blocks.push(ContentBlock::RedactedThinking { data: data.clone() });
+            }
+            Event::ToolCall {
+                id,
+                name,
+                input,
+                executed_by,
+            } => {
+                self.open = None;
+                self.blocks.push(ContentBlock::ToolUse {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                    executed_by: *executed_by,
+                });
+            }
+            Event::ToolResult { id, result, .. } => {
+                // Results of provider-executed calls belong to the assistant content; host
+                // results go into the next user message (the agent loop does that).
+                let provider_call = self.blocks.iter().any(|block| {
+                    matches!(block, ContentBlock::ToolUse { id: call, executed_by: ExecutedBy::Provider, .. } if call == id)
+                });
+                if provider_call {
+                    self.open = None;
+                    self.blocks.push(ContentBlock::ToolResult {
+                        tool_use_id: id.clone(),
+                        content: result.content.clone(),
+                        is_error: result.is_error(),
+                        cache_control: None,
+                    });
+                }
+            }
+            Event::Opaque { provider, data, .. } => {
+                self.open = None;
+                self.blocks.push(ContentBlock::Opaque {
+                    provider: provider.clone(),
+                    data: data.clone(),
+                });
+            }
+            Event::StepFinished { .. } => self.open = None,
+            _ => {}
+        }
+    }
+
+    fn open_thinking(&mut self, index: usize) {
+        if self.open != Some((BlockKind::Thinking, index)) {
+            self.blocks.push(ContentBlock::Thinking {
+                text: String::new(),
+                signature: None,
+            });
+            self.open = Some((BlockKind::Thinking, index));
+        }
+    }
+
+    /// The blocks built so far, leaving the builder empty.
+    pub fn take(&mut self) -> Vec<ContentBlock> {
+        self.open = None;
+        std::mem::take(&mut self.blocks)
+    }
+
+    /// The blocks.
+    pub fn finish(mut self) -> Vec<ContentBlock> {
+        self.take()
+    }
+}
+
+/// Conveniences for every provider (blanket impl; implementers write only [`Provider`]).
+#[async_trait]
+pub trait ProviderExt: Provider {
+    /// Run one call and collect the whole response.
+    async fn generate(
+        &self,
+        messages: &[Message],
+        tools: &ToolSet,
+        model: &str,
+        signal: &Signal,
+        context: Option<&RequestContext>,
+    ) -> Result<ProviderResponse, ProviderError> {
+        let stream = self.create_response(messages, tools, model, signal, context).await?;
+        ProviderResponse::collect(stream).await
+    }
+
+    /// Run one call without tools and return only the text.
+    async fn generate_text(
+        &self,
+        prompt: &str,
+        model: &str,
+        context: Option<&RequestContext>,
+    ) -> Result<String, ProviderError> {
+        let messages = [Message::user(prompt)];
+        let response = self
+            .generate(&messages, &ToolSet::new(), model, &Signal::new(), context)
+            .await?;
+        Ok(response.text())
+    }
+}
+
+impl<P: Provider + ?Sized> ProviderExt for P {}
