@@ -1,0 +1,1 @@
+//! Conformance (work in progress).

@@ -1,0 +1,1 @@
+//! MCP for patchbay (work in progress).

@@ -1,0 +1,435 @@
+#![doc = include_str!("../README.md")]
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use patchbay_core::{
+    Capabilities, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, MetricsRecorder, Provider,
+    ProviderError, ProviderInfo, RequestContext, Signal, ToolSet, Usage, check_conversation,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A script: the turns a [`ScriptedProvider`] plays, one per call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Script {
+    /// The turns, in order.
+    pub turns: Vec<Turn>,
+    /// Answer every call past the end with the last turn instead of failing.
+    #[serde(default)]
+    pub repeat_last: bool,
+}
+
+impl Script {
+    /// A script of these turns.
+    pub fn new(turns: Vec<Turn>) -> Self {
+        Self {
+            turns,
+            repeat_last: false,
+        }
+    }
+
+    /// Repeat the last turn forever.
+    pub fn repeating(mut self) -> Self {
+        self.repeat_last = true;
+        self
+    }
+
+    /// Parse a script from JSON.
+    pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(json)
+    }
+}
+
+/// One model call's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Turn {
+    /// A streamed response.
+    Respond(Response),
+    /// The call fails before any event (as an HTTP error status would).
+    Fail(ScriptedError),
+}
+
+impl Turn {
+    /// A response with one text part that ends with `Stop`.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Respond(Response::new(vec![Part::text(text)]))
+    }
+
+    /// A response of these parts: `ToolUse` if any part is a tool call, else `Stop`.
+    pub fn parts(parts: Vec<Part>) -> Self {
+        Self::Respond(Response::new(parts))
+    }
+}
+
+/// A streamed response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    /// The response id (`Started.response_id`); a default is made up when absent.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The content, in order.
+    pub parts: Vec<Part>,
+    /// How the stream ends.
+    #[serde(default)]
+    pub end: End,
+    /// Usage reported at the end.
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+impl Response {
+    /// A response of these parts: it ends with `ToolUse` if any part is a tool call, else `Stop`.
+    pub fn new(parts: Vec<Part>) -> Self {
+        let reason = if parts.iter().any(|p| matches!(p, Part::ToolCall { .. })) {
+            FinishReason::ToolUse
+        } else {
+            FinishReason::Stop
+        };
+        Self {
+            id: None,
+            parts,
+            end: End::Finish { reason },
+            usage: Usage::default(),
+        }
+    }
+
+    /// Set how it ends.
+    pub fn with_end(mut self, end: End) -> Self {
+        self.end = end;
+        self
+    }
+
+    /// Set the usage.
+    pub fn with_usage(mut self, input: u64, output: u64) -> Self {
+        self.usage = Usage {
+            input: Some(input),
+            output: Some(output),
+            ..Usage::default()
+        };
+        self
+    }
+}
+
+/// One content block of a response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    /// Text, streamed in word-sized deltas.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Reasoning with a signature.
+    Thinking {
+        /// The reasoning text.
+        text: String,
+        /// Its signature.
+        #[serde(default)]
+        signature: Option<String>,
+    },
+    /// A host tool call, its input streamed in two fragments.
+    ToolCall {
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+        /// The input.
+        input: Value,
+    },
+}
+
+impl Part {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+
+    /// A thinking part.
+    pub fn thinking(text: impl Into<String>, signature: impl Into<String>) -> Self {
+        Self::Thinking {
+            text: text.into(),
+            signature: Some(signature.into()),
+        }
+    }
+
+    /// A tool call part.
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            input,
+        }
+    }
+}
+
+/// How a response stream ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum End {
+    /// `Finish` with this reason.
+    Finish {
+        /// The reason.
+        reason: FinishReason,
+    },
+    /// An error event in the middle of the stream.
+    Error(ScriptedError),
+    /// The stream just stops, without a finish: a `Protocol` error.
+    Truncate,
+    /// The stream stalls until the call is cancelled.
+    Stall,
+}
+
+impl Default for End {
+    fn default() -> Self {
+        Self::Finish {
+            reason: FinishReason::Stop,
+        }
+    }
+}
+
+/// An error a script produces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptedError {
+    /// Its kind.
+    pub kind: ErrorKind,
+    /// Its message.
+    pub message: String,
+    /// The HTTP status a wire server would answer with.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// The `retry-after` a wire server would send, in milliseconds.
+    #[serde(default)]
+    pub retry_after_ms: Option<u64>,
+}
+
+impl ScriptedError {
+    /// An error of this kind.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            status: None,
+            retry_after_ms: None,
+        }
+    }
+
+    /// The equivalent [`ProviderError`].
+    pub fn to_error(&self) -> ProviderError {
+        let mut error = ProviderError::new(self.kind, self.message.clone()).with_provider("scripted");
+        if let Some(status) = self.status {
+            error = error.with_status(status);
+        }
+        if let Some(ms) = self.retry_after_ms {
+            error = error.with_retry_after(Duration::from_millis(ms));
+        }
+        error
+    }
+}
+
+/// What a [`ScriptedProvider`] was asked, for assertions in host tests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    /// The messages.
+    pub messages: Vec<Message>,
+    /// The tool names offered.
+    pub tools: Vec<String>,
+    /// The model.
+    pub model: String,
+    /// The system prompt.
+    pub system: Option<String>,
+}
+
+/// A deterministic provider following a [`Script`].
+#[derive(Debug)]
+pub struct ScriptedProvider {
+    info: ProviderInfo,
+    script: Script,
+    cursor: AtomicUsize,
+    requests: Mutex<Vec<RecordedRequest>>,
+}
+
+impl ScriptedProvider {
+    /// A provider playing `script`.
+    pub fn new(script: Script) -> Self {
+        let capabilities = Capabilities::none().with_streaming().with_reasoning().with_images();
+        Self {
+            info: ProviderInfo::new("scripted", capabilities),
+            script,
+            cursor: AtomicUsize::new(0),
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A provider answering every call with `text`.
+    pub fn always(text: impl Into<String>) -> Self {
+        Self::new(Script::new(vec![Turn::text(text)]).repeating())
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    fn next_turn(&self) -> Result<Turn, ProviderError> {
+        let n = self.cursor.fetch_add(1, Ordering::SeqCst);
+        let turn = match self.script.turns.get(n) {
+            Some(turn) => turn,
+            None if self.script.repeat_last => self
+                .script
+                .turns
+                .last()
+                .ok_or_else(|| ProviderError::config("the script has no turns"))?,
+            None => {
+                return Err(ProviderError::config(format!(
+                    "the script has {} turns and call {} asked for another",
+                    self.script.turns.len(),
+                    n + 1
+                ))
+                .with_provider("scripted"));
+            }
+        };
+        Ok(turn.clone())
+    }
+}
+
+/// Split text into word-sized deltas (each delta ends after a run of whitespace).
+fn word_deltas(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut in_space = false;
+    for ch in text.chars() {
+        if in_space && !ch.is_whitespace() {
+            out.push(std::mem::take(&mut current));
+        }
+        in_space = ch.is_whitespace();
+        current.push(ch);
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+#[async_trait]
+impl Provider for ScriptedProvider {
+    fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+
+    async fn create_response(
+        &self,
+        messages: &[Message],
+        tools: &ToolSet,
+        model: &str,
+        signal: &Signal,
+        context: Option<&RequestContext>,
+    ) -> Result<EventStream, ProviderError> {
+        check_conversation(messages, true)?;
+        if signal.is_cancelled() {
+            return Err(ProviderError::cancelled());
+        }
+        if let Ok(mut requests) = self.requests.lock() {
+            requests.push(RecordedRequest {
+                messages: messages.to_vec(),
+                tools: tools.specs().map(|s| s.name.clone()).collect(),
+                model: model.to_string(),
+                system: context.and_then(|c| c.system.clone()),
+            });
+        }
+        let n = self.cursor.load(Ordering::SeqCst);
+        let response = match self.next_turn()? {
+            Turn::Fail(error) => return Err(error.to_error()),
+            Turn::Respond(response) => response,
+        };
+        let model = model.to_string();
+        let signal = signal.clone();
+        Ok(Box::pin(async_stream::stream! {
+            let mut recorder = MetricsRecorder::start();
+            let id = response.id.clone().unwrap_or_else(|| format!("scripted-{}", n + 1));
+            let mut events = vec![
+                Event::Started { response_id: Some(id), model, session_id: None, warnings: Vec::new() },
+                Event::Usage(Usage { input: response.usage.input, ..Usage::default() }),
+            ];
+            for (index, part) in response.parts.iter().enumerate() {
+                match part {
+                    Part::Text { text } => {
+                        events.extend(word_deltas(text).into_iter().map(|text| Event::TextDelta { index, text }));
+                    }
+                    Part::Thinking { text, signature } => {
+                        events.extend(word_deltas(text).into_iter().map(|text| Event::ReasoningDelta { index, text }));
+                        if let Some(signature) = signature {
+                            events.push(Event::ReasoningSignature { index, signature: signature.clone() });
+                        }
+                    }
+                    Part::ToolCall { id, name, input } => {
+                        events.push(Event::ToolCallStart { id: id.clone(), name: name.clone() });
+                        let json = input.to_string();
+                        let mid = json.char_indices().map(|(i, _)| i).nth(json.chars().count() / 2).unwrap_or(0);
+                        for piece in [&json[..mid], &json[mid..]] {
+                            if !piece.is_empty() {
+                                events.push(Event::ToolCallDelta { id: id.clone(), partial_json: piece.to_string() });
+                            }
+                        }
+                        events.push(Event::ToolCall { id: id.clone(), name: name.clone(), input: input.clone(), executed_by: ExecutedBy::Host });
+                    }
+                }
+            }
+            for event in events {
+                if signal.is_cancelled() {
+                    yield Err(ProviderError::cancelled());
+                    return;
+                }
+                recorder.observe(&event);
+                yield Ok(event);
+                tokio::task::yield_now().await;
+            }
+            match response.end {
+                End::Finish { reason } => {
+                    if signal.is_cancelled() {
+                        yield Err(ProviderError::cancelled());
+                        return;
+                    }
+                    yield Ok(Event::Usage(response.usage));
+                    recorder.observe(&Event::Usage(response.usage));
+                    yield Ok(Event::Finish { reason, usage: response.usage, metrics: recorder.finish() });
+                }
+                End::Error(error) => yield Err(error.to_error()),
+                End::Truncate => yield Err(ProviderError::protocol("the stream ended before the response finished").with_provider("scripted")),
+                End::Stall => {
+                    signal.cancelled().await;
+                    yield Err(ProviderError::cancelled());
+                }
+            }
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_deltas_keep_every_character() {
+        let text = "héllo  wörld 🎉 end";
+        let deltas = word_deltas(text);
+        assert_eq!(deltas.concat(), text);
+        assert_eq!(deltas, vec!["héllo  ", "wörld ", "🎉 ", "end"]);
+    }
+
+    #[test]
+    fn script_round_trips_through_json() {
+        let script = Script::new(vec![
+            Turn::parts(vec![
+                Part::thinking("hmm", "sig"),
+                Part::tool_call("t1", "echo", serde_json::json!({"a": 1})),
+            ]),
+            Turn::Fail(ScriptedError::new(ErrorKind::RateLimited, "slow")),
+        ]);
+        let json = serde_json::to_string(&script).expect("serializes");
+        assert_eq!(Script::from_json(&json).expect("parses"), script);
+    }
+}

@@ -1,0 +1,1 @@
+//! Tools for patchbay (work in progress).
