@@ -1,0 +1,1 @@
+//! patchbay provider: anthropic (work in progress).

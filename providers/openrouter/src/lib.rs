@@ -1,0 +1,1 @@
+//! patchbay provider: openrouter (work in progress).
