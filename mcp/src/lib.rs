@@ -1,1 +1,19 @@
-//! MCP for patchbay (work in progress).
+#![doc = include_str!("../README.md")]
+
+mod child;
+mod client;
+mod convert;
+mod error;
+mod registry;
+mod server;
+
+pub use client::{CLOSE_GRACE, DEFAULT_CONNECT_TIMEOUT, McpClient, McpClientSet, McpConnections, ToolNaming};
+pub use convert::{
+    META_JSON, META_METADATA, META_STATUS, from_call_tool_result, spec_from_mcp, spec_to_mcp, to_call_tool_result,
+};
+pub use error::Error;
+pub use registry::{CONTEXT_HEADER, ContextGuard, META_HEADER_PREFIX};
+pub use server::{ToolServer, ToolServerBuilder};
+
+/// The rmcp version this crate is built on, re-exported for its model types.
+pub use rmcp;

@@ -1,0 +1,108 @@
+//! The crate's error type.
+
+use std::time::Duration;
+
+use patchbay_core::{ErrorKind, ProviderError};
+
+/// What went wrong connecting to, calling or serving MCP.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A server's configuration cannot be used (a header that is not valid HTTP, say).
+    #[error("MCP server `{server}`: invalid configuration: {message}")]
+    Config {
+        /// The server's configured name.
+        server: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The stdio server's command could not be started.
+    #[error("MCP server `{server}`: cannot start `{command}`")]
+    Spawn {
+        /// The server's configured name.
+        server: String,
+        /// The program.
+        command: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The MCP handshake failed (connection refused, bad answer, process exited...).
+    #[error("MCP server `{server}`: handshake failed{}", stderr_note(.stderr))]
+    Handshake {
+        /// The server's configured name.
+        server: String,
+        /// The last lines the child wrote to stderr, for stdio servers.
+        stderr: Option<String>,
+        /// The rmcp error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Listing the server's tools failed.
+    #[error("MCP server `{server}`: tools/list failed")]
+    ListTools {
+        /// The server's configured name.
+        server: String,
+        /// The rmcp error.
+        #[source]
+        source: rmcp::ServiceError,
+    },
+    /// Connecting (handshake plus tool listing) took longer than the timeout.
+    #[error("MCP server `{server}`: no answer within {timeout:?}{}", stderr_note(.stderr))]
+    Timeout {
+        /// The server's configured name.
+        server: String,
+        /// The timeout that ran out.
+        timeout: Duration,
+        /// The last lines the child wrote to stderr, for stdio servers.
+        stderr: Option<String>,
+    },
+    /// The caller cancelled while connecting.
+    #[error("MCP server `{server}`: cancelled while connecting")]
+    Cancelled {
+        /// The server's configured name.
+        server: String,
+    },
+    /// The tool server could not bind or serve.
+    #[error("MCP tool server: {message}")]
+    Serve {
+        /// What failed.
+        message: String,
+        /// The I/O error, if any.
+        #[source]
+        source: Option<std::io::Error>,
+    },
+}
+
+fn stderr_note(stderr: &Option<String>) -> String {
+    match stderr {
+        Some(tail) if !tail.is_empty() => format!(" (stderr: {tail})"),
+        _ => String::new(),
+    }
+}
+
+impl Error {
+    /// The configured name of the server this error is about, if any.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Self::Config { server, .. }
+            | Self::Spawn { server, .. }
+            | Self::Handshake { server, .. }
+            | Self::ListTools { server, .. }
+            | Self::Timeout { server, .. }
+            | Self::Cancelled { server } => Some(server),
+            Self::Serve { .. } => None,
+        }
+    }
+}
+
+impl From<Error> for ProviderError {
+    fn from(error: Error) -> Self {
+        let kind = match &error {
+            Error::Config { .. } => ErrorKind::Config,
+            Error::Cancelled { .. } => return ProviderError::cancelled(),
+            _ => ErrorKind::Transport,
+        };
+        ProviderError::new(kind, error.to_string()).with_source(error)
+    }
+}

@@ -1,0 +1,472 @@
+//! The tool server: any [`ToolSet`] over MCP (streamable HTTP or stdio), with per-request
+//! context.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::FutureExt;
+use patchbay_core::{RequestContext, Signal, ToolContext, ToolResult, ToolSet};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext as McpRequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::convert::{spec_to_mcp, to_call_tool_result};
+use crate::error::Error;
+use crate::registry::{CONTEXT_HEADER, ContextGuard, ContextRegistry, HostContext, fresh_id, metadata_from_headers};
+
+/// How long [`ToolServer::shutdown`] waits for open connections before dropping them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Builds a [`ToolServer`].
+#[derive(Clone)]
+pub struct ToolServerBuilder {
+    tools: ToolSet,
+    require_context: bool,
+    stateful: bool,
+    token: Option<String>,
+}
+
+impl fmt::Debug for ToolServerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolServerBuilder")
+            .field("tools", &self.tools)
+            .field("require_context", &self.require_context)
+            .field("stateful", &self.stateful)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolServerBuilder {
+    /// Serve `tools/call` without a registered context too: such calls get an empty context
+    /// plus whatever metadata the `x-patchbay-meta-*` headers carry. Off by default. An
+    /// unknown context id is refused either way.
+    pub fn allow_anonymous(mut self) -> Self {
+        self.require_context = false;
+        self
+    }
+
+    /// Keep MCP sessions (`Mcp-Session-Id`, server-to-client streams). Off by default: every
+    /// POST is answered on its own with JSON, which is faster and needs no session cleanup.
+    pub fn stateful(mut self, stateful: bool) -> Self {
+        self.stateful = stateful;
+        self
+    }
+
+    /// Use this bearer token instead of a fresh random one.
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Bind `127.0.0.1` on an OS-assigned port and serve on the current runtime until
+    /// [`ToolServer::shutdown`] or drop.
+    pub async fn start(self) -> Result<ToolServer, Error> {
+        let (server, serve) = self.bind().await?;
+        let task = tokio::spawn(serve);
+        if let Ok(mut slot) = server.task.lock() {
+            *slot = Some(task);
+        }
+        Ok(server)
+    }
+
+    /// Serve over stdin/stdout until the client closes stdin. Every call gets `context`
+    /// (the process is the request).
+    pub async fn serve_stdio(self, context: &RequestContext) -> Result<(), Error> {
+        let (stdin, stdout) = rmcp::transport::stdio();
+        self.serve_io(stdin, stdout, context).await
+    }
+
+    /// Serve over any byte stream pair (a pipe, a socket) until the client closes it. Every
+    /// call gets `context`.
+    pub async fn serve_io<R, W>(self, read: R, write: W, context: &RequestContext) -> Result<(), Error>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let handler = Handler {
+            shared: Arc::new(Shared {
+                tools: self.tools,
+                registry: ContextRegistry::default(),
+                require_context: false,
+                fixed: Some(Arc::new(HostContext::from_request(context, None))),
+            }),
+        };
+        let running = handler.serve((read, write)).await.map_err(|error| Error::Serve {
+            message: format!("MCP handshake failed: {error}"),
+            source: None,
+        })?;
+        let _ = running.waiting().await;
+        Ok(())
+    }
+
+    async fn bind(self) -> Result<(ToolServer, impl Future<Output = ()> + Send + 'static), Error> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|source| Error::Serve {
+                message: "cannot bind 127.0.0.1".into(),
+                source: Some(source),
+            })?;
+        let addr = listener.local_addr().map_err(|source| Error::Serve {
+            message: "no local address".into(),
+            source: Some(source),
+        })?;
+        let token = self.token.unwrap_or_else(fresh_id);
+        let registry = ContextRegistry::default();
+        let shutdown = CancellationToken::new();
+        let handler = Handler {
+            shared: Arc::new(Shared {
+                tools: self.tools,
+                registry: registry.clone(),
+                require_context: self.require_context,
+                fixed: None,
+            }),
+        };
+        let port = addr.port();
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts([format!("127.0.0.1:{port}"), format!("localhost:{port}")])
+            .with_legacy_session_mode(self.stateful)
+            .with_json_response(!self.stateful)
+            .with_cancellation_token(shutdown.child_token());
+        let service: StreamableHttpService<Handler, LocalSessionManager> =
+            StreamableHttpService::new(move || Ok(handler.clone()), Default::default(), config);
+        let expected: Arc<str> = format!("Bearer {token}").into();
+        let app = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn_with_state(expected, require_token));
+        let stop = shutdown.clone();
+        let serve = async move {
+            let graceful = axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned());
+            if let Err(error) = graceful.await {
+                tracing::error!("MCP tool server stopped: {error}");
+            }
+        };
+        let server = ToolServer {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            addr,
+            token,
+            registry,
+            shutdown,
+            task: Mutex::new(None),
+        };
+        Ok((server, serve))
+    }
+}
+
+/// A running MCP tool server on `127.0.0.1`, serving a [`ToolSet`] over streamable HTTP.
+///
+/// Every request must carry `Authorization: Bearer <token>`; the `Host` header must name the
+/// server's own loopback address. A caller registers its request context
+/// ([`register`](Self::register)) and hands the guard's headers to its MCP client; each call
+/// then runs with that context's metadata, extensions and working directory in its
+/// [`ToolContext`], exactly as in-process. Calls with an unknown or expired context id are
+/// refused with an MCP error, as are calls without one (unless
+/// [`allow_anonymous`](ToolServerBuilder::allow_anonymous)).
+pub struct ToolServer {
+    url: String,
+    addr: SocketAddr,
+    token: String,
+    registry: ContextRegistry,
+    shutdown: CancellationToken,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl fmt::Debug for ToolServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolServer")
+            .field("url", &self.url)
+            .field("contexts", &self.registry.len())
+            .finish_non_exhaustive()
+    }
+}
+
+static GLOBAL: OnceLock<ToolServer> = OnceLock::new();
+static GLOBAL_INIT: Mutex<()> = Mutex::new(());
+
+impl ToolServer {
+    /// A builder for a server of `tools` (the tools of calls whose context brings none).
+    pub fn builder(tools: ToolSet) -> ToolServerBuilder {
+        ToolServerBuilder {
+            tools,
+            require_context: true,
+            stateful: false,
+            token: None,
+        }
+    }
+
+    /// Start a server of `tools` with the defaults.
+    pub async fn start(tools: ToolSet) -> Result<Self, Error> {
+        Self::builder(tools).start().await
+    }
+
+    /// The process-wide server, started on first use on a thread of its own (so it outlives
+    /// any one runtime). It has no tools of its own: register contexts with
+    /// [`register_with_tools`](Self::register_with_tools).
+    pub fn global() -> Result<&'static ToolServer, Error> {
+        if let Some(server) = GLOBAL.get() {
+            return Ok(server);
+        }
+        let _init = GLOBAL_INIT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(server) = GLOBAL.get() {
+            return Ok(server);
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let builder = Self::builder(ToolSet::new());
+        std::thread::Builder::new()
+            .name("patchbay-mcp-server".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(source) => {
+                        let _ = tx.send(Err(Error::Serve {
+                            message: "cannot start a runtime".into(),
+                            source: Some(source),
+                        }));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    match builder.bind().await {
+                        Ok((server, serve)) => {
+                            let _ = tx.send(Ok(server));
+                            serve.await;
+                        }
+                        Err(error) => {
+                            let _ = tx.send(Err(error));
+                        }
+                    }
+                });
+            })
+            .map_err(|source| Error::Serve {
+                message: "cannot start the server thread".into(),
+                source: Some(source),
+            })?;
+        let server = rx.recv().map_err(|_| Error::Serve {
+            message: "the server thread stopped before binding".into(),
+            source: None,
+        })??;
+        Ok(GLOBAL.get_or_init(|| server))
+    }
+
+    /// The endpoint, `http://127.0.0.1:<port>/mcp`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The bearer token every request must carry (a secret: never log it).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Register `context` (metadata, extensions, working directory) for calls with the
+    /// server's own tools. Dropping the guard unregisters it.
+    pub fn register(&self, context: &RequestContext) -> ContextGuard {
+        self.register_host(HostContext::from_request(context, None), &context.metadata)
+    }
+
+    /// Register `context` with the tools calls under it may use (instead of the server's own).
+    pub fn register_with_tools(&self, context: &RequestContext, tools: ToolSet) -> ContextGuard {
+        self.register_host(HostContext::from_request(context, Some(tools)), &context.metadata)
+    }
+
+    fn register_host(&self, host: HostContext, metadata: &BTreeMap<String, String>) -> ContextGuard {
+        let (id, map) = self.registry.register(host);
+        ContextGuard::new(id, map, self.url.clone(), &self.token, metadata)
+    }
+
+    /// Number of registered contexts.
+    pub fn contexts(&self) -> usize {
+        self.registry.len()
+    }
+
+    /// Stop accepting, end open sessions, and wait (up to 5 s) for requests in flight.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        let task = self.task.lock().ok().and_then(|mut slot| slot.take());
+        if let Some(mut task) = task
+            && tokio::time::timeout(SHUTDOWN_GRACE, &mut task).await.is_err()
+        {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for ToolServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+async fn require_token(State(expected): State<Arc<str>>, request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .map(|value| value.as_bytes())
+        .unwrap_or_default();
+    if constant_time_eq(given, expected.as_bytes()) {
+        return next.run(request).await;
+    }
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32001, "message": "missing or wrong bearer token for the patchbay MCP tool server"},
+    });
+    (
+        http::StatusCode::UNAUTHORIZED,
+        [(http::header::WWW_AUTHENTICATE, "Bearer")],
+        axum::Json(body),
+    )
+        .into_response()
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+struct Shared {
+    tools: ToolSet,
+    registry: ContextRegistry,
+    require_context: bool,
+    /// The one context of a stdio server.
+    fixed: Option<Arc<HostContext>>,
+}
+
+#[derive(Clone)]
+struct Handler {
+    shared: Arc<Shared>,
+}
+
+impl Handler {
+    /// The context of this request: registered (by header id), fixed (stdio), or anonymous.
+    fn resolve(&self, cx: &McpRequestContext<RoleServer>, for_call: bool) -> Result<Arc<HostContext>, ErrorData> {
+        if let Some(fixed) = &self.shared.fixed {
+            return Ok(fixed.clone());
+        }
+        let Some(parts) = cx.extensions.get::<http::request::Parts>() else {
+            return Ok(Arc::new(HostContext::default()));
+        };
+        let from_headers = metadata_from_headers(&parts.headers);
+        match parts.headers.get(CONTEXT_HEADER) {
+            Some(id) => {
+                let registered = id
+                    .to_str()
+                    .ok()
+                    .and_then(|id| self.shared.registry.get(id))
+                    .ok_or_else(|| {
+                        ErrorData::invalid_request(
+                            "unknown or expired patchbay context id (x-patchbay-context): the context was never \
+                             registered with this tool server or its guard was dropped",
+                            None,
+                        )
+                    })?;
+                // Registered metadata wins; headers only add keys it lacks.
+                if from_headers.keys().all(|key| registered.metadata.contains_key(key)) {
+                    return Ok(registered);
+                }
+                let mut merged = (*registered).clone();
+                for (key, value) in from_headers {
+                    merged.metadata.entry(key).or_insert(value);
+                }
+                Ok(Arc::new(merged))
+            }
+            None if for_call && self.shared.require_context => Err(ErrorData::invalid_request(
+                "missing x-patchbay-context header: this tool server runs tools only under a registered context",
+                None,
+            )),
+            None => Ok(Arc::new(HostContext {
+                metadata: from_headers,
+                ..HostContext::default()
+            })),
+        }
+    }
+
+    fn tools<'a>(&'a self, host: &'a HostContext) -> &'a ToolSet {
+        host.tools.as_ref().unwrap_or(&self.shared.tools)
+    }
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("patchbay-mcp", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: McpRequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.resolve(&context, false)?;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: McpRequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let host = self.resolve(&context, false)?;
+        let tools = self.tools(&host).specs().map(spec_to_mcp).collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: McpRequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let host = self.resolve(&context, true)?;
+        let name = request.name.as_ref();
+        let Some(tool) = self.tools(&host).get(name) else {
+            return Err(ErrorData::invalid_params(format!("unknown tool `{name}`"), None));
+        };
+        let signal = Signal::from(context.ct.clone());
+        let mut cx = ToolContext::new()
+            .with_signal(signal.clone())
+            .with_metadata(host.metadata.clone())
+            .with_extensions(host.extensions.clone());
+        if let Some(dir) = &host.working_dir {
+            cx = cx.with_working_dir(dir.clone());
+        }
+        let input = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        let span = tracing::info_span!("patchbay.mcp.tool", tool = %name);
+        let execute = AssertUnwindSafe(tool.execute(input, &cx)).catch_unwind();
+        let result = async {
+            tokio::select! {
+                result = execute => result.unwrap_or_else(|_| {
+                    tracing::error!("tool panicked");
+                    ToolResult::error(format!("tool `{name}` panicked"))
+                }),
+                _ = signal.cancelled() => ToolResult::aborted(),
+            }
+        }
+        .instrument(span)
+        .await;
+        let result = to_call_tool_result(&result);
+        Ok(result.into())
+    }
+}

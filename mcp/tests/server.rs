@@ -1,0 +1,221 @@
+//! Our tool server, called by our client set: context registry, token, Host check, shutdown.
+
+use std::time::{Duration, Instant};
+
+use patchbay_core::{McpServerConfig, McpTransport, RequestContext, ToolContent, ToolStatus};
+use patchbay_mcp::{McpClientSet, ToolServer};
+use serde_json::json;
+
+use crate::common::{Db, tools};
+
+fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> McpServerConfig {
+    McpServerConfig {
+        name: name.into(),
+        transport: McpTransport::Http {
+            url: url.into(),
+            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        },
+    }
+}
+
+#[tokio::test]
+async fn registered_context_reaches_the_tool() {
+    let server = ToolServer::start(tools()).await.expect("server starts");
+    let context = RequestContext::new()
+        .with_metadata("project_id", "p1")
+        .with_metadata("thread_id", "t9")
+        .with_extension(Db("main"));
+    let guard = server.register(&context);
+    assert_eq!(server.contexts(), 1);
+
+    let connections = McpClientSet::new().with_server(guard.server_config("host")).connect().await;
+    assert_eq!(connections.failed(), []);
+    let tools = connections.tools().await;
+    let names: Vec<_> = tools.specs().map(|spec| spec.name.as_str()).collect();
+    assert_eq!(names, ["echo", "whoami", "fail", "rich"]);
+
+    let whoami = tools.get("whoami").expect("whoami listed");
+    let result = whoami.execute(json!({}), &Default::default()).await;
+    assert_eq!(result.status, ToolStatus::Completed);
+    assert_eq!(result.text_content(), r#"project=Some("p1") db=main"#);
+    assert_eq!(
+        result.metadata,
+        Some(json!({"metadata": {"project_id": "p1", "thread_id": "t9"}}))
+    );
+
+    connections.close().await;
+    drop(guard);
+    assert_eq!(server.contexts(), 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn every_content_kind_and_status_survives_the_round_trip() {
+    let server = ToolServer::start(tools()).await.expect("server starts");
+    let guard = server.register(&RequestContext::new());
+    let connections = McpClientSet::new().with_server(guard.server_config("host")).connect().await;
+    let tools = connections.tools().await;
+    let cx = Default::default();
+
+    let rich = tools.get("rich").expect("rich").execute(json!({}), &cx).await;
+    let local = crate::common::tools().get("rich").expect("rich").execute(json!({}), &cx).await;
+    assert_eq!(rich, local);
+    assert!(matches!(rich.content[1], ToolContent::Image { .. }));
+
+    let failed = tools.get("fail").expect("fail").execute(json!({}), &cx).await;
+    assert_eq!(failed.status, ToolStatus::Failed);
+    assert_eq!(failed.text_content(), "it failed on purpose");
+
+    let bad_input = tools.get("echo").expect("echo").execute(json!({"nope": 1}), &cx).await;
+    assert_eq!(bad_input.status, ToolStatus::Failed);
+    connections.close().await;
+}
+
+#[tokio::test]
+async fn a_wrong_token_is_refused() {
+    let server = ToolServer::start(tools()).await.expect("server starts");
+    let guard = server.register(&RequestContext::new());
+    let mut headers: Vec<(&str, &str)> = vec![("Authorization", "Bearer not-the-token")];
+    headers.push(("x-patchbay-context", guard.id()));
+    let connections = McpClientSet::new()
+        .with_server(http("host", server.url(), &headers))
+        .connect()
+        .await;
+    assert_eq!(connections.connected(), Vec::<String>::new());
+    let failure = &connections.failed()[0];
+    assert_eq!(failure.name, "host");
+    assert!(failure.error.contains("handshake failed"), "{}", failure.error);
+    assert!(connections.warnings().iter().any(|w| w.code == "mcp_server_failed"));
+
+    let no_token = McpClientSet::new().with_server(http("host", server.url(), &[])).connect().await;
+    assert_eq!(no_token.failed().len(), 1);
+}
+
+#[tokio::test]
+async fn an_unknown_or_expired_context_id_is_refused() {
+    let server = ToolServer::start(tools()).await.expect("server starts");
+    let bearer = format!("Bearer {}", server.token());
+    let unknown = McpClientSet::new()
+        .with_server(http(
+            "host",
+            server.url(),
+            &[("Authorization", &bearer), ("x-patchbay-context", "0123456789abcdef")],
+        ))
+        .connect()
+        .await;
+    let failure = &unknown.failed()[0];
+    assert!(failure.error.contains("unknown or expired patchbay context id"), "{}", failure.error);
+
+    // Registered, connected, then the guard is dropped: the next call is refused, not served
+    // with some other context.
+    let other = server.register(&RequestContext::new().with_metadata("project_id", "other"));
+    let guard = server.register(&RequestContext::new().with_metadata("project_id", "mine"));
+    let connections = McpClientSet::new().with_server(guard.server_config("host")).connect().await;
+    let tools = connections.tools().await;
+    drop(guard);
+    let result = tools.get("whoami").expect("whoami").execute(json!({}), &Default::default()).await;
+    assert_eq!(result.status, ToolStatus::Failed);
+    assert!(result.text_content().contains("unknown or expired"), "{}", result.text_content());
+    drop(other);
+    connections.close().await;
+}
+
+#[tokio::test]
+async fn calls_need_a_context_unless_anonymous_is_allowed() {
+    let server = ToolServer::start(tools()).await.expect("server starts");
+    let bearer = format!("Bearer {}", server.token());
+    let config = http("host", server.url(), &[("Authorization", &bearer), ("x-patchbay-meta-project_id", "hdr")]);
+    let connections = McpClientSet::new().with_server(config.clone()).connect().await;
+    let tools = connections.tools().await;
+    assert_eq!(tools.len(), 4, "listing needs only the token");
+    let result = tools.get("whoami").expect("whoami").execute(json!({}), &Default::default()).await;
+    assert!(result.text_content().contains("missing x-patchbay-context"), "{}", result.text_content());
+
+    let open = ToolServer::builder(crate::common::tools()).allow_anonymous().start().await.expect("starts");
+    let bearer = format!("Bearer {}", open.token());
+    let config = http("open", open.url(), &[("Authorization", &bearer), ("x-patchbay-meta-project_id", "hdr")]);
+    let connections = McpClientSet::new().with_server(config).connect().await;
+    let tools = connections.tools().await;
+    let result = tools.get("whoami").expect("whoami").execute(json!({}), &Default::default()).await;
+    assert_eq!(result.text_content(), r#"project=Some("hdr") db=none"#);
+}
+
+#[tokio::test]
+async fn a_foreign_host_header_is_refused() {
+    let server = ToolServer::start(tools()).await.expect("server starts");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let client = reqwest::Client::new();
+    let send = |host: Option<&'static str>| {
+        let mut request = client
+            .post(server.url())
+            .bearer_auth(server.token())
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        request.send()
+    };
+    let good = send(None).await.expect("reachable");
+    assert!(good.status().is_success(), "{}", good.status());
+    let evil = send(Some("evil.example")).await.expect("reachable");
+    assert!(evil.status().is_client_error(), "{}", evil.status());
+}
+
+#[tokio::test]
+async fn the_global_server_serves_the_tools_a_context_brings() {
+    let server = ToolServer::global().expect("global server");
+    let again = ToolServer::global().expect("global server");
+    assert!(std::ptr::eq(server, again));
+    let guard = server.register_with_tools(&RequestContext::new().with_metadata("project_id", "g"), tools());
+    let connections = McpClientSet::new().with_server(guard.server_config("host")).connect().await;
+    let tools = connections.tools().await;
+    let result = tools.get("whoami").expect("whoami").execute(json!({}), &Default::default()).await;
+    assert_eq!(result.text_content(), r#"project=Some("g") db=none"#);
+    connections.close().await;
+}
+
+#[tokio::test]
+async fn shutdown_is_prompt_and_final() {
+    let server = ToolServer::start(tools()).await.expect("server starts");
+    let guard = server.register(&RequestContext::new());
+    let connections = McpClientSet::new().with_server(guard.server_config("host")).connect().await;
+    assert_eq!(connections.connected(), ["host"]);
+    let start = Instant::now();
+    server.shutdown().await;
+    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+    let after = McpClientSet::new()
+        .with_connect_timeout(Duration::from_secs(2))
+        .with_server(guard.server_config("host"))
+        .connect()
+        .await;
+    assert_eq!(after.failed().len(), 1);
+    connections.close().await;
+}
+
+#[tokio::test]
+async fn stdio_serving_gives_every_call_the_process_context() {
+    use rmcp::ServiceExt;
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let context = RequestContext::new().with_metadata("project_id", "stdio");
+    let server = tokio::spawn(async move {
+        let (read, write) = tokio::io::split(server_io);
+        ToolServer::builder(tools()).serve_io(read, write, &context).await
+    });
+    let (read, write) = tokio::io::split(client_io);
+    let client = ().serve((read, write)).await.expect("handshake");
+    let listed = client.peer().list_all_tools().await.expect("list");
+    assert_eq!(listed.len(), 4);
+    let mut params = rmcp::model::CallToolRequestParams::new("whoami");
+    params.arguments = Some(serde_json::Map::new());
+    let result = client.call_tool(params).await.expect("call");
+    let result = patchbay_mcp::from_call_tool_result(result);
+    assert_eq!(result.text_content(), r#"project=Some("stdio") db=none"#);
+    client.cancel().await.expect("closed");
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("server ends when the client goes")
+        .expect("joined")
+        .expect("served");
+}
