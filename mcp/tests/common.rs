@@ -128,3 +128,71 @@ pub(crate) fn tools() -> ToolSet {
             }
         }))
 }
+
+/// A peer server process run by a test, in its own process group, killed with it on drop.
+pub(crate) struct PeerProcess {
+    child: tokio::process::Child,
+    pub(crate) port: u16,
+}
+
+impl PeerProcess {
+    /// Start `program args` with `env`, then wait until `port` accepts connections.
+    pub(crate) async fn start(program: &std::path::Path, args: &[&str], env: &[(&str, String)], port: u16) -> Self {
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .kill_on_drop(true);
+        let child = command.spawn().expect("peer starts");
+        let peer = Self { child, port };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                return peer;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("peer {} did not listen on {port}", program.display());
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
+/// A port that was free a moment ago.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free port")
+}
+
+pub(crate) fn stdio(name: &str, command: &std::path::Path, args: &[&str]) -> patchbay_core::McpServerConfig {
+    patchbay_core::McpServerConfig {
+        name: name.into(),
+        transport: patchbay_core::McpTransport::Stdio {
+            command: command.display().to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: Default::default(),
+        },
+    }
+}
+
+pub(crate) fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> patchbay_core::McpServerConfig {
+    patchbay_core::McpServerConfig {
+        name: name.into(),
+        transport: patchbay_core::McpTransport::Http {
+            url: url.into(),
+            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        },
+    }
+}

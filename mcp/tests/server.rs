@@ -2,21 +2,11 @@
 
 use std::time::{Duration, Instant};
 
-use patchbay_core::{McpServerConfig, McpTransport, RequestContext, ToolContent, ToolStatus};
+use patchbay_core::{RequestContext, ToolContent, ToolStatus};
 use patchbay_mcp::{McpClientSet, ToolServer};
 use serde_json::json;
 
-use crate::common::{Db, tools};
-
-fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> McpServerConfig {
-    McpServerConfig {
-        name: name.into(),
-        transport: McpTransport::Http {
-            url: url.into(),
-            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        },
-    }
-}
+use crate::common::{Db, http, tools};
 
 #[tokio::test]
 async fn registered_context_reaches_the_tool() {
@@ -83,6 +73,7 @@ async fn a_wrong_token_is_refused() {
         .await;
     assert_eq!(connections.connected(), Vec::<String>::new());
     let failure = &connections.failed()[0];
+    eprintln!("wrong token: {failure:?}");
     assert_eq!(failure.name, "host");
     assert!(failure.error.contains("handshake failed"), "{}", failure.error);
     assert!(connections.warnings().iter().any(|w| w.code == "mcp_server_failed"));
