@@ -76,12 +76,21 @@ pub fn from_call_tool_result(result: CallToolResult) -> ToolResult {
         _ if result.is_error == Some(true) => ToolStatus::Failed,
         _ => ToolStatus::Completed,
     };
-    let metadata = match meta.get(META_METADATA) {
-        Some(value) => Some(value.clone()),
-        None => result.structured_content,
+    let content: Vec<ToolContent> = result.content.into_iter().map(content_from_mcp).collect();
+    let metadata = match (meta.get(META_METADATA), result.structured_content) {
+        (Some(value), _) => Some(value.clone()),
+        // Structured content that only mirrors a JSON block of ours is not metadata.
+        (None, Some(structured))
+            if content
+                .iter()
+                .any(|piece| matches!(piece, ToolContent::Json { value } if *value == structured)) =>
+        {
+            None
+        }
+        (None, structured) => structured,
     };
     ToolResult {
-        content: result.content.into_iter().map(content_from_mcp).collect(),
+        content,
         status,
         metadata,
     }
