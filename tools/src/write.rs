@@ -109,15 +109,15 @@ pub(crate) fn atomic_write(root: &Root, target: &Target, contents: &[u8]) -> Res
     // At most one hop: a canonical path has no symlinks left.
     for _ in 0..2 {
         let (parent, name) = split(&rel, &shown)?;
-        if parent != Path::new(".") {
-            root.dir
-                .create_dir_all(&parent)
-                .map_err(|err| io_failure(&err, &slash(&parent)))?;
-        }
-        let dir = root
-            .dir
-            .open_dir(&parent)
-            .map_err(|err| io_failure(&err, &slash(&parent)))?;
+        let parent_failure = |err: std::io::Error| io_failure(&err, &slash(&parent));
+        let dir = match root.dir.open_dir(&parent) {
+            Ok(dir) => dir,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                root.dir.create_dir_all(&parent).map_err(parent_failure)?;
+                root.dir.open_dir(&parent).map_err(parent_failure)?
+            }
+            Err(err) => return Err(parent_failure(err)),
+        };
         let existing = match dir.symlink_metadata(&name) {
             Ok(meta) if meta.is_symlink() => {
                 let canonical = root.dir.canonicalize(&rel).map_err(|err| match err.kind() {

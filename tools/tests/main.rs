@@ -1,0 +1,13 @@
+//! Integration tests of patchbay-tools, one binary (ripgrep style).
+#![allow(clippy::unwrap_used)]
+
+mod agent;
+mod bash;
+mod edit;
+mod glob;
+mod grep;
+mod read;
+mod support;
+mod tool_set;
+mod traversal;
+mod write;
