@@ -87,7 +87,10 @@ impl ChildProcess {
             pid,
             child: Some(child),
         };
-        let child = process.child.as_mut().ok_or_else(|| spawn_error(std::io::Error::other("no child")))?;
+        let child = process
+            .child
+            .as_mut()
+            .ok_or_else(|| spawn_error(std::io::Error::other("no child")))?;
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(spawn_error(std::io::Error::other("stdio pipes missing")));
         };

@@ -167,7 +167,10 @@ impl McpClientSet {
             } else {
                 warnings.push(Warning::new(
                     "duplicate_mcp_server",
-                    format!("MCP server `{}` is configured twice; the later one was ignored", server.name),
+                    format!(
+                        "MCP server `{}` is configured twice; the later one was ignored",
+                        server.name
+                    ),
                 ));
             }
         }
@@ -427,7 +430,10 @@ impl McpClient {
                 let headers = header_map(&name, headers, &context.metadata, &mut warnings)?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
                 let transport = StreamableHttpClientTransport::from_config(config);
-                let service = handler.serve(transport).await.map_err(|e| handshake(Box::new(e), None))?;
+                let service = handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| handshake(Box::new(e), None))?;
                 (service, None)
             }
             McpTransport::Stdio { command, args, env } => {
@@ -491,7 +497,11 @@ impl McpClient {
 
     /// The server's tools as specs, listed again if the server announced a change.
     pub async fn tool_specs(&self) -> Vec<ToolSpec> {
-        self.specs(ToolNaming::Plain).await.into_iter().map(|(spec, _)| spec).collect()
+        self.specs(ToolNaming::Plain)
+            .await
+            .into_iter()
+            .map(|(spec, _)| spec)
+            .collect()
     }
 
     async fn specs(&self, naming: ToolNaming) -> Vec<(ToolSpec, String)> {
@@ -504,7 +514,12 @@ impl McpClient {
         }
         tools
             .iter()
-            .map(|tool| (spec_from_mcp(tool, naming.name(&self.name, &tool.name)), tool.name.to_string()))
+            .map(|tool| {
+                (
+                    spec_from_mcp(tool, naming.name(&self.name, &tool.name)),
+                    tool.name.to_string(),
+                )
+            })
             .collect()
     }
 
@@ -549,7 +564,10 @@ impl McpClient {
 
     fn take_parts(&self) -> Parts {
         self.closed.store(true, Ordering::SeqCst);
-        self.parts.lock().map(|mut parts| std::mem::take(&mut *parts)).unwrap_or_default()
+        self.parts
+            .lock()
+            .map(|mut parts| std::mem::take(&mut *parts))
+            .unwrap_or_default()
     }
 
     /// Close this connection and wait (see [`McpConnections::close`]).
@@ -660,9 +678,15 @@ mod tests {
     fn templates_fill_and_report_missing_keys() {
         let metadata = BTreeMap::from([("project_id".to_owned(), "p1".to_owned())]);
         assert_eq!(fill_template("${metadata.project_id}", &metadata), Ok("p1".into()));
-        assert_eq!(fill_template("a-${metadata.project_id}-b", &metadata), Ok("a-p1-b".into()));
+        assert_eq!(
+            fill_template("a-${metadata.project_id}-b", &metadata),
+            Ok("a-p1-b".into())
+        );
         assert_eq!(fill_template("plain", &metadata), Ok("plain".into()));
         assert_eq!(fill_template("${metadata.thread}", &metadata), Err("thread".into()));
-        assert_eq!(fill_template("${metadata.open", &metadata), Ok("${metadata.open".into()));
+        assert_eq!(
+            fill_template("${metadata.open", &metadata),
+            Ok("${metadata.open".into())
+        );
     }
 }

@@ -45,7 +45,12 @@ pub fn to_call_tool_result(result: &ToolResult) -> CallToolResult {
     } else {
         CallToolResult::success(content)
     };
-    if let [ToolContent::Json { value: value @ Value::Object(_) }] = result.content.as_slice() {
+    if let [
+        ToolContent::Json {
+            value: value @ Value::Object(_),
+        },
+    ] = result.content.as_slice()
+    {
         out.structured_content = Some(value.clone());
     }
     let mut meta = JsonObject::new();

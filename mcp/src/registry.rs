@@ -73,7 +73,13 @@ pub struct ContextGuard {
 }
 
 impl ContextGuard {
-    pub(crate) fn new(id: String, map: Weak<Map>, url: String, token: &str, metadata: &BTreeMap<String, String>) -> Self {
+    pub(crate) fn new(
+        id: String,
+        map: Weak<Map>,
+        url: String,
+        token: &str,
+        metadata: &BTreeMap<String, String>,
+    ) -> Self {
         let mut headers = BTreeMap::new();
         headers.insert("Authorization".to_owned(), format!("Bearer {token}"));
         headers.insert(CONTEXT_HEADER.to_owned(), id.clone());

@@ -36,7 +36,11 @@ async fn an_agent_calls_a_server_everything_tool() {
         .with_server(crate::common::http("down", "http://127.0.0.1:9/mcp", &[]))
         .with_connect_timeout(Duration::from_secs(5));
     let provider = provider(vec![
-        Turn::parts(vec![Part::tool_call("call_1", "echo", json!({"message": "hello from mcp"}))]),
+        Turn::parts(vec![Part::tool_call(
+            "call_1",
+            "echo",
+            json!({"message": "hello from mcp"}),
+        )]),
         Turn::text("done"),
     ]);
     let agent = Agent::new(provider.clone(), "scripted").with_tool_source(Arc::new(set));
@@ -44,9 +48,18 @@ async fn an_agent_calls_a_server_everything_tool() {
 
     let kinds: Vec<_> = events.iter().map(Event::kind).collect();
     assert_eq!(kinds[..2], ["started", "mcp_connected"], "{kinds:?}");
-    let Event::Started { warnings, .. } = &events[0] else { unreachable!() };
-    assert!(warnings.iter().any(|w| w.code == "mcp_server_failed" && w.message.contains("down")), "{warnings:?}");
-    let Event::McpConnected { servers, failed } = &events[1] else { unreachable!() };
+    let Event::Started { warnings, .. } = &events[0] else {
+        unreachable!()
+    };
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.code == "mcp_server_failed" && w.message.contains("down")),
+        "{warnings:?}"
+    );
+    let Event::McpConnected { servers, failed } = &events[1] else {
+        unreachable!()
+    };
     assert_eq!(servers, &["everything"]);
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0].name, "down");
@@ -68,25 +81,40 @@ async fn an_agent_calls_a_server_everything_tool() {
     assert!(requests[0].tools.iter().any(|t| t == "echo"), "{:?}", requests[0].tools);
 
     // The run is over: the server and its group are gone.
-    let pid: u32 = std::fs::read_to_string(&pidfile).expect("pid").trim().parse().expect("pid");
-    assert!(wait_group_gone(pid, Duration::from_secs(4)).await, "server outlived the run");
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("pid");
+    assert!(
+        wait_group_gone(pid, Duration::from_secs(4)).await,
+        "server outlived the run"
+    );
 }
 
 #[tokio::test]
 async fn a_native_tool_wins_a_clash_and_the_clash_is_reported() {
     let Some(bin) = everything() else { return };
-    let native = FnTool::new("echo", "Native echo.", |input: EchoInput, _cx: ToolContext| async move {
-        ToolResult::text(format!("native: {}", input.message))
-    });
+    let native = FnTool::new(
+        "echo",
+        "Native echo.",
+        |input: EchoInput, _cx: ToolContext| async move { ToolResult::text(format!("native: {}", input.message)) },
+    );
     let provider = provider(vec![
         Turn::parts(vec![Part::tool_call("c1", "echo", json!({"message": "x"}))]),
         Turn::text("ok"),
     ]);
     let agent = Agent::new(provider, "scripted")
         .with_tools(ToolSet::new().with(native))
-        .with_tool_source(Arc::new(McpClientSet::new().with_server(stdio("everything", &bin, &["stdio"]))));
+        .with_tool_source(Arc::new(McpClientSet::new().with_server(stdio(
+            "everything",
+            &bin,
+            &["stdio"],
+        ))));
     let events = events(&agent, "echo").await;
-    let Event::Started { warnings, .. } = &events[0] else { panic!("started first") };
+    let Event::Started { warnings, .. } = &events[0] else {
+        panic!("started first")
+    };
     assert!(warnings.iter().any(|w| w.code == "duplicate_tool"), "{warnings:?}");
     let text = events
         .iter()

@@ -36,12 +36,18 @@ async fn exercise_everything(connections: &McpConnections) {
 
     let image = call(&tools, "get-tiny-image", json!({})).await;
     assert!(
-        image.content.iter().any(|c| matches!(c, ToolContent::Image { media_type, .. } if media_type == "image/png")),
+        image
+            .content
+            .iter()
+            .any(|c| matches!(c, ToolContent::Image { media_type, .. } if media_type == "image/png")),
         "{image:?}"
     );
 
     let structured = call(&tools, "get-structured-content", json!({"location": "Chicago"})).await;
-    assert!(structured.metadata.is_some(), "structuredContent goes to metadata: {structured:?}");
+    assert!(
+        structured.metadata.is_some(),
+        "structuredContent goes to metadata: {structured:?}"
+    );
 }
 
 #[tokio::test]
@@ -50,10 +56,16 @@ async fn server_everything_over_stdio() {
     let set = McpClientSet::new().with_server(stdio("everything", &bin, &["stdio"]));
     let connections = set.connect().await;
     exercise_everything(&connections).await;
-    let pid = connections.client("everything").and_then(|c| c.pid()).expect("a stdio pid");
+    let pid = connections
+        .client("everything")
+        .and_then(|c| c.pid())
+        .expect("a stdio pid");
     assert!(alive(pid));
     connections.close().await;
-    assert!(wait_group_gone(pid, Duration::from_secs(1)).await, "server group left running");
+    assert!(
+        wait_group_gone(pid, Duration::from_secs(1)).await,
+        "server group left running"
+    );
 }
 
 #[tokio::test]
@@ -81,7 +93,10 @@ async fn stdio_servers_get_the_context_environment_and_metadata() {
     let connections = McpClientSet::new().connect_with(&context, &Signal::new()).await;
     let tools = connections.tools().await;
     let env = call(&tools, "get-env", json!({})).await.text_content();
-    assert!(env.contains("\"PATCHBAY_PROJECT\": \"p7\"") || env.contains("\"PATCHBAY_PROJECT\":\"p7\""), "{env}");
+    assert!(
+        env.contains("\"PATCHBAY_PROJECT\": \"p7\"") || env.contains("\"PATCHBAY_PROJECT\":\"p7\""),
+        "{env}"
+    );
     assert!(env.contains("PATCHBAY_FROM_CONTEXT"), "{env}");
     connections.close().await;
 }
@@ -122,13 +137,21 @@ async fn python_fastmcp_sees_forwarded_metadata_headers() {
     let config = http(
         "py",
         &format!("http://127.0.0.1:{port}/mcp"),
-        &[("X-Project-ID", "${metadata.project_id}"), ("X-Thread-ID", "${metadata.thread_id}")],
+        &[
+            ("X-Project-ID", "${metadata.project_id}"),
+            ("X-Thread-ID", "${metadata.thread_id}"),
+        ],
     );
-    let context = RequestContext::new().with_metadata("project_id", "p42").with_mcp_server(config);
+    let context = RequestContext::new()
+        .with_metadata("project_id", "p42")
+        .with_mcp_server(config);
     let connections = McpClientSet::new().connect_with(&context, &Signal::new()).await;
     assert_eq!(connections.failed(), []);
     assert!(
-        connections.warnings().iter().any(|w| w.code == "mcp_missing_metadata" && w.message.contains("thread_id")),
+        connections
+            .warnings()
+            .iter()
+            .any(|w| w.code == "mcp_missing_metadata" && w.message.contains("thread_id")),
         "{:?}",
         connections.warnings()
     );
@@ -164,7 +187,11 @@ async fn an_unreachable_port_fails_fast_and_the_rest_go_on() {
         .with_server(stdio("everything", &bin, &["stdio"]));
     let start = Instant::now();
     let connections = set.connect().await;
-    assert!(start.elapsed() < Duration::from_secs(3) + MARGIN, "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(3) + MARGIN,
+        "{:?}",
+        start.elapsed()
+    );
     assert_eq!(connections.connected(), ["everything"]);
     assert_eq!(connections.failed().len(), 1);
     assert_eq!(connections.failed()[0].name, "down");
@@ -183,9 +210,11 @@ async fn a_server_that_accepts_and_never_answers_times_out() {
         }
     });
     let timeout = Duration::from_secs(1);
-    let set = McpClientSet::new()
-        .with_connect_timeout(timeout)
-        .with_server(http("mute", &format!("http://127.0.0.1:{port}/mcp"), &[]));
+    let set = McpClientSet::new().with_connect_timeout(timeout).with_server(http(
+        "mute",
+        &format!("http://127.0.0.1:{port}/mcp"),
+        &[],
+    ));
     let start = Instant::now();
     let connections = set.connect().await;
     assert!(start.elapsed() < timeout + MARGIN, "{:?}", start.elapsed());
@@ -199,19 +228,34 @@ async fn a_stdio_command_that_never_speaks_times_out_and_is_killed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let pidfile = dir.path().join("pid");
     // The shell leads the group; `sleep` is a descendant that must die with it.
-    let script = format!("echo $$ > {}; echo 'starting, never speaking' >&2; sleep 300 & wait", pidfile.display());
+    let script = format!(
+        "echo $$ > {}; echo 'starting, never speaking' >&2; sleep 300 & wait",
+        pidfile.display()
+    );
     let timeout = Duration::from_secs(1);
-    let set = McpClientSet::new()
-        .with_connect_timeout(timeout)
-        .with_server(stdio("mute", Path::new("sh"), &["-c", &script]));
+    let set =
+        McpClientSet::new()
+            .with_connect_timeout(timeout)
+            .with_server(stdio("mute", Path::new("sh"), &["-c", &script]));
     let start = Instant::now();
     let connections = set.connect().await;
     assert!(start.elapsed() < timeout + MARGIN, "{:?}", start.elapsed());
     let failure = &connections.failed()[0];
     assert!(failure.error.contains("no answer within 1s"), "{}", failure.error);
-    assert!(failure.error.contains("never speaking"), "stderr tail kept: {}", failure.error);
-    let pid: u32 = std::fs::read_to_string(&pidfile).expect("pid written").trim().parse().expect("a pid");
-    assert!(wait_group_gone(pid, Duration::from_secs(2)).await, "shell or sleep left running");
+    assert!(
+        failure.error.contains("never speaking"),
+        "stderr tail kept: {}",
+        failure.error
+    );
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .expect("pid written")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(
+        wait_group_gone(pid, Duration::from_secs(2)).await,
+        "shell or sleep left running"
+    );
 }
 
 #[tokio::test]
@@ -222,7 +266,11 @@ async fn a_missing_command_and_a_crashing_one_are_reported() {
     let start = Instant::now();
     let connections = set.connect().await;
     assert!(start.elapsed() < Duration::from_secs(5));
-    let errors: Vec<_> = connections.failed().iter().map(|f| (f.name.as_str(), f.error.as_str())).collect();
+    let errors: Vec<_> = connections
+        .failed()
+        .iter()
+        .map(|f| (f.name.as_str(), f.error.as_str()))
+        .collect();
     assert_eq!(errors.len(), 2, "{errors:?}");
     eprintln!("{errors:#?}");
     assert!(errors[0].1.contains("cannot start"), "{errors:?}");
@@ -241,7 +289,10 @@ async fn dropping_the_connections_kills_the_server_and_its_descendants() {
     let pid = connections.client("everything").and_then(|c| c.pid()).expect("pid");
     assert!(crate::common::group_members(pid).len() >= 2, "server plus sleep");
     drop(connections);
-    assert!(wait_group_gone(pid, Duration::from_secs(4)).await, "left running after drop");
+    assert!(
+        wait_group_gone(pid, Duration::from_secs(4)).await,
+        "left running after drop"
+    );
 }
 
 #[tokio::test]
@@ -269,7 +320,12 @@ async fn a_call_timeout_cancels_the_mcp_request() {
         .await;
     let tools = connections.tools().await;
     let start = Instant::now();
-    let slow = call(&tools, "trigger-long-running-operation", json!({"duration": 10, "steps": 2})).await;
+    let slow = call(
+        &tools,
+        "trigger-long-running-operation",
+        json!({"duration": 10, "steps": 2}),
+    )
+    .await;
     assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
     assert_eq!(slow.status, ToolStatus::Failed);
     assert!(slow.text_content().contains("timed out"), "{slow:?}");

@@ -54,11 +54,19 @@ pub(crate) fn alive(pid: u32) -> bool {
 /// Pids of every process whose process group is `pgid`.
 pub(crate) fn group_members(pgid: u32) -> Vec<u32> {
     let mut members = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return members };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return members;
+    };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
         let fields: Vec<&str> = rest.split_whitespace().collect();
         // fields[0] = state, [1] = ppid, [2] = pgrp
         if fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) && fields.first() != Some(&"Z") {
@@ -95,9 +103,11 @@ pub(crate) struct Db(pub(crate) &'static str);
 /// The example tools: `echo`, `whoami` (shows the context), `fail`, `rich` (every content kind).
 pub(crate) fn tools() -> ToolSet {
     ToolSet::new()
-        .with(FnTool::new("echo", "Echo the message back.", |input: EchoInput, _cx: ToolContext| async move {
-            ToolResult::text(input.message)
-        }))
+        .with(FnTool::new(
+            "echo",
+            "Echo the message back.",
+            |input: EchoInput, _cx: ToolContext| async move { ToolResult::text(input.message) },
+        ))
         .with(FnTool::new(
             "whoami",
             "Report the request context this call runs under.",
@@ -107,32 +117,42 @@ pub(crate) fn tools() -> ToolSet {
                     .with_metadata(serde_json::json!({ "metadata": cx.metadata }))
             },
         ))
-        .with(FnTool::new("fail", "Always fails.", |_: Empty, _cx: ToolContext| async move {
-            ToolResult::error("it failed on purpose")
-        }))
-        .with(FnTool::new("rich", "Every content kind.", |_: Empty, _cx: ToolContext| async move {
-            ToolResult {
-                content: vec![
-                    ToolContent::text("hello"),
-                    ToolContent::Image { media_type: "image/png".into(), data: "iVBORw0KGgo=".into() },
-                    ToolContent::Resource {
-                        uri: "file:///notes.txt".into(),
-                        mime_type: Some("text/plain".into()),
-                        text: Some("notes".into()),
-                        blob: None,
-                    },
-                    ToolContent::Json { value: serde_json::json!({"rows": 3}) },
-                ],
-                status: patchbay_core::ToolStatus::Completed,
-                metadata: Some(serde_json::json!({"documents": ["d1"]})),
-            }
-        }))
+        .with(FnTool::new(
+            "fail",
+            "Always fails.",
+            |_: Empty, _cx: ToolContext| async move { ToolResult::error("it failed on purpose") },
+        ))
+        .with(FnTool::new(
+            "rich",
+            "Every content kind.",
+            |_: Empty, _cx: ToolContext| async move {
+                ToolResult {
+                    content: vec![
+                        ToolContent::text("hello"),
+                        ToolContent::Image {
+                            media_type: "image/png".into(),
+                            data: "iVBORw0KGgo=".into(),
+                        },
+                        ToolContent::Resource {
+                            uri: "file:///notes.txt".into(),
+                            mime_type: Some("text/plain".into()),
+                            text: Some("notes".into()),
+                            blob: None,
+                        },
+                        ToolContent::Json {
+                            value: serde_json::json!({"rows": 3}),
+                        },
+                    ],
+                    status: patchbay_core::ToolStatus::Completed,
+                    metadata: Some(serde_json::json!({"documents": ["d1"]})),
+                }
+            },
+        ))
 }
 
 /// A peer server process run by a test, in its own process group, killed with it on drop.
 pub(crate) struct PeerProcess {
     child: tokio::process::Child,
-    pub(crate) port: u16,
 }
 
 impl PeerProcess {
@@ -148,7 +168,7 @@ impl PeerProcess {
             .process_group(0)
             .kill_on_drop(true);
         let child = command.spawn().expect("peer starts");
-        let peer = Self { child, port };
+        let peer = Self { child };
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(20) {
             if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
@@ -163,7 +183,10 @@ impl PeerProcess {
 impl Drop for PeerProcess {
     fn drop(&mut self) {
         if let Some(pid) = self.child.id() {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
 }

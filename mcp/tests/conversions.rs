@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 
 fn settings() -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/../conformance/snapshots/tool_results"));
+    settings.set_snapshot_path(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../conformance/snapshots/tool_results"
+    ));
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
     settings
@@ -90,11 +93,19 @@ fn tool_results_to_mcp_and_back() {
                 blob: Some("iVBORw0KGgo=".into()),
             }]),
         ),
-        ("mcp__json", with(vec![ToolContent::Json { value: json!({"rows": 3, "ok": true}) }])),
+        (
+            "mcp__json",
+            with(vec![ToolContent::Json {
+                value: json!({"rows": 3, "ok": true}),
+            }]),
+        ),
         (
             "mcp__mixed_with_metadata",
-            with(vec![ToolContent::text("found 2"), ToolContent::Json { value: json!([1, 2]) }])
-                .with_metadata(json!({"documents": ["d1", "d2"], "artifact": {"id": "a1"}})),
+            with(vec![
+                ToolContent::text("found 2"),
+                ToolContent::Json { value: json!([1, 2]) },
+            ])
+            .with_metadata(json!({"documents": ["d1", "d2"], "artifact": {"id": "a1"}})),
         ),
         ("mcp__status_failed", ToolResult::error("no such file")),
         ("mcp__status_denied", ToolResult::denied("the user said no")),

@@ -18,7 +18,10 @@ async fn registered_context_reaches_the_tool() {
     let guard = server.register(&context);
     assert_eq!(server.contexts(), 1);
 
-    let connections = McpClientSet::new().with_server(guard.server_config("host")).connect().await;
+    let connections = McpClientSet::new()
+        .with_server(guard.server_config("host"))
+        .connect()
+        .await;
     assert_eq!(connections.failed(), []);
     let tools = connections.tools().await;
     let names: Vec<_> = tools.specs().map(|spec| spec.name.as_str()).collect();
@@ -43,12 +46,19 @@ async fn registered_context_reaches_the_tool() {
 async fn every_content_kind_and_status_survives_the_round_trip() {
     let server = ToolServer::start(tools()).await.expect("server starts");
     let guard = server.register(&RequestContext::new());
-    let connections = McpClientSet::new().with_server(guard.server_config("host")).connect().await;
+    let connections = McpClientSet::new()
+        .with_server(guard.server_config("host"))
+        .connect()
+        .await;
     let tools = connections.tools().await;
     let cx = Default::default();
 
     let rich = tools.get("rich").expect("rich").execute(json!({}), &cx).await;
-    let local = crate::common::tools().get("rich").expect("rich").execute(json!({}), &cx).await;
+    let local = crate::common::tools()
+        .get("rich")
+        .expect("rich")
+        .execute(json!({}), &cx)
+        .await;
     assert_eq!(rich, local);
     assert!(matches!(rich.content[1], ToolContent::Image { .. }));
 
@@ -78,7 +88,10 @@ async fn a_wrong_token_is_refused() {
     assert!(failure.error.contains("handshake failed"), "{}", failure.error);
     assert!(connections.warnings().iter().any(|w| w.code == "mcp_server_failed"));
 
-    let no_token = McpClientSet::new().with_server(http("host", server.url(), &[])).connect().await;
+    let no_token = McpClientSet::new()
+        .with_server(http("host", server.url(), &[]))
+        .connect()
+        .await;
     assert_eq!(no_token.failed().len(), 1);
 }
 
@@ -95,18 +108,33 @@ async fn an_unknown_or_expired_context_id_is_refused() {
         .connect()
         .await;
     let failure = &unknown.failed()[0];
-    assert!(failure.error.contains("unknown or expired patchbay context id"), "{}", failure.error);
+    assert!(
+        failure.error.contains("unknown or expired patchbay context id"),
+        "{}",
+        failure.error
+    );
 
     // Registered, connected, then the guard is dropped: the next call is refused, not served
     // with some other context.
     let other = server.register(&RequestContext::new().with_metadata("project_id", "other"));
     let guard = server.register(&RequestContext::new().with_metadata("project_id", "mine"));
-    let connections = McpClientSet::new().with_server(guard.server_config("host")).connect().await;
+    let connections = McpClientSet::new()
+        .with_server(guard.server_config("host"))
+        .connect()
+        .await;
     let tools = connections.tools().await;
     drop(guard);
-    let result = tools.get("whoami").expect("whoami").execute(json!({}), &Default::default()).await;
+    let result = tools
+        .get("whoami")
+        .expect("whoami")
+        .execute(json!({}), &Default::default())
+        .await;
     assert_eq!(result.status, ToolStatus::Failed);
-    assert!(result.text_content().contains("unknown or expired"), "{}", result.text_content());
+    assert!(
+        result.text_content().contains("unknown or expired"),
+        "{}",
+        result.text_content()
+    );
     drop(other);
     connections.close().await;
 }
@@ -115,19 +143,43 @@ async fn an_unknown_or_expired_context_id_is_refused() {
 async fn calls_need_a_context_unless_anonymous_is_allowed() {
     let server = ToolServer::start(tools()).await.expect("server starts");
     let bearer = format!("Bearer {}", server.token());
-    let config = http("host", server.url(), &[("Authorization", &bearer), ("x-patchbay-meta-project_id", "hdr")]);
+    let config = http(
+        "host",
+        server.url(),
+        &[("Authorization", &bearer), ("x-patchbay-meta-project_id", "hdr")],
+    );
     let connections = McpClientSet::new().with_server(config.clone()).connect().await;
     let tools = connections.tools().await;
     assert_eq!(tools.len(), 4, "listing needs only the token");
-    let result = tools.get("whoami").expect("whoami").execute(json!({}), &Default::default()).await;
-    assert!(result.text_content().contains("missing x-patchbay-context"), "{}", result.text_content());
+    let result = tools
+        .get("whoami")
+        .expect("whoami")
+        .execute(json!({}), &Default::default())
+        .await;
+    assert!(
+        result.text_content().contains("missing x-patchbay-context"),
+        "{}",
+        result.text_content()
+    );
 
-    let open = ToolServer::builder(crate::common::tools()).allow_anonymous().start().await.expect("starts");
+    let open = ToolServer::builder(crate::common::tools())
+        .allow_anonymous()
+        .start()
+        .await
+        .expect("starts");
     let bearer = format!("Bearer {}", open.token());
-    let config = http("open", open.url(), &[("Authorization", &bearer), ("x-patchbay-meta-project_id", "hdr")]);
+    let config = http(
+        "open",
+        open.url(),
+        &[("Authorization", &bearer), ("x-patchbay-meta-project_id", "hdr")],
+    );
     let connections = McpClientSet::new().with_server(config).connect().await;
     let tools = connections.tools().await;
-    let result = tools.get("whoami").expect("whoami").execute(json!({}), &Default::default()).await;
+    let result = tools
+        .get("whoami")
+        .expect("whoami")
+        .execute(json!({}), &Default::default())
+        .await;
     assert_eq!(result.text_content(), r#"project=Some("hdr") db=none"#);
 }
 
@@ -160,9 +212,16 @@ async fn the_global_server_serves_the_tools_a_context_brings() {
     let again = ToolServer::global().expect("global server");
     assert!(std::ptr::eq(server, again));
     let guard = server.register_with_tools(&RequestContext::new().with_metadata("project_id", "g"), tools());
-    let connections = McpClientSet::new().with_server(guard.server_config("host")).connect().await;
+    let connections = McpClientSet::new()
+        .with_server(guard.server_config("host"))
+        .connect()
+        .await;
     let tools = connections.tools().await;
-    let result = tools.get("whoami").expect("whoami").execute(json!({}), &Default::default()).await;
+    let result = tools
+        .get("whoami")
+        .expect("whoami")
+        .execute(json!({}), &Default::default())
+        .await;
     assert_eq!(result.text_content(), r#"project=Some("g") db=none"#);
     connections.close().await;
 }
@@ -171,7 +230,10 @@ async fn the_global_server_serves_the_tools_a_context_brings() {
 async fn shutdown_is_prompt_and_final() {
     let server = ToolServer::start(tools()).await.expect("server starts");
     let guard = server.register(&RequestContext::new());
-    let connections = McpClientSet::new().with_server(guard.server_config("host")).connect().await;
+    let connections = McpClientSet::new()
+        .with_server(guard.server_config("host"))
+        .connect()
+        .await;
     assert_eq!(connections.connected(), ["host"]);
     let start = Instant::now();
     server.shutdown().await;
