@@ -44,8 +44,9 @@ pub enum Rule {
     ToolCallIdUnique,
     /// A `ToolResult` answers a `ToolCall` seen before.
     ToolResultAfterCall,
-    /// The text of one block is never emitted twice, and a block is not reopened after
-    /// another block began.
+    /// The text of one block is never emitted twice: no block receives its whole text again
+    /// as one delta, no two blocks of one step carry the same text, and a block is not
+    /// reopened after another block began. Texts shorter than 16 characters are exempt.
     TextNotDuplicated,
 }
 
@@ -72,9 +73,16 @@ const DUPLICATE_MIN_CHARS: usize = 16;
 #[derive(Debug, Default)]
 struct Block {
     text: String,
-    /// Byte offsets in `text` where a delta started.
-    boundaries: Vec<usize>,
+    deltas: usize,
     closed: bool,
+}
+
+/// At most 80 characters of `text`, for messages.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_string(),
+    }
 }
 
 #[derive(Debug, Default)]
@@ -239,18 +247,22 @@ impl Validator {
             self.current_block = Some(key);
         }
         let block = self.blocks.entry(key).or_default();
-        block.boundaries.push(block.text.len());
-        block.text.push_str(text);
-        // The whole block emitted again as deltas at a delta boundary: "AB" + "AB".
-        let len = block.text.len();
-        if len % 2 == 0 {
-            let half = len / 2;
-            let (a, b) = block.text.split_at(half);
-            if a == b && a.chars().count() >= DUPLICATE_MIN_CHARS && block.boundaries.contains(&half) {
-                let message = format!("block {index} repeats its own text {a:?}");
-                self.violate(Rule::TextNotDuplicated, message);
-            }
+        // The whole block so far emitted again as one delta (an agent runtime replaying the
+        // final message after its partial deltas). Cheap: a length check first.
+        let replayed = block.deltas >= 1
+            && text.len() == block.text.len()
+            && text == block.text
+            && text.chars().count() >= DUPLICATE_MIN_CHARS;
+        if replayed {
+            let message = format!(
+                "block {index} received its whole text again as one delta: {:?}",
+                clip(text)
+            );
+            self.violate(Rule::TextNotDuplicated, message);
         }
+        let block = self.blocks.entry(key).or_default();
+        block.deltas += 1;
+        block.text.push_str(text);
     }
 
     fn close_step(&mut self) {
@@ -265,7 +277,11 @@ impl Validator {
                 continue;
             }
             if let Some(first) = seen.insert((key.0, text), key.1) {
-                duplicates.push(format!("blocks {first} and {} carry the same text {text:?}", key.1));
+                duplicates.push(format!(
+                    "blocks {first} and {} carry the same text {:?}",
+                    key.1,
+                    clip(text)
+                ));
             }
         }
         for message in duplicates {

@@ -1,0 +1,163 @@
+//! Normalized outcomes: what a golden snapshot holds, with ids, timings and chunking redacted.
+
+use std::collections::HashMap;
+
+use patchbay_core::{ErrorKind, Event, ProviderError, Usage};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// Texts longer than this are summarized as length plus hash in snapshots.
+pub const LONG_TEXT: usize = 512;
+
+/// The outcome of one run, normalized so that every provider of every wire family produces the
+/// same value for the same scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// Normalized events.
+    pub events: Vec<Value>,
+    /// The kind of the error that ended the stream, if any.
+    pub error_kind: Option<String>,
+}
+
+/// What was seen of a run: the raw items, in order.
+#[derive(Debug, Default)]
+pub struct Recording {
+    /// Events in order.
+    pub events: Vec<Event>,
+    /// The error that ended the stream.
+    pub error: Option<ProviderError>,
+}
+
+impl Recording {
+    /// Validate the recording with the lifecycle validator.
+    pub fn validate(&self) -> Result<(), Vec<patchbay_core::Violation>> {
+        patchbay_core::validate(self.events.iter().map(Ok).chain(self.error.iter().map(Err)))
+    }
+
+    /// Normalize.
+    pub fn outcome(&self) -> Outcome {
+        normalize(&self.events, self.error.as_ref().map(ProviderError::kind))
+    }
+}
+
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A text as it appears in a snapshot: itself, or `<N chars, fnv1a XXXX>` when long.
+pub fn summarize(text: &str) -> String {
+    let chars = text.chars().count();
+    if chars > LONG_TEXT {
+        format!("<{chars} chars, fnv1a {:016x}>", fnv1a(text))
+    } else {
+        text.to_string()
+    }
+}
+
+fn usage_json(usage: &Usage) -> Value {
+    json!({ "input": usage.input, "output": usage.output })
+}
+
+/// Normalize raw events:
+/// - `Usage` updates and `ToolCallDelta` fragments are dropped (their chunking differs by wire;
+///   the validator checks deltas against the final `ToolCall`);
+/// - consecutive deltas of one block are joined; block indexes become ordinals per step;
+/// - ids become ordinals (`call_1`...), response and session ids and warnings are dropped;
+/// - timings are dropped; usage keeps input and output tokens; long texts are summarized.
+pub fn normalize(events: &[Event], error: Option<ErrorKind>) -> Outcome {
+    let mut out: Vec<Value> = Vec::new();
+    let mut ids: HashMap<String, String> = HashMap::new();
+    let mut blocks: HashMap<usize, usize> = HashMap::new();
+    // (kind, ordinal) of the text being joined, and its text so far.
+    let mut open: Option<(&'static str, usize, String)> = None;
+
+    let call_id = |id: &str, ids: &mut HashMap<String, String>| -> String {
+        let next = ids.len() + 1;
+        ids.entry(id.to_string())
+            .or_insert_with(|| format!("call_{next}"))
+            .clone()
+    };
+    fn flush(open: &mut Option<(&'static str, usize, String)>, out: &mut Vec<Value>) {
+        if let Some((kind, index, text)) = open.take() {
+            out.push(json!({ "type": kind, "index": index, "text": summarize(&text) }));
+        }
+    }
+
+    for event in events {
+        let ordinal = |index: usize, blocks: &mut HashMap<usize, usize>| {
+            let next = blocks.len();
+            *blocks.entry(index).or_insert(next)
+        };
+        match event {
+            Event::TextDelta { index, text } | Event::ReasoningDelta { index, text } => {
+                let kind = if matches!(event, Event::TextDelta { .. }) {
+                    "text"
+                } else {
+                    "reasoning"
+                };
+                let index = ordinal(*index, &mut blocks);
+                match &mut open {
+                    Some((k, i, acc)) if *k == kind && *i == index => acc.push_str(text),
+                    _ => {
+                        flush(&mut open, &mut out);
+                        open = Some((kind, index, text.clone()));
+                    }
+                }
+                continue;
+            }
+            Event::Usage(_) | Event::ToolCallDelta { .. } => continue,
+            _ => flush(&mut open, &mut out),
+        }
+        let value = match event {
+            Event::Started { model, .. } => json!({ "type": "started", "model": model }),
+            Event::McpConnected { servers, failed } => json!({
+                "type": "mcp_connected",
+                "servers": servers,
+                "failed": failed.iter().map(|f| &f.name).collect::<Vec<_>>(),
+            }),
+            Event::ReasoningSignature { index, signature } => {
+                json!({ "type": "reasoning_signature", "index": ordinal(*index, &mut blocks), "signature": summarize(signature) })
+            }
+            Event::RedactedReasoning { index, data } => {
+                json!({ "type": "redacted_reasoning", "index": ordinal(*index, &mut blocks), "data": summarize(data) })
+            }
+            Event::Opaque { index, provider, data } => {
+                json!({ "type": "opaque", "index": ordinal(*index, &mut blocks), "provider": provider, "data": data })
+            }
+            Event::ToolCallStart { id, name } => {
+                json!({ "type": "tool_call_start", "id": call_id(id, &mut ids), "name": name })
+            }
+            Event::ToolCall {
+                id,
+                name,
+                input,
+                executed_by,
+            } => json!({
+                "type": "tool_call", "id": call_id(id, &mut ids), "name": name, "input": input, "executed_by": executed_by,
+            }),
+            Event::ToolResult { id, name, result } => json!({
+                "type": "tool_result", "id": call_id(id, &mut ids), "name": name,
+                "status": result.status, "content": result.content, "metadata": result.metadata,
+            }),
+            Event::StepFinished { step, reason, usage } => {
+                blocks.clear();
+                json!({ "type": "step_finished", "step": step, "reason": reason, "usage": usage_json(usage) })
+            }
+            Event::Finish { reason, usage, metrics } => json!({
+                "type": "finish", "reason": reason, "usage": usage_json(usage),
+                "text_chars": metrics.text_chars, "reasoning_chars": metrics.reasoning_chars,
+            }),
+            Event::TextDelta { .. } | Event::ReasoningDelta { .. } | Event::Usage(_) | Event::ToolCallDelta { .. } => {
+                continue;
+            }
+        };
+        out.push(value);
+    }
+    flush(&mut open, &mut out);
+    Outcome {
+        events: out,
+        error_kind: error.map(|kind| kind.as_str().to_string()),
+    }
+}

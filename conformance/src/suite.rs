@@ -1,0 +1,299 @@
+//! `run_suite`: one libtest-mimic trial per shared scenario, for any provider.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use libtest_mimic::{Arguments, Failed, Trial};
+use patchbay_core::{Agent, Capabilities, Event, Provider, ProviderError, Retry, RetryPolicy, Signal};
+use serde::Deserialize;
+
+use crate::normalize::Recording;
+use crate::scenario::{CancelAt, Needs, SCENARIO_MODEL, Scenario, scenario_tools, scenarios};
+
+/// How long one scenario may run before it counts as hung.
+pub const SCENARIO_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A provider prepared for one scenario, with whatever must live as long as the run (a mock
+/// server, a temp dir).
+pub struct Fixture {
+    /// The provider under test.
+    pub provider: Arc<dyn Provider>,
+    /// Dropped after the run.
+    pub guard: Option<Box<dyn Any + Send>>,
+}
+
+impl Fixture {
+    /// A fixture with nothing to keep alive.
+    pub fn new(provider: Arc<dyn Provider>) -> Self {
+        Self { provider, guard: None }
+    }
+
+    /// Keep `guard` alive for the run.
+    pub fn with_guard(mut self, guard: impl Any + Send) -> Self {
+        self.guard = Some(Box::new(guard));
+        self
+    }
+}
+
+/// The future a fixture factory returns.
+pub type FixtureFuture = Pin<Box<dyn Future<Output = Result<Fixture, ProviderError>> + Send>>;
+
+type Factory = Arc<dyn Fn(&Scenario) -> FixtureFuture + Send + Sync>;
+
+/// Known gaps of a provider: scenario name to reason. Loaded from `conformance-baseline.toml`.
+///
+/// ```toml
+/// [[gap]]
+/// scenario = "thinking_then_tool_call"
+/// reason = "the runtime hides signatures"
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Baseline {
+    gaps: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct BaselineFile {
+    #[serde(default)]
+    gap: Vec<Gap>,
+}
+
+#[derive(Deserialize)]
+struct Gap {
+    scenario: String,
+    reason: String,
+}
+
+impl Baseline {
+    /// Parse baseline TOML; every gap needs a reason and must name a known scenario.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let file: BaselineFile = toml::from_str(text).map_err(|e| format!("bad baseline: {e}"))?;
+        let known: Vec<&str> = scenarios().iter().map(|s| s.name).collect();
+        let mut gaps = BTreeMap::new();
+        for gap in file.gap {
+            if !known.contains(&gap.scenario.as_str()) {
+                return Err(format!("baseline names unknown scenario `{}`", gap.scenario));
+            }
+            if gap.reason.trim().is_empty() {
+                return Err(format!("baseline gap `{}` has no reason", gap.scenario));
+            }
+            gaps.insert(gap.scenario, gap.reason);
+        }
+        Ok(Self { gaps })
+    }
+
+    /// Load a baseline file; a missing file is an empty baseline.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, String> {
+        match std::fs::read_to_string(path.as_ref()) {
+            Ok(text) => Self::parse(&text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(format!("cannot read {}: {e}", path.as_ref().display())),
+        }
+    }
+
+    /// The reason a scenario is a known gap, if it is one.
+    pub fn reason(&self, scenario: &str) -> Option<&str> {
+        self.gaps.get(scenario).map(String::as_str)
+    }
+}
+
+/// A provider under test: how to build it for a scenario, and what it can do.
+#[derive(Clone)]
+pub struct Target {
+    name: String,
+    capabilities: Capabilities,
+    mid_stream_cancel: bool,
+    factory: Factory,
+    baseline: Baseline,
+    retry: RetryPolicy,
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Target")
+            .field("name", &self.name)
+            .field("capabilities", &self.capabilities)
+            .field("baseline", &self.baseline)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Target {
+    /// A target named `name` whose fixtures `factory` builds.
+    pub fn new<F, Fut>(name: impl Into<String>, capabilities: Capabilities, factory: F) -> Self
+    where
+        F: Fn(&Scenario) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Fixture, ProviderError>> + Send + 'static,
+    {
+        Self {
+            name: name.into(),
+            capabilities,
+            mid_stream_cancel: true,
+            factory: Arc::new(move |scenario| Box::pin(factory(scenario))),
+            baseline: Baseline::default(),
+            retry: RetryPolicy::immediate(2),
+        }
+    }
+
+    /// Use this baseline of known gaps.
+    pub fn with_baseline(mut self, baseline: Baseline) -> Self {
+        self.baseline = baseline;
+        self
+    }
+
+    /// Load the baseline from a file (panics with a clear message on a malformed file: a test
+    /// setup error).
+    pub fn with_baseline_file(self, path: impl AsRef<Path>) -> Self {
+        match Baseline::load(path) {
+            Ok(baseline) => self.with_baseline(baseline),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Declare that the target cannot be cancelled at a chosen point mid-stream.
+    pub fn without_mid_stream_cancel(mut self) -> Self {
+        self.mid_stream_cancel = false;
+        self
+    }
+
+    /// The retry policy wrapped around the provider (default: two immediate retries).
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    fn supports(&self, needs: &Needs) -> bool {
+        match needs {
+            Needs::Reasoning => self.capabilities.reasoning,
+            Needs::MidStreamCancel => self.mid_stream_cancel,
+        }
+    }
+
+    /// Run one scenario through the agent loop and record what came out.
+    pub async fn record(&self, scenario: &Scenario) -> Result<Recording, ProviderError> {
+        let fixture = (self.factory)(scenario).await?;
+        let provider: Arc<dyn Provider> = Arc::new(Retry::new(fixture.provider.clone(), self.retry.clone()));
+        let agent = Agent::new(provider, SCENARIO_MODEL).with_tools(scenario_tools());
+        let signal = Signal::new();
+        let mut stream = agent.stream(scenario.messages.clone(), signal.clone());
+        let mut recording = Recording::default();
+        let mut text = String::new();
+        let run = async {
+            while let Some(item) = stream.next().await {
+                match item {
+                    Ok(event) => {
+                        if let Event::TextDelta { text: delta, .. } = &event {
+                            text.push_str(delta);
+                            if let Some(CancelAt::AfterText(target)) = scenario.cancel
+                                && text == target
+                            {
+                                signal.cancel();
+                            }
+                        }
+                        recording.events.push(event);
+                    }
+                    Err(error) => {
+                        recording.error = Some(error);
+                        break;
+                    }
+                }
+            }
+            // Anything after the error is a violation the validator must see.
+            while let Some(item) = stream.next().await {
+                if let Ok(event) = item {
+                    recording.events.push(event);
+                }
+            }
+        };
+        if tokio::time::timeout(SCENARIO_TIMEOUT, run).await.is_err() {
+            return Err(ProviderError::new(
+                patchbay_core::ErrorKind::Transport,
+                format!(
+                    "scenario `{}` did not finish within {SCENARIO_TIMEOUT:?}",
+                    scenario.name
+                ),
+            ));
+        }
+        drop(fixture);
+        Ok(recording)
+    }
+}
+
+/// Check one recording against the validator and the shared golden snapshot.
+pub fn check(scenario: &Scenario, recording: &Recording) -> Result<(), String> {
+    if let Err(violations) = recording.validate() {
+        let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        return Err(format!("lifecycle violations:\n  {}", list.join("\n  ")));
+    }
+    let outcome = recording.outcome();
+    let compared = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        crate::snapshot::scenario_settings().bind(|| {
+            insta::assert_json_snapshot!(scenario.name, outcome);
+        });
+    }));
+    compared.map_err(|panic| {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(ToString::to_string))
+            .unwrap_or_default();
+        format!(
+            "the outcome differs from the shared golden `{}`\n{message}",
+            scenario.name
+        )
+    })
+}
+
+fn run_trial(target: &Target, scenario: &Scenario) -> Result<(), Failed> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failed::from(format!("cannot build a runtime: {e}")))?;
+    let result = runtime
+        .block_on(target.record(scenario))
+        .map_err(|e| format!("the run failed outside the stream: {e}"))
+        .and_then(|recording| check(scenario, &recording));
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    match (result, target.baseline.reason(scenario.name)) {
+        (Ok(()), None) => Ok(()),
+        (Err(message), None) => Err(message.into()),
+        (Err(message), Some(reason)) => {
+            eprintln!("known gap `{}` ({reason}):\n{message}", scenario.name);
+            Ok(())
+        }
+        (Ok(()), Some(reason)) => Err(format!(
+            "`{}` is listed as a known gap ({reason}) but passes: remove it from the baseline",
+            scenario.name
+        )
+        .into()),
+    }
+}
+
+/// One trial per shared scenario for `target`; scenarios needing a capability the target lacks
+/// are ignored (listed, never silently passed).
+pub fn trials(target: &Target) -> Vec<Trial> {
+    scenarios()
+        .into_iter()
+        .map(|scenario| {
+            let ignored = !scenario.needs.iter().all(|needs| target.supports(needs));
+            let target = target.clone();
+            let name = format!("{}::{}", target.name, scenario.name);
+            Trial::test(name, move || run_trial(&target, &scenario)).with_ignored_flag(ignored)
+        })
+        .collect()
+}
+
+/// Run the shared scenarios against `target` as a `harness = false` test binary, and exit.
+pub fn run_suite(target: Target) -> ! {
+    let args = Arguments::from_args();
+    libtest_mimic::run(&args, trials(&target)).exit()
+}
