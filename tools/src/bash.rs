@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use crate::error::ToolError;
 use crate::output::{Keep, truncate};
 use crate::root::Root;
-use crate::workspace::Workspace;
+use crate::workspace::{BASIC_ENV, Workspace};
 
 /// Input of the `bash` tool.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -198,6 +198,14 @@ async fn run(workspace: &Workspace, cx: &ToolContext, input: &BashInput) -> Resu
 fn spawn(workspace: &Workspace, root: &Root, command: &str) -> Result<tokio::process::Child, ToolError> {
     let build = |shell: &str| {
         let mut cmd = Command::new(shell);
+        if !workspace.inherits_env() {
+            cmd.env_clear();
+            for key in BASIC_ENV {
+                if let Some(value) = std::env::var_os(key) {
+                    cmd.env(key, value);
+                }
+            }
+        }
         cmd.arg("-c")
             .arg(command)
             .current_dir(&root.path)

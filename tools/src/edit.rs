@@ -98,7 +98,8 @@ fn edit(workspace: &Workspace, cx: &ToolContext, input: &EditInput) -> Result<To
         }
         Loaded::Binary(_) => return Err(ToolError::failed(format!("`{}` is a binary file", target.shown))),
     };
-    let starts: Vec<usize> = text.match_indices(&input.old_string).map(|(i, _)| i).collect();
+    let (old, new) = line_endings(&text, &input.old_string, &input.new_string);
+    let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(i, _)| i).collect();
     if starts.is_empty() {
         return Err(ToolError::failed(format!(
             "`old_string` was not found in `{}` (0 matches). It must match exactly, including whitespace \
@@ -117,9 +118,9 @@ fn edit(workspace: &Workspace, cx: &ToolContext, input: &EditInput) -> Result<To
         )));
     }
     let updated = if input.replace_all {
-        text.replace(&input.old_string, &input.new_string)
+        text.replace(old.as_str(), &new)
     } else {
-        text.replacen(&input.old_string, &input.new_string, 1)
+        text.replacen(old.as_str(), &new, 1)
     };
     if updated.len() as u64 > limits.max_file_bytes {
         return Err(ToolError::failed(format!(
@@ -136,7 +137,7 @@ fn edit(workspace: &Workspace, cx: &ToolContext, input: &EditInput) -> Result<To
         if count == 1 { "occurrence" } else { "occurrences" },
         written.shown
     );
-    let changed_lines = input.new_string.lines().count().max(1);
+    let changed_lines = new.lines().count().max(1);
     let lines: Vec<&str> = updated.lines().collect();
     let from = first_line.saturating_sub(SNIPPET_CONTEXT).max(1);
     let to = (first_line + changed_lines - 1 + SNIPPET_CONTEXT).min(lines.len());
@@ -151,6 +152,19 @@ fn edit(workspace: &Workspace, cx: &ToolContext, input: &EditInput) -> Result<To
         "replacements": count,
         "first_line": first_line,
     })))
+}
+
+/// The strings to use: as given, or with `\r\n` line endings when the file uses them and the
+/// model sent `\n` (models rarely reproduce carriage returns).
+fn line_endings(text: &str, old: &str, new: &str) -> (String, String) {
+    let crlf = |s: &str| s.replace("\r\n", "\n").replace('\n', "\r\n");
+    if old.contains('\n') && !old.contains('\r') && text.contains("\r\n") && !text.contains(old) {
+        let (old_crlf, new_crlf) = (crlf(old), crlf(new));
+        if text.contains(&old_crlf) {
+            return (old_crlf, new_crlf);
+        }
+    }
+    (old.to_string(), new.to_string())
 }
 
 /// The 1-based line number of byte offset `at`.

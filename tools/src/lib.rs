@@ -15,7 +15,7 @@
 //!
 //! The root of a call is the request's working directory (`ToolContext::working_dir`) when
 //! set, else [`Workspace::root`]. Paths are relative to it; an absolute path is accepted only
-//! inside it. The root is opened as a directory handle with [`cap_std`] and every file is
+//! inside it; `..` is resolved lexically first and may not climb above the root. The root is opened as a directory handle with [`cap_std`] and every file is
 //! opened, created and renamed through it: cap-std resolves each path beneath the handle
 //! (`openat2(RESOLVE_BENEATH)` on Linux, else component by component with `O_NOFOLLOW`), so
 //! `..`, absolute paths and symlinks leading out are refused when the file is opened, with no
@@ -34,6 +34,20 @@
 //! saying how much was cut and how to narrow the request; `bash` keeps the beginning and the
 //! end. Each result's `metadata` carries structured facts (path, line range, match counts,
 //! exit code).
+
+//!
+//! # In a host
+//!
+//! ```no_run
+//! # fn demo(provider: std::sync::Arc<dyn patchbay_core::Provider>) -> std::io::Result<()> {
+//! use patchbay_core::Agent;
+//! use patchbay_tools::{Workspace, coding_tools};
+//! // The folder the program runs in; bash stays off unless asked for.
+//! let tools = coding_tools(Workspace::current_dir()?);
+//! let agent = Agent::new(provider, "some-model").with_tools(tools);
+//! // "what is in this folder?" -> read `.` (a listing) or glob `*`, then read and grep.
+//! # let _ = agent; Ok(()) }
+//! ```
 
 mod bash;
 mod edit;

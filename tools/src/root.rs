@@ -169,7 +169,7 @@ fn is_loop(err: &io::Error) -> bool {
 pub(crate) fn io_failure(err: &io::Error, shown: &str) -> ToolError {
     if is_escape(err) {
         return ToolError::denied(format!(
-            "`{shown}` resolves outside the workspace root (through `..` or a symbolic link); access refused"
+            "`{shown}` resolves outside the workspace root through a symbolic link; access refused"
         ));
     }
     if is_loop(err) {

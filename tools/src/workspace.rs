@@ -51,8 +51,9 @@ impl Default for Limits {
 /// Where the coding tools work and what they may do.
 ///
 /// Every path a tool gets is resolved inside the root: the request's working directory
-/// (`ToolContext::working_dir`) when the host set one, else [`Workspace::root`]. `bash` is off
-/// unless [`Workspace::with_bash`] turns it on.
+/// (`ToolContext::working_dir`, set from `RequestContext::working_dir` by the agent loop) when
+/// the host set one, else [`Workspace::root`]; a relative root is taken from the process's
+/// current directory. `bash` is off unless [`Workspace::with_bash`] turns it on.
 ///
 /// ```
 /// use patchbay_tools::Workspace;
@@ -66,7 +67,13 @@ pub struct Workspace {
     limits: Limits,
     bash: bool,
     env: BTreeMap<String, String>,
+    inherit_env: bool,
 }
+
+/// Variables a `bash` command keeps when the workspace does not inherit the host environment.
+pub(crate) const BASIC_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "TERM",
+];
 
 impl Workspace {
     /// A workspace rooted at `root`, with default limits and `bash` off.
@@ -76,6 +83,7 @@ impl Workspace {
             limits: Limits::default(),
             bash: false,
             env: BTreeMap::new(),
+            inherit_env: true,
         }
     }
 
@@ -108,6 +116,20 @@ impl Workspace {
         self
     }
 
+    /// Whether `bash` commands inherit the host's environment (default true). With `false`
+    /// they get only `PATH`, `HOME`, `USER`, `LOGNAME`, `LANG`, `LC_ALL`, `TZ`, `TMPDIR`, `TERM`
+    /// and the variables set with [`Workspace::with_env`], so host secrets such as API keys do
+    /// not reach the model's commands.
+    pub fn with_inherited_env(mut self, inherit: bool) -> Self {
+        self.inherit_env = inherit;
+        self
+    }
+
+    /// Whether `bash` commands inherit the host's environment.
+    pub fn inherits_env(&self) -> bool {
+        self.inherit_env
+    }
+
     /// The configured root (used when the request gives no working directory).
     pub fn root(&self) -> &Path {
         &self.root
@@ -136,6 +158,7 @@ impl fmt::Debug for Workspace {
             .field("limits", &self.limits)
             .field("bash", &self.bash)
             .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("inherit_env", &self.inherit_env)
             .finish()
     }
 }

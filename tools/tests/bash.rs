@@ -139,3 +139,16 @@ async fn empty_commands_and_bad_input_fail() {
     let result = fx.call(bash(&fx), "bash", json!({"cmd": "ls"})).await;
     assert_status(&result, ToolStatus::Failed);
 }
+
+#[tokio::test]
+async fn host_environment_can_be_withheld() {
+    let fx = Fixture::new();
+    // cargo sets CARGO_PKG_NAME for every test process.
+    let command = "echo ${CARGO_PKG_NAME:-unset} ${PATH:+has-path} $EXTRA";
+    let inherit = bash(&fx).with_env("EXTRA", "extra");
+    let result = fx.call(inherit.clone(), "bash", json!({"command": command})).await;
+    assert_eq!(result.text_content(), "patchbay-tools has-path extra\n[exit code 0]");
+    let clean = inherit.with_inherited_env(false);
+    let result = fx.call(clean, "bash", json!({"command": command})).await;
+    assert_eq!(result.text_content(), "unset has-path extra\n[exit code 0]");
+}

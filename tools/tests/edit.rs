@@ -76,3 +76,13 @@ async fn missing_binary_and_directory_targets_fail() {
     }
     assert_eq!(std::fs::read(fx.root.join("bin.dat")).unwrap(), b"a\0b");
 }
+
+#[tokio::test]
+async fn crlf_files_match_strings_sent_with_lf() {
+    let fx = Fixture::new();
+    fx.file("win.txt", "one\r\ntwo\r\nthree\r\n");
+    let input = json!({"path": "win.txt", "old_string": "one\ntwo", "new_string": "uno\ndos"});
+    let result = fx.run("edit", input).await;
+    assert_status(&result, ToolStatus::Completed);
+    assert_eq!(fx.read("win.txt"), "uno\r\ndos\r\nthree\r\n");
+}

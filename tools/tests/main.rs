@@ -1,4 +1,5 @@
 //! Integration tests of patchbay-tools, one binary (ripgrep style).
+#![cfg(unix)]
 #![allow(clippy::unwrap_used)]
 
 mod agent;
