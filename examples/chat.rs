@@ -1,1 +1,202 @@
-fn main() {}
+//! Stream a whole agent run to the terminal.
+//!
+//! ```text
+//! cargo run --example chat -- "what is in this folder?"            # offline, scripted demo
+//! cargo run --example chat -- --json "what is in this folder?"     # one JSON event per line
+//! cargo run --example chat --features anthropic -- --provider anthropic "hi"
+//! ```
+//!
+//! Text is printed as it arrives, tool calls and their results as they happen, and a last line
+//! with usage and metrics. The tools are patchbay-tools' coding tools, rooted at the current
+//! directory (bash off).
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use patchbay::scripted::{Part, Response, Script, ScriptedProvider, Turn};
+use patchbay::tools::{Workspace, coding_tools};
+use patchbay::{Agent, Event, Message, Provider, Registry, Signal, ToolResult};
+use serde_json::json;
+
+struct Args {
+    provider: String,
+    model: Option<String>,
+    json: bool,
+    prompt: String,
+}
+
+const USAGE: &str = "usage: chat [--provider NAME] [--model MODEL] [--json] PROMPT...";
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        provider: "scripted".into(),
+        model: None,
+        json: false,
+        prompt: String::new(),
+    };
+    let mut words = Vec::new();
+    let mut iter = std::env::args().skip(1);
+    while let Some(arg) = iter.next() {
+        match arg.as_str() {
+            "--provider" => args.provider = iter.next().ok_or("--provider needs a name")?,
+            "--model" => args.model = Some(iter.next().ok_or("--model needs a name")?),
+            "--json" => args.json = true,
+            "-h" | "--help" => return Err(USAGE.into()),
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{USAGE}")),
+            _ => words.push(arg),
+        }
+    }
+    args.prompt = if words.is_empty() { "what is in this folder?".into() } else { words.join(" ") };
+    Ok(args)
+}
+
+/// The offline demo: look at the folder with real tools, then sum up.
+fn demo_script() -> Script {
+    let look = Response::new(vec![
+        Part::text("I'll look at what is in this folder."),
+        Part::tool_call("call_1", "read", json!({ "path": "." })),
+        Part::tool_call("call_2", "glob", json!({ "pattern": "*.md" })),
+    ]);
+    let answer = Response::new(vec![Part::text(
+        "Above are the entries of this folder and its Markdown files. \
+         (This is patchbay's offline demo: a scripted model chose those tool calls; \
+         pass --provider to ask a real model.)",
+    )]);
+    Script::new(vec![
+        Turn::Respond(look.with_usage(412, 38)),
+        Turn::Respond(answer.with_usage(690, 41)),
+    ])
+}
+
+fn default_model(provider: &str) -> &'static str {
+    match provider {
+        "anthropic" => "claude-sonnet-4-5",
+        "openrouter" => "openai/gpt-4o-mini",
+        "claude-agent" => "sonnet",
+        _ => "scripted-demo",
+    }
+}
+
+fn build_provider(name: &str) -> Result<Arc<dyn Provider>, patchbay::ProviderError> {
+    if name == "scripted" {
+        return Ok(Arc::new(ScriptedProvider::new(demo_script())));
+    }
+    Registry::compiled().build(name, &serde_json::Value::Null)
+}
+
+fn preview(result: &ToolResult, lines: usize) -> String {
+    let text = result.text_content();
+    let total = text.lines().count();
+    let mut out: Vec<&str> = text.lines().take(lines).collect();
+    let more;
+    if total > lines {
+        more = format!("... ({} more lines)", total - lines);
+        out.push(&more);
+    }
+    out.join("\n    ")
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    let provider = match build_provider(&args.provider) {
+        Ok(provider) => provider,
+        Err(error) => {
+            eprintln!("chat: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.provider == "scripted" && !args.json {
+        eprintln!("(offline: scripted demo provider, no network; pass --provider NAME for a real model)");
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let model = args.model.clone().unwrap_or_else(|| default_model(&args.provider).into());
+    let agent = Agent::new(provider, model).with_tools(coding_tools(Workspace::new(cwd)));
+    let signal = Signal::new();
+    let ctrl_c = signal.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            ctrl_c.cancel();
+        }
+    });
+
+    let mut events = agent.stream(vec![Message::user(args.prompt.clone())], signal);
+    let mut stdout = std::io::stdout().lock();
+    let mut steps = 1;
+    // Whether the cursor is at the start of a line (text does not end lines).
+    let mut line_start = true;
+    while let Some(item) = events.next().await {
+        let event = match item {
+            Ok(event) => event,
+            Err(error) => {
+                if args.json {
+                    let line = json!({"type": "error", "kind": error.kind().as_str(), "message": error.to_string()});
+                    let _ = writeln!(stdout, "{line}");
+                } else {
+                    let _ = writeln!(stdout);
+                }
+                eprintln!("chat: {error}");
+                return ExitCode::FAILURE;
+            }
+        };
+        if args.json {
+            match serde_json::to_string(&event) {
+                Ok(line) => {
+                    let _ = writeln!(stdout, "{line}");
+                }
+                Err(error) => eprintln!("chat: cannot serialize an event: {error}"),
+            }
+            continue;
+        }
+        let is_text = matches!(event, Event::TextDelta { .. } | Event::ReasoningDelta { .. });
+        if !is_text && !line_start && matches!(event, Event::ToolCall { .. } | Event::ToolResult { .. } | Event::Finish { .. }) {
+            let _ = writeln!(stdout);
+            line_start = true;
+        }
+        match &event {
+            Event::TextDelta { text, .. } => {
+                let _ = write!(stdout, "{text}");
+                line_start = text.ends_with('\n');
+            }
+            Event::ReasoningDelta { text, .. } => {
+                let _ = write!(stdout, "\x1b[2m{text}\x1b[0m");
+                line_start = text.ends_with('\n');
+            }
+            Event::ToolCall { name, input, .. } => {
+                let _ = writeln!(stdout, "→ {name} {input}");
+            }
+            Event::ToolResult { name, result, .. } => {
+                let status = format!("{:?}", result.status).to_lowercase();
+                let _ = writeln!(stdout, "← {name} ({status}):\n    {}", preview(result, 20));
+            }
+            Event::McpConnected { servers, failed } => {
+                let _ = writeln!(stdout, "[mcp: {} connected, {} failed]", servers.len(), failed.len());
+            }
+            Event::StepFinished { .. } => steps += 1,
+            Event::Finish { reason, usage, metrics } => {
+                let tokens = |n: Option<u64>| n.map_or("?".to_string(), |n| n.to_string());
+                let _ = writeln!(
+                    stdout,
+                    "[{reason:?} | usage: {} in, {} out | steps {steps} | first text {} ms | total {} ms | {} events, {} text chars]",
+                    tokens(usage.input),
+                    tokens(usage.output),
+                    metrics.first_text_ms.map_or("-".into(), |ms| ms.to_string()),
+                    metrics.total_ms,
+                    metrics.events,
+                    metrics.text_chars,
+                );
+            }
+            _ => {}
+        }
+        let _ = stdout.flush();
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,109 @@
+//! Build a provider by name from configuration, among the providers compiled in.
+
+use std::fmt;
+use std::sync::Arc;
+
+use patchbay_core::{Provider, ProviderError};
+use serde_json::Value;
+
+/// A function that builds a provider from JSON options.
+pub type BuildFn = fn(&Value) -> Result<Arc<dyn Provider>, ProviderError>;
+
+/// One provider a registry can build.
+#[derive(Clone)]
+pub struct ProviderFactory {
+    /// The name hosts use (`anthropic`, `openrouter`...).
+    pub name: &'static str,
+    /// One line on what it is and which options it reads.
+    pub description: &'static str,
+    /// Builds it.
+    pub build: BuildFn,
+}
+
+impl fmt::Debug for ProviderFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderFactory")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Providers by name. [`Registry::compiled`] holds every provider whose cargo feature is on;
+/// hosts can [`register`](Registry::register) their own.
+///
+/// ```
+/// let registry = patchbay::Registry::compiled();
+/// assert!(registry.names().contains(&"scripted"));
+/// let provider = registry.build("scripted", &serde_json::json!({"text": "hi"})).unwrap();
+/// assert_eq!(provider.info().name, "scripted");
+/// let err = registry.build("nope", &serde_json::Value::Null).unwrap_err();
+/// assert!(err.to_string().contains("scripted"));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    factories: Vec<ProviderFactory>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every provider compiled into this build.
+    pub fn compiled() -> Self {
+        #[allow(unused_mut)]
+        let mut registry = Self::new();
+        #[cfg(feature = "scripted")]
+        registry.register(ProviderFactory {
+            name: "scripted",
+            description: "deterministic scripted model; options: {\"script\": <Script JSON>} or {\"text\": \"...\"}",
+            build: build_scripted,
+        });
+        registry
+    }
+
+    /// Add a factory; a later factory with the same name replaces the earlier one.
+    pub fn register(&mut self, factory: ProviderFactory) {
+        self.factories.retain(|f| f.name != factory.name);
+        self.factories.push(factory);
+    }
+
+    /// The names it can build, in registration order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.factories.iter().map(|f| f.name).collect()
+    }
+
+    /// The factories.
+    pub fn factories(&self) -> &[ProviderFactory] {
+        &self.factories
+    }
+
+    /// Build the provider `name` with `options`. An unknown name is a `Config` error that lists
+    /// what is compiled in.
+    pub fn build(&self, name: &str, options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
+        match self.factories.iter().find(|f| f.name == name) {
+            Some(factory) => (factory.build)(options),
+            None => Err(ProviderError::config(format!(
+                "unknown provider `{name}`; compiled in: {}",
+                self.names().join(", ")
+            ))),
+        }
+    }
+}
+
+#[cfg(feature = "scripted")]
+fn build_scripted(options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
+    use patchbay_scripted::{Script, ScriptedProvider};
+    if let Some(script) = options.get("script") {
+        let script: Script = serde_json::from_value(script.clone())
+            .map_err(|e| ProviderError::config(format!("invalid scripted `script` option: {e}")))?;
+        return Ok(Arc::new(ScriptedProvider::new(script)));
+    }
+    let text = options
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or("Hello from the scripted provider.");
+    Ok(Arc::new(ScriptedProvider::always(text)))
+}
