@@ -1,0 +1,282 @@
+//! The validator catches broken providers, and the harness fails them.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use patchbay_conformance::{Fixture, Recording, Target, check, scenarios};
+use patchbay_core::{
+    Capabilities, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, Metrics, Provider, ProviderError,
+    ProviderInfo, RequestContext, Rule, Signal, ToolSet, Usage, validate,
+};
+use serde_json::json;
+
+/// A provider that replays a fixed list of stream items, whatever it is asked.
+struct Broken {
+    info: ProviderInfo,
+    items: Vec<Result<Event, ErrorKind>>,
+}
+
+impl Broken {
+    fn new(items: Vec<Result<Event, ErrorKind>>) -> Self {
+        Self {
+            info: ProviderInfo::new("broken", Capabilities::none().with_streaming()),
+            items,
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for Broken {
+    fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+
+    async fn create_response(
+        &self,
+        _messages: &[Message],
+        _tools: &ToolSet,
+        _model: &str,
+        _signal: &Signal,
+        _context: Option<&RequestContext>,
+    ) -> Result<EventStream, ProviderError> {
+        let items: Vec<Result<Event, ProviderError>> = self
+            .items
+            .iter()
+            .map(|item| item.clone().map_err(|kind| ProviderError::new(kind, "injected")))
+            .collect();
+        Ok(Box::pin(futures::stream::iter(items)))
+    }
+}
+
+fn started() -> Event {
+    Event::Started {
+        response_id: Some("r1".into()),
+        model: "m".into(),
+        session_id: None,
+        warnings: vec![],
+    }
+}
+
+fn text(index: usize, text: &str) -> Event {
+    Event::TextDelta {
+        index,
+        text: text.into(),
+    }
+}
+
+fn finish(reason: FinishReason) -> Event {
+    Event::Finish {
+        reason,
+        usage: Usage::default(),
+        metrics: Metrics::default(),
+    }
+}
+
+/// Run the broken provider's raw stream through the validator and return the rules it broke.
+async fn broken_rules(items: Vec<Result<Event, ErrorKind>>) -> Vec<Rule> {
+    let provider = Broken::new(items);
+    let stream = provider
+        .create_response(&[Message::user("hi")], &ToolSet::new(), "m", &Signal::new(), None)
+        .await
+        .expect("the broken provider always starts");
+    let items: Vec<_> = stream.collect().await;
+    match validate(items.iter().map(|item| item.as_ref())) {
+        Ok(()) => Vec::new(),
+        Err(violations) => violations.into_iter().map(|v| v.rule).collect(),
+    }
+}
+
+#[tokio::test]
+async fn tool_call_emitted_before_its_input_ended_is_caught() {
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(Event::ToolCallStart {
+            id: "t1".into(),
+            name: "get_weather".into(),
+        }),
+        Ok(Event::ToolCallDelta {
+            id: "t1".into(),
+            partial_json: r#"{"city":"Par"#.into(),
+        }),
+        // A provider that "repairs" partial JSON and emits the call early...
+        Ok(Event::ToolCall {
+            id: "t1".into(),
+            name: "get_weather".into(),
+            input: json!({"city": "Par"}),
+            executed_by: ExecutedBy::Host,
+        }),
+        // ...and then receives the rest of the input.
+        Ok(Event::ToolCallDelta {
+            id: "t1".into(),
+            partial_json: r#"is"}"#.into(),
+        }),
+        Ok(finish(FinishReason::ToolUse)),
+    ])
+    .await;
+    assert!(rules.contains(&Rule::ToolCallAfterInput), "{rules:?}");
+}
+
+#[tokio::test]
+async fn tool_call_whose_input_differs_from_its_deltas_is_caught() {
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(Event::ToolCallStart {
+            id: "t1".into(),
+            name: "get_weather".into(),
+        }),
+        Ok(Event::ToolCallDelta {
+            id: "t1".into(),
+            partial_json: r#"{"city":"Paris","days":"#.into(),
+        }),
+        Ok(Event::ToolCall {
+            id: "t1".into(),
+            name: "get_weather".into(),
+            input: json!({"city": "Paris"}),
+            executed_by: ExecutedBy::Host,
+        }),
+        Ok(finish(FinishReason::ToolUse)),
+    ])
+    .await;
+    assert_eq!(rules, vec![Rule::ToolCallAfterInput]);
+}
+
+#[tokio::test]
+async fn tool_call_start_without_its_call_is_caught() {
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(Event::ToolCallStart {
+            id: "t1".into(),
+            name: "get_weather".into(),
+        }),
+        Ok(finish(FinishReason::ToolUse)),
+    ])
+    .await;
+    assert_eq!(rules, vec![Rule::ToolCallStartClosed]);
+}
+
+#[tokio::test]
+async fn text_emitted_twice_as_one_final_delta_is_caught() {
+    // An agent runtime sending partial deltas and then the whole assistant message.
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(text(0, "Hello there, ")),
+        Ok(text(0, "how are you today?")),
+        Ok(text(0, "Hello there, how are you today?")),
+        Ok(finish(FinishReason::Stop)),
+    ])
+    .await;
+    assert_eq!(rules, vec![Rule::TextNotDuplicated]);
+}
+
+#[tokio::test]
+async fn text_emitted_twice_as_a_second_block_is_caught() {
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(text(0, "Hello there, ")),
+        Ok(text(0, "how are you today?")),
+        Ok(text(1, "Hello there, how are you today?")),
+        Ok(finish(FinishReason::Stop)),
+    ])
+    .await;
+    assert_eq!(rules, vec![Rule::TextNotDuplicated]);
+}
+
+#[tokio::test]
+async fn a_block_reopened_after_another_began_is_caught() {
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(text(0, "First block.")),
+        Ok(text(1, "Second block.")),
+        Ok(text(0, " More of the first.")),
+        Ok(finish(FinishReason::Stop)),
+    ])
+    .await;
+    assert_eq!(rules, vec![Rule::TextNotDuplicated]);
+}
+
+#[tokio::test]
+async fn short_repeated_text_is_not_a_duplicate() {
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(text(0, "ha ")),
+        Ok(text(0, "ha ")),
+        Ok(finish(FinishReason::Stop)),
+    ])
+    .await;
+    assert_eq!(rules, vec![]);
+}
+
+#[tokio::test]
+async fn missing_finish_is_caught() {
+    let rules = broken_rules(vec![Ok(started()), Ok(text(0, "Hello"))]).await;
+    assert_eq!(rules, vec![Rule::FinishMissing]);
+}
+
+#[tokio::test]
+async fn events_after_an_error_are_caught() {
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Err(ErrorKind::Overloaded),
+        Ok(text(0, "still talking")),
+    ])
+    .await;
+    assert_eq!(rules, vec![Rule::NothingAfterError]);
+}
+
+#[tokio::test]
+async fn events_after_finish_and_a_late_started_are_caught() {
+    let rules = broken_rules(vec![
+        Ok(text(0, "too early")),
+        Ok(started()),
+        Ok(finish(FinishReason::Stop)),
+        Ok(finish(FinishReason::Stop)),
+    ])
+    .await;
+    assert_eq!(rules, vec![Rule::StartedFirst, Rule::StartedOnce, Rule::FinishLast]);
+}
+
+#[tokio::test]
+async fn a_tool_result_without_its_call_is_caught() {
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(Event::ToolResult {
+            id: "nope".into(),
+            name: "x".into(),
+            result: patchbay_core::ToolResult::text("?"),
+        }),
+        Ok(finish(FinishReason::Stop)),
+    ])
+    .await;
+    assert_eq!(rules, vec![Rule::ToolResultAfterCall]);
+}
+
+#[tokio::test]
+async fn an_error_alone_is_a_valid_stream() {
+    let rules = broken_rules(vec![Err(ErrorKind::RateLimited)]).await;
+    assert_eq!(rules, vec![]);
+}
+
+/// The harness itself fails a provider that breaks the rules, even when its events would
+/// otherwise look right.
+#[tokio::test]
+async fn the_harness_fails_a_broken_provider() {
+    let scenario = scenarios()
+        .into_iter()
+        .find(|s| s.name == "text_only")
+        .expect("text_only exists");
+    let broken = Arc::new(Broken::new(vec![
+        Ok(started()),
+        Ok(text(0, "Hello! How can I help you today?")),
+        Ok(text(0, "Hello! How can I help you today?")),
+        Ok(finish(FinishReason::Stop)),
+    ]));
+    let target = Target::new("broken", broken.info.capabilities, move |_| {
+        let provider = broken.clone();
+        async move { Ok(Fixture::new(provider)) }
+    });
+    let recording: Recording = target.record(&scenario).await.expect("the run completes");
+    let verdict = check(&scenario, &recording);
+    let message = verdict.expect_err("a duplicated text must fail the scenario");
+    assert!(message.contains("TextNotDuplicated"), "{message}");
+}
