@@ -1,1 +1,38 @@
-//! patchbay provider: openrouter (work in progress).
+#![doc = include_str!("../README.md")]
+//!
+//! # Decisions
+//! - **Dialects** ([`Dialect`]): OpenRouter-only fields (`usage: {include: true}`,
+//!   `reasoning_details` sent back, `reasoning.max_tokens`, `cache_control`) go only to
+//!   OpenRouter, because strict servers reject unknown fields. `stream_options.include_usage`
+//!   goes everywhere (turn it off with [`OpenRouterConfig::with_include_usage`]).
+//! - **Provider options**: `context.provider_options("openrouter")` must be a JSON object; its
+//!   keys are merged into the request body as given (provider routing `provider`, `reasoning`,
+//!   `models`, `transforms`, `reasoning_effort`...), overriding what patchbay set.
+//! - **Messages**: tool calls become `tool_calls`, tool results `tool` messages placed right after
+//!   the assistant message. A multi-part result keeps its text (JSON as text, resources as text
+//!   with their URI; a failed result starts with `Error: `); its images, which tool messages cannot
+//!   carry, follow in one user message. Reasoning goes back only to OpenRouter, as
+//!   `reasoning_details` (text with signature; encrypted reasoning verbatim); other servers get a
+//!   `reasoning_not_sent` warning. `Opaque` blocks (extra choices, incomplete tool calls) are
+//!   not sent.
+//! - **Warnings on `Started`**: sessions, `top_k` for OpenAI, a token reasoning budget outside
+//!   OpenRouter, caching markers outside OpenRouter. Working directory, environment, metadata,
+//!   approval and MCP servers belong to the agent loop and tools, not to this provider.
+//! - **Usage**: `input` excludes cached tokens (reported as `cache_read`), like Anthropic's split.
+//! - **Translation**: see [`translate`]; tool calls are emitted when their choice finishes.
+//! - **Cancellation**: the signal is checked while waiting for bytes and before every event; the
+//!   stream then ends with `Cancelled` and drops the response, closing the connection.
+
+mod config;
+mod error;
+mod provider;
+mod request;
+pub mod translate;
+mod wire;
+
+pub use config::{Dialect, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenRouterConfig};
+pub use error::Error;
+pub use provider::OpenRouterProvider;
+
+/// The provider's registry name, and the key of its provider options.
+pub const PROVIDER_NAME: &str = "openrouter";

@@ -1,0 +1,714 @@
+//! The wire translator: a pure state machine from chat-completions stream bytes to patchbay
+//! [`Event`]s. No I/O, no clock beyond the metrics recorder: feed it bytes cut anywhere and it
+//! produces the same events.
+//!
+//! ```
+//! use patchbay_openrouter::translate::{Framing, Translator};
+//! let body = b"data: {\"id\":\"r1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
+//!              data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+//! let (events, error) = Translator::new(Framing::Sse).translate_all([&body[..]]);
+//! assert!(error.is_none());
+//! assert_eq!(events.len(), 3); // Started, TextDelta, Finish
+//! ```
+//!
+//! # What it does with the wire
+//! - **Framing**: one growing buffer; complete lines are sliced out of it and each `data:` line
+//!   is parsed once, in place, into borrowing typed structs. `\n` and `\r\n` line ends; comment
+//!   lines (`: OPENROUTER PROCESSING`) and `event:`/`id:`/`retry:` fields are ignored; each
+//!   `data:` line is one payload (chat-completions servers never split a payload across lines).
+//!   [`Framing::JsonLines`] reads one payload per line without SSE fields (recorded captures).
+//! - **Blocks**: content block indexes are assigned in order of appearance; a new block opens
+//!   whenever the kind changes (reasoning, text), after a reasoning signature, for encrypted
+//!   reasoning, and after tool calls.
+//! - **Reasoning**: `reasoning_details` win when present (`reasoning.text` with its signature,
+//!   `reasoning.summary`, `reasoning.encrypted` as [`Event::RedactedReasoning`] whose data is the
+//!   whole detail object as JSON, so id and format survive the round trip); otherwise
+//!   `reasoning`, else `reasoning_content`.
+//! - **Tool calls** are assembled by `index` (by id, or the last call, when a server leaves the
+//!   index out; a new id on an index already holding a named call starts a new call). Ids and
+//!   names may arrive late; ids missing or used twice are made unique. A call's
+//!   `ToolCallStart`, input and `ToolCall` are emitted together when its choice finishes (a
+//!   chat-completions stream has no per-call end, and partial JSON that happens to parse is
+//!   not an end). A call whose input is not complete JSON when the choice ends (cut by the
+//!   length limit) becomes an [`Event::Opaque`] `incomplete_tool_call`, never a call the host
+//!   would run.
+//! - **Several choices**: the first choice seen streams; every other choice is collected and
+//!   reported at the end as an [`Event::Opaque`] `extra_choice` (nothing is dropped).
+//! - **Finish**: `stop` (or `Refusal` after refusal deltas, or `ToolUse` when tool calls were
+//!   made), `length`, `tool_calls`, `content_filter`; a missing or `null` reason with tool calls
+//!   is `ToolUse`. `Finish` is emitted at `[DONE]`, or at the end of the body once the choice
+//!   finished; a body that ends before either is a `Protocol` error.
+//! - **Usage** may arrive in any chunk (usually a final chunk with `choices: []`); each one
+//!   becomes a cumulative [`Event::Usage`]. `input` excludes cached tokens, which are reported
+//!   as `cache_read` (and OpenRouter's `cache_write_tokens` as `cache_write`).
+//! - **Errors**: an `error` object inside the stream ends it with a typed error; what was
+//!   already emitted stays.
+
+use std::collections::HashSet;
+
+use memchr::memchr;
+use patchbay_core::{
+    ErrorKind, Event, ExecutedBy, FinishReason, MetricsRecorder, ProviderError, Usage, Warning,
+};
+use serde_json::{Value, json};
+
+use crate::wire::{Chunk, Choice, Delta, ReasoningDetail, ToolCallDelta, WireUsage};
+
+/// How payloads are framed in the byte stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Framing {
+    /// Server-sent events (`data: {...}` lines), as servers send them.
+    #[default]
+    Sse,
+    /// One JSON payload per line, no SSE fields (raw-chunk captures such as `*.chunks.txt`).
+    JsonLines,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BlockKind {
+    Text,
+    Reasoning,
+}
+
+#[derive(Debug, Default)]
+struct ToolAcc {
+    wire_index: Option<u32>,
+    id: Option<String>,
+    name: String,
+    arguments: String,
+    done: bool,
+}
+
+#[derive(Debug, Default)]
+struct ExtraChoice {
+    index: u32,
+    text: String,
+    reasoning: String,
+    tools: Vec<ToolAcc>,
+    finish: Option<String>,
+}
+
+/// The translator. See the [module docs](self) for what it does with the wire.
+#[derive(Debug)]
+pub struct Translator {
+    framing: Framing,
+    buf: Vec<u8>,
+    /// Start of the unconsumed bytes.
+    pos: usize,
+    /// Where the search for the next line end resumes.
+    scan: usize,
+    state: State,
+}
+
+#[derive(Debug)]
+struct State {
+    model: String,
+    warnings: Vec<Warning>,
+    started: bool,
+    /// `Finish` or an error was emitted: nothing more comes out.
+    ended: bool,
+    primary: Option<u32>,
+    current: Option<(BlockKind, usize)>,
+    next_index: usize,
+    detail_index: Option<u32>,
+    tools: Vec<ToolAcc>,
+    finish: Option<String>,
+    refusal: bool,
+    tool_calls_made: bool,
+    used_ids: HashSet<String>,
+    usage: Usage,
+    extras: Vec<ExtraChoice>,
+    recorder: MetricsRecorder,
+}
+
+impl Default for Translator {
+    fn default() -> Self {
+        Self::new(Framing::Sse)
+    }
+}
+
+impl Translator {
+    /// A translator for this framing. `Started` names the model the first chunk reports.
+    pub fn new(framing: Framing) -> Self {
+        Self {
+            framing,
+            buf: Vec::new(),
+            pos: 0,
+            scan: 0,
+            state: State {
+                model: String::new(),
+                warnings: Vec::new(),
+                started: false,
+                ended: false,
+                primary: None,
+                current: None,
+                next_index: 0,
+                detail_index: None,
+                tools: Vec::new(),
+                finish: None,
+                refusal: false,
+                tool_calls_made: false,
+                used_ids: HashSet::new(),
+                usage: Usage::default(),
+                extras: Vec::new(),
+                recorder: MetricsRecorder::start(),
+            },
+        }
+    }
+
+    /// The model to name in `Started` when the chunks name none.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.state.model = model.into();
+        self
+    }
+
+    /// Warnings to put on `Started`.
+    pub fn with_warnings(mut self, warnings: Vec<Warning>) -> Self {
+        self.state.warnings = warnings;
+        self
+    }
+
+    /// Whether the stream ended (`Finish` or an error was produced); later bytes are ignored.
+    pub fn is_done(&self) -> bool {
+        self.state.ended
+    }
+
+    /// Whether `Started` was produced (the retry layer may still retry before that).
+    pub fn has_started(&self) -> bool {
+        self.state.started
+    }
+
+    /// Feed bytes cut anywhere; complete events are appended to `out`. An error ends the
+    /// stream: events appended before it stay valid and should reach the caller first.
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), ProviderError> {
+        if self.state.ended {
+            return Ok(());
+        }
+        self.buf.extend_from_slice(bytes);
+        let result = self.drain_lines(out);
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+            self.scan = 0;
+        } else if self.pos > 0 && self.pos >= self.buf.len() / 2 {
+            // Keep only the partial line; amortized linear (at most half the buffer moves).
+            self.buf.drain(..self.pos);
+            self.scan -= self.pos;
+            self.pos = 0;
+        }
+        result
+    }
+
+    fn drain_lines(&mut self, out: &mut Vec<Event>) -> Result<(), ProviderError> {
+        while let Some(offset) = memchr(b'\n', &self.buf[self.scan..]) {
+            let end = self.scan + offset;
+            let start = self.pos;
+            self.pos = end + 1;
+            self.scan = end + 1;
+            let line = trim_cr(&self.buf[start..end]);
+            self.state.line(line, self.framing, out)?;
+            if self.state.ended {
+                break;
+            }
+        }
+        if !self.state.ended {
+            self.scan = self.buf.len();
+        }
+        Ok(())
+    }
+
+    /// The body ended: translate a last line without a line end, then close the stream
+    /// (`Finish`, or a `Protocol` error if the response never finished).
+    pub fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), ProviderError> {
+        if self.state.ended {
+            return Ok(());
+        }
+        if self.pos < self.buf.len() {
+            let line = trim_cr(&self.buf[self.pos..]);
+            let result = self.state.line(line, self.framing, out);
+            self.pos = self.buf.len();
+            result?;
+            if self.state.ended {
+                return Ok(());
+            }
+        }
+        self.state.end(false, out)
+    }
+
+    /// Translate a whole body given as chunks; returns the events and the error that ended
+    /// the stream, if any.
+    pub fn translate_all<'a>(
+        mut self,
+        chunks: impl IntoIterator<Item = &'a [u8]>,
+    ) -> (Vec<Event>, Option<ProviderError>) {
+        let mut out = Vec::new();
+        for chunk in chunks {
+            if let Err(error) = self.feed(chunk, &mut out) {
+                return (out, Some(error));
+            }
+        }
+        match self.finish(&mut out) {
+            Ok(()) => (out, None),
+            Err(error) => (out, Some(error)),
+        }
+    }
+}
+
+fn trim_cr(line: &[u8]) -> &[u8] {
+    match line.last() {
+        Some(b'\r') => &line[..line.len() - 1],
+        _ => line,
+    }
+}
+
+fn trim_ascii(bytes: &[u8]) -> &[u8] {
+    bytes.trim_ascii()
+}
+
+fn non_empty<'s>(value: &'s Option<std::borrow::Cow<'_, str>>) -> Option<&'s str> {
+    value.as_deref().filter(|s| !s.is_empty())
+}
+
+impl State {
+    fn emit(&mut self, out: &mut Vec<Event>, event: Event) {
+        self.recorder.observe(&event);
+        out.push(event);
+    }
+
+    fn fail(&mut self, error: ProviderError) -> Result<(), ProviderError> {
+        self.ended = true;
+        Err(error)
+    }
+
+    fn line(&mut self, line: &[u8], framing: Framing, out: &mut Vec<Event>) -> Result<(), ProviderError> {
+        let payload = match framing {
+            Framing::JsonLines => trim_ascii(line),
+            Framing::Sse => {
+                let Some(rest) = line.strip_prefix(b"data:") else {
+                    // Blank lines, comments (`: OPENROUTER PROCESSING`) and other fields.
+                    return Ok(());
+                };
+                trim_ascii(rest)
+            }
+        };
+        if payload.is_empty() {
+            return Ok(());
+        }
+        if payload == b"[DONE]" {
+            return self.end(true, out);
+        }
+        let chunk: Chunk<'_> = match serde_json::from_slice(payload) {
+            Ok(chunk) => chunk,
+            Err(error) => {
+                let shown = String::from_utf8_lossy(&payload[..payload.len().min(200)]).into_owned();
+                return self.fail(
+                    ProviderError::protocol(format!("a stream payload is not a valid chunk: {shown}"))
+                        .with_provider(crate::PROVIDER_NAME)
+                        .with_source(error),
+                );
+            }
+        };
+        self.chunk(chunk, out)
+    }
+
+    fn chunk(&mut self, chunk: Chunk<'_>, out: &mut Vec<Event>) -> Result<(), ProviderError> {
+        if let Some(error) = &chunk.error {
+            return self.fail(crate::error::from_error_object(error, None));
+        }
+        if !self.started {
+            self.started = true;
+            let model = match chunk.model.as_deref() {
+                Some(model) if !model.is_empty() => model.to_string(),
+                _ => self.model.clone(),
+            };
+            let event = Event::Started {
+                response_id: chunk.id.as_deref().map(str::to_string),
+                model,
+                session_id: None,
+                warnings: std::mem::take(&mut self.warnings),
+            };
+            self.emit(out, event);
+        }
+        for choice in chunk.choices {
+            let primary = *self.primary.get_or_insert(choice.index);
+            if choice.index == primary {
+                self.primary_choice(choice, out)?;
+            } else {
+                self.extra_choice(choice);
+            }
+        }
+        let usage = chunk.usage.or_else(|| chunk.x_groq.and_then(|x| x.usage));
+        if let Some(usage) = usage {
+            self.usage.update(&convert_usage(&usage));
+            let event = Event::Usage(self.usage);
+            self.emit(out, event);
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, kind: BlockKind) -> usize {
+        let index = self.next_index;
+        self.next_index += 1;
+        self.current = Some((kind, index));
+        index
+    }
+
+    fn new_block(&mut self) -> usize {
+        let index = self.next_index;
+        self.next_index += 1;
+        self.current = None;
+        index
+    }
+
+    fn reasoning_text(&mut self, text: &str, detail: Option<u32>, out: &mut Vec<Event>) {
+        let index = match self.current {
+            Some((BlockKind::Reasoning, index)) if detail.is_none() || detail == self.detail_index => index,
+            _ => {
+                self.detail_index = detail;
+                self.open(BlockKind::Reasoning)
+            }
+        };
+        self.emit(out, Event::ReasoningDelta { index, text: text.to_string() });
+    }
+
+    fn signature(&mut self, signature: &str, detail: Option<u32>, out: &mut Vec<Event>) {
+        let index = match self.current {
+            Some((BlockKind::Reasoning, index)) if detail.is_none() || detail == self.detail_index => index,
+            _ => self.open(BlockKind::Reasoning),
+        };
+        self.emit(out, Event::ReasoningSignature { index, signature: signature.to_string() });
+        // A signature seals its block: later reasoning opens a new one.
+        self.current = None;
+    }
+
+    fn text(&mut self, text: &str, out: &mut Vec<Event>) {
+        let index = match self.current {
+            Some((BlockKind::Text, index)) => index,
+            _ => self.open(BlockKind::Text),
+        };
+        self.emit(out, Event::TextDelta { index, text: text.to_string() });
+    }
+
+    fn detail(&mut self, detail: &ReasoningDetail<'_>, out: &mut Vec<Event>) {
+        match detail.kind.as_ref() {
+            "reasoning.text" => {
+                if let Some(text) = non_empty(&detail.text) {
+                    self.reasoning_text(text, detail.index, out);
+                }
+                if let Some(signature) = non_empty(&detail.signature) {
+                    self.signature(signature, detail.index, out);
+                }
+            }
+            "reasoning.summary" => {
+                if let Some(text) = non_empty(&detail.summary) {
+                    self.reasoning_text(text, detail.index, out);
+                }
+            }
+            "reasoning.encrypted" => {
+                let index = self.new_block();
+                let data = detail_json(detail).to_string();
+                self.emit(out, Event::RedactedReasoning { index, data });
+            }
+            _ => {
+                let index = self.new_block();
+                let data = detail_json(detail);
+                let provider = crate::PROVIDER_NAME.to_string();
+                self.emit(out, Event::Opaque { index, provider, data });
+            }
+        }
+    }
+
+    fn primary_choice(&mut self, choice: Choice<'_>, out: &mut Vec<Event>) -> Result<(), ProviderError> {
+        if let Some(delta) = &choice.delta {
+            self.primary_delta(delta, out);
+        }
+        if let Some(reason) = non_empty(&choice.finish_reason) {
+            if reason == "error" {
+                return self.fail(
+                    ProviderError::new(ErrorKind::Server, "the model stopped with finish_reason `error`")
+                        .with_provider(crate::PROVIDER_NAME),
+                );
+            }
+            self.finish = Some(reason.to_string());
+            self.finalize_tools(out);
+        }
+        Ok(())
+    }
+
+    fn primary_delta(&mut self, delta: &Delta<'_>, out: &mut Vec<Event>) {
+        if !delta.reasoning_details.is_empty() {
+            for detail in &delta.reasoning_details {
+                self.detail(detail, out);
+            }
+        } else if let Some(text) = non_empty(&delta.reasoning).or_else(|| non_empty(&delta.reasoning_content)) {
+            self.reasoning_text(text, None, out);
+        }
+        if let Some(text) = non_empty(&delta.content) {
+            self.text(text, out);
+        }
+        if let Some(text) = non_empty(&delta.refusal) {
+            self.refusal = true;
+            self.text(text, out);
+        }
+        for call in &delta.tool_calls {
+            accumulate(&mut self.tools, call);
+        }
+    }
+
+    fn extra_choice(&mut self, choice: Choice<'_>) {
+        let position = match self.extras.iter().position(|e| e.index == choice.index) {
+            Some(position) => position,
+            None => {
+                self.extras.push(ExtraChoice {
+                    index: choice.index,
+                    ..ExtraChoice::default()
+                });
+                self.extras.len() - 1
+            }
+        };
+        let extra = &mut self.extras[position];
+        if let Some(delta) = &choice.delta {
+            for detail in &delta.reasoning_details {
+                if let Some(text) = non_empty(&detail.text).or_else(|| non_empty(&detail.summary)) {
+                    extra.reasoning.push_str(text);
+                }
+            }
+            if delta.reasoning_details.is_empty() {
+                if let Some(text) = non_empty(&delta.reasoning).or_else(|| non_empty(&delta.reasoning_content)) {
+                    extra.reasoning.push_str(text);
+                }
+            }
+            for text in [non_empty(&delta.content), non_empty(&delta.refusal)].into_iter().flatten() {
+                extra.text.push_str(text);
+            }
+            for call in &delta.tool_calls {
+                accumulate(&mut extra.tools, call);
+            }
+        }
+        if let Some(reason) = non_empty(&choice.finish_reason) {
+            extra.finish = Some(reason.to_string());
+        }
+    }
+
+    fn unique_id(&mut self, id: Option<&str>, position: usize) -> String {
+        let base = match id {
+            Some(id) if !id.is_empty() => id.to_string(),
+            _ => format!("call_{position}"),
+        };
+        let mut candidate = base.clone();
+        let mut n = 2;
+        while self.used_ids.contains(&candidate) {
+            candidate = format!("{base}_{n}");
+            n += 1;
+        }
+        self.used_ids.insert(candidate.clone());
+        candidate
+    }
+
+    fn finalize_tools(&mut self, out: &mut Vec<Event>) {
+        let truncated = matches!(self.finish.as_deref(), Some("length" | "max_tokens"));
+        let tools = std::mem::take(&mut self.tools);
+        for (position, mut call) in tools.into_iter().enumerate() {
+            if call.done {
+                self.tools.push(call);
+                continue;
+            }
+            call.done = true;
+            let trimmed = call.arguments.trim();
+            let input = if call.name.is_empty() {
+                None
+            } else if trimmed.is_empty() {
+                (!truncated).then(|| Value::Object(Default::default()))
+            } else {
+                serde_json::from_str::<Value>(trimmed).ok()
+            };
+            match input {
+                Some(input) => {
+                    let id = self.unique_id(call.id.as_deref(), position);
+                    self.current = None;
+                    let name = call.name.clone();
+                    self.emit(out, Event::ToolCallStart { id: id.clone(), name: name.clone() });
+                    if !call.arguments.is_empty() {
+                        let partial_json = call.arguments.clone();
+                        self.emit(out, Event::ToolCallDelta { id: id.clone(), partial_json });
+                    }
+                    self.emit(out, Event::ToolCall { id, name, input, executed_by: ExecutedBy::Host });
+                    self.tool_calls_made = true;
+                }
+                None => {
+                    let index = self.new_block();
+                    let data = json!({
+                        "type": "incomplete_tool_call",
+                        "id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                    });
+                    let provider = crate::PROVIDER_NAME.to_string();
+                    self.emit(out, Event::Opaque { index, provider, data });
+                }
+            }
+            self.tools.push(call);
+        }
+    }
+
+    fn end(&mut self, done_marker: bool, out: &mut Vec<Event>) -> Result<(), ProviderError> {
+        if !self.started {
+            return self.fail(
+                ProviderError::protocol("the stream ended before its first chunk").with_provider(crate::PROVIDER_NAME),
+            );
+        }
+        if self.finish.is_none() && !done_marker {
+            return self.fail(
+                ProviderError::protocol("the stream ended before the response finished")
+                    .with_provider(crate::PROVIDER_NAME),
+            );
+        }
+        self.finalize_tools(out);
+        for extra in std::mem::take(&mut self.extras) {
+            let index = self.new_block();
+            let calls: Vec<Value> = extra
+                .tools
+                .iter()
+                .map(|t| json!({ "id": t.id, "name": t.name, "arguments": t.arguments }))
+                .collect();
+            let data = json!({
+                "type": "extra_choice",
+                "choice": extra.index,
+                "text": extra.text,
+                "reasoning": extra.reasoning,
+                "tool_calls": calls,
+                "finish_reason": extra.finish,
+            });
+            let provider = crate::PROVIDER_NAME.to_string();
+            self.emit(out, Event::Opaque { index, provider, data });
+        }
+        let reason = finish_reason(self.finish.as_deref(), self.refusal, self.tool_calls_made);
+        let metrics = self.recorder.finish();
+        out.push(Event::Finish {
+            reason,
+            usage: self.usage,
+            metrics,
+        });
+        self.ended = true;
+        Ok(())
+    }
+}
+
+/// Add one tool-call fragment to the calls of a choice.
+fn accumulate(tools: &mut Vec<ToolAcc>, call: &ToolCallDelta<'_>) {
+    let id = non_empty(&call.id);
+    let function = call.function.as_ref();
+    let name = function.and_then(|f| non_empty(&f.name));
+    let slot = match call.index {
+        Some(index) => tools.iter().rposition(|t| t.wire_index == Some(index)).filter(|&at| {
+            // A new id on an index whose call already has a name and another id: a new call
+            // (servers that number every call 0).
+            let known = &tools[at];
+            !matches!((id, known.id.as_deref()), (Some(new), Some(old)) if new != old && !known.name.is_empty())
+        }),
+        None => match id {
+            Some(id) => tools.iter().rposition(|t| t.id.as_deref() == Some(id)),
+            None => tools.len().checked_sub(1),
+        },
+    };
+    let slot = match slot {
+        Some(slot) if !tools[slot].done => slot,
+        _ => {
+            tools.push(ToolAcc {
+                wire_index: call.index,
+                ..ToolAcc::default()
+            });
+            tools.len() - 1
+        }
+    };
+    let acc = &mut tools[slot];
+    if let Some(id) = id {
+        if acc.id.is_none() {
+            acc.id = Some(id.to_string());
+        }
+    }
+    if let Some(name) = name {
+        // Servers repeat the whole name on every fragment, or stream it in pieces.
+        if acc.name != name {
+            acc.name.push_str(name);
+        }
+    }
+    if let Some(arguments) = function.and_then(|f| f.arguments.as_deref()) {
+        acc.arguments.push_str(arguments);
+    }
+}
+
+fn detail_json(detail: &ReasoningDetail<'_>) -> Value {
+    let mut map = serde_json::Map::new();
+    map.insert("type".into(), Value::String(detail.kind.to_string()));
+    let fields = [
+        ("id", &detail.id),
+        ("format", &detail.format),
+        ("data", &detail.data),
+        ("text", &detail.text),
+        ("summary", &detail.summary),
+        ("signature", &detail.signature),
+    ];
+    for (key, value) in fields {
+        if let Some(value) = value {
+            map.insert(key.into(), Value::String(value.to_string()));
+        }
+    }
+    if let Some(index) = detail.index {
+        map.insert("index".into(), Value::from(index));
+    }
+    Value::Object(map)
+}
+
+fn convert_usage(wire: &WireUsage) -> Usage {
+    let details = wire.prompt_tokens_details.as_ref();
+    let cache_read = details.and_then(|d| d.cached_tokens).or(wire.prompt_cache_hit_tokens);
+    let cache_write = details.and_then(|d| d.cache_write_tokens);
+    let input = wire.prompt_tokens.map(|prompt| {
+        prompt
+            .saturating_sub(cache_read.unwrap_or(0))
+            .saturating_sub(cache_write.unwrap_or(0))
+    });
+    let cost_usd = wire.cost.as_ref().and_then(|cost| match cost {
+        Value::Number(n) => n.as_f64(),
+        Value::Object(map) => map.get("total_cost").and_then(Value::as_f64),
+        _ => None,
+    });
+    Usage {
+        input,
+        output: wire.completion_tokens,
+        cache_read,
+        cache_write,
+        reasoning: wire.completion_tokens_details.as_ref().and_then(|d| d.reasoning_tokens),
+        cost_usd,
+    }
+}
+
+/// Map a chat-completions finish reason.
+fn finish_reason(raw: Option<&str>, refusal: bool, tool_calls: bool) -> FinishReason {
+    match raw {
+        None => {
+            if tool_calls {
+                FinishReason::ToolUse
+            } else if refusal {
+                FinishReason::Refusal
+            } else {
+                FinishReason::Stop
+            }
+        }
+        Some("stop" | "end_turn" | "stop_sequence" | "eos" | "eos_token") => {
+            if refusal {
+                FinishReason::Refusal
+            } else if tool_calls {
+                FinishReason::ToolUse
+            } else {
+                FinishReason::Stop
+            }
+        }
+        Some("length" | "max_tokens" | "model_length") => FinishReason::Length,
+        Some("tool_calls" | "function_call" | "tool_use") => FinishReason::ToolUse,
+        Some("content_filter") => FinishReason::ContentFilter,
+        Some("refusal") => FinishReason::Refusal,
+        Some(other) => FinishReason::Other(other.to_string()),
+    }
+}

@@ -1,0 +1,161 @@
+//! Borrowing typed views of one chat-completions stream payload.
+//!
+//! Every `data:` payload is parsed once into these structs: strings borrow from the frame when
+//! they have no escapes (`Cow::Borrowed`), unknown fields are skipped without being built.
+//! Only rare, small parts (error bodies, cost) are kept as `serde_json::Value`.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One `chat.completion.chunk` (or an error payload).
+#[derive(Debug, Deserialize)]
+pub(crate) struct Chunk<'a> {
+    #[serde(default, borrow)]
+    pub(crate) id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) model: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "null_as_empty")]
+    pub(crate) choices: Vec<Choice<'a>>,
+    #[serde(default)]
+    pub(crate) usage: Option<WireUsage>,
+    #[serde(default)]
+    pub(crate) x_groq: Option<XGroq>,
+    /// Kept as a value: rare, and some servers send a string instead of an object.
+    #[serde(default)]
+    pub(crate) error: Option<Value>,
+}
+
+fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// Groq puts usage under `x_groq`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct XGroq {
+    #[serde(default)]
+    pub(crate) usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Choice<'a> {
+    #[serde(default)]
+    pub(crate) index: u32,
+    #[serde(default, borrow)]
+    pub(crate) delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    pub(crate) finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Delta<'a> {
+    #[serde(default, borrow)]
+    pub(crate) content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) refusal: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "null_as_empty")]
+    pub(crate) reasoning_details: Vec<ReasoningDetail<'a>>,
+    #[serde(default, borrow, deserialize_with = "null_as_empty")]
+    pub(crate) tool_calls: Vec<ToolCallDelta<'a>>,
+}
+
+/// One entry of OpenRouter's `reasoning_details`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ReasoningDetail<'a> {
+    #[serde(rename = "type", borrow)]
+    pub(crate) kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub(crate) text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) summary: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) signature: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) data: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) format: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub(crate) index: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ToolCallDelta<'a> {
+    #[serde(default)]
+    pub(crate) index: Option<u32>,
+    #[serde(default, borrow)]
+    pub(crate) id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    pub(crate) name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) arguments: Option<Cow<'a, str>>,
+}
+
+/// Usage as OpenAI, OpenRouter, DeepSeek and friends report it.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct WireUsage {
+    #[serde(default)]
+    pub(crate) prompt_tokens: Option<u64>,
+    #[serde(default)]
+    pub(crate) completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub(crate) prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    pub(crate) completion_tokens_details: Option<CompletionDetails>,
+    /// DeepSeek's cache split.
+    #[serde(default)]
+    pub(crate) prompt_cache_hit_tokens: Option<u64>,
+    /// OpenRouter's cost in credits (USD); Perplexity sends an object.
+    #[serde(default)]
+    pub(crate) cost: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct PromptDetails {
+    #[serde(default)]
+    pub(crate) cached_tokens: Option<u64>,
+    #[serde(default)]
+    pub(crate) cache_write_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct CompletionDetails {
+    #[serde(default)]
+    pub(crate) reasoning_tokens: Option<u64>,
+}
+
+/// `{"error": {...}}`, inside a 200 stream or as an HTTP error body.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireError<'a> {
+    #[serde(default, borrow)]
+    pub(crate) message: Option<Cow<'a, str>>,
+    #[serde(default, rename = "type", borrow)]
+    pub(crate) kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub(crate) code: Option<Value>,
+}
+
+/// An HTTP error body: `{"error": {...}}`, sometimes a bare `{"message": ...}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ErrorBody<'a> {
+    #[serde(default, borrow)]
+    pub(crate) error: Option<WireError<'a>>,
+    #[serde(default, borrow)]
+    pub(crate) message: Option<Cow<'a, str>>,
+}
