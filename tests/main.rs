@@ -1,0 +1,8 @@
+//! Host-level behaviour of the facade: the agent loop, retry, sinks and the registry, through
+//! public APIs, on the scripted provider.
+
+mod agent;
+mod common;
+mod concurrency;
+mod retry;
+mod sinks;
