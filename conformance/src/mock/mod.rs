@@ -4,6 +4,8 @@
 //! A [`WireFormat`] renders a scripted turn into SSE frames (or an HTTP error); [`MockServer`]
 //! serves a queue of [`Serve`] items, one per POST, with a chosen [`Chunking`].
 
+pub mod openai;
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -473,10 +473,10 @@ impl State {
                     extra.reasoning.push_str(text);
                 }
             }
-            if delta.reasoning_details.is_empty() {
-                if let Some(text) = non_empty(&delta.reasoning).or_else(|| non_empty(&delta.reasoning_content)) {
-                    extra.reasoning.push_str(text);
-                }
+            if delta.reasoning_details.is_empty()
+                && let Some(text) = non_empty(&delta.reasoning).or_else(|| non_empty(&delta.reasoning_content))
+            {
+                extra.reasoning.push_str(text);
             }
             for text in [non_empty(&delta.content), non_empty(&delta.refusal)].into_iter().flatten() {
                 extra.text.push_str(text);
@@ -622,10 +622,10 @@ fn accumulate(tools: &mut Vec<ToolAcc>, call: &ToolCallDelta<'_>) {
         }
     };
     let acc = &mut tools[slot];
-    if let Some(id) = id {
-        if acc.id.is_none() {
-            acc.id = Some(id.to_string());
-        }
+    if let Some(id) = id
+        && acc.id.is_none()
+    {
+        acc.id = Some(id.to_string());
     }
     if let Some(name) = name {
         // Servers repeat the whole name on every fragment, or stream it in pieces.
