@@ -1,0 +1,132 @@
+//! Anthropic errors (HTTP statuses, error bodies, `error` stream events) as patchbay kinds.
+
+use std::time::Duration;
+
+use patchbay_core::{ErrorKind, ProviderError, kind_for_status};
+use reqwest::header::HeaderMap;
+use serde::Deserialize;
+
+use crate::wire::WireError;
+
+/// The provider name used in errors and events.
+pub(crate) const PROVIDER: &str = "anthropic";
+
+/// The patchbay kind of an Anthropic error type (`overloaded_error`...), if it names one.
+///
+/// `invalid_request_error` whose message says the prompt is too long becomes
+/// [`ErrorKind::ContextTooLong`].
+pub fn kind_for_error_type(error_type: &str, message: &str) -> Option<ErrorKind> {
+    Some(match error_type {
+        "overloaded_error" => ErrorKind::Overloaded,
+        "rate_limit_error" => ErrorKind::RateLimited,
+        "authentication_error" | "permission_error" => ErrorKind::Auth,
+        "request_too_large" => ErrorKind::ContextTooLong,
+        "invalid_request_error" if message.contains("prompt is too long") => ErrorKind::ContextTooLong,
+        "invalid_request_error" | "not_found_error" | "billing_error" => ErrorKind::InvalidRequest,
+        "timeout_error" => ErrorKind::Transport,
+        "api_error" => ErrorKind::Server,
+        _ => return None,
+    })
+}
+
+/// The typed error of an `error` stream event.
+pub(crate) fn stream_error(error: Option<&WireError<'_>>, request_id: Option<&str>) -> ProviderError {
+    let error_type = error.and_then(|e| e.kind.as_deref()).unwrap_or("unknown_error");
+    let message = error.and_then(|e| e.message.as_deref()).unwrap_or("the stream reported an error");
+    let kind = kind_for_error_type(error_type, message).unwrap_or(ErrorKind::Server);
+    let mut out = ProviderError::new(kind, message)
+        .with_provider(PROVIDER)
+        .with_provider_code(error_type);
+    if let Some(id) = request_id {
+        out = out.with_request_id(id);
+    }
+    out
+}
+
+#[derive(Deserialize)]
+struct ErrorBody<'a> {
+    #[serde(default, borrow)]
+    error: Option<WireError<'a>>,
+    #[serde(default, borrow)]
+    request_id: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// How long the server asked us to wait: `retry-after-ms`, else `retry-after` in seconds.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    if let Some(ms) = header("retry-after-ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    header("retry-after")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// The request id of a response (`request-id`, or `x-request-id` behind proxies).
+pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
+    ["request-id", "x-request-id"]
+        .iter()
+        .find_map(|name| headers.get(*name))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// The error for an HTTP error response: kind from the body's error type when it names one,
+/// else from the status; request id, `retry-after` and the provider's code attached.
+pub fn http_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderError {
+    let parsed: Option<ErrorBody<'_>> = serde_json::from_slice(body).ok();
+    let wire = parsed.as_ref().and_then(|b| b.error.as_ref());
+    let error_type = wire.and_then(|e| e.kind.as_deref());
+    let message = match wire.and_then(|e| e.message.as_deref()) {
+        Some(message) => message.to_string(),
+        None => {
+            let text = String::from_utf8_lossy(body);
+            let text = text.trim();
+            if text.is_empty() {
+                format!("HTTP {status}")
+            } else {
+                text.chars().take(500).collect()
+            }
+        }
+    };
+    let kind = error_type
+        .and_then(|t| kind_for_error_type(t, &message))
+        .unwrap_or_else(|| kind_for_status(status));
+    let mut error = ProviderError::new(kind, message)
+        .with_provider(PROVIDER)
+        .with_status(status);
+    if let Some(code) = error_type {
+        error = error.with_provider_code(code);
+    }
+    let id = request_id(headers).or_else(|| parsed.as_ref().and_then(|b| b.request_id.as_deref().map(str::to_string)));
+    if let Some(id) = id {
+        error = error.with_request_id(id);
+    }
+    if let Some(wait) = retry_after(headers) {
+        error = error.with_retry_after(wait);
+    }
+    error
+}
+
+/// A reqwest failure as a patchbay error (connection, timeout, body read).
+pub(crate) fn transport_error(error: reqwest::Error, what: &str) -> ProviderError {
+    let kind = if error.is_builder() {
+        ErrorKind::Config
+    } else {
+        ErrorKind::Transport
+    };
+    let message = if error.is_timeout() {
+        format!("{what}: timed out")
+    } else if error.is_connect() {
+        format!("{what}: cannot connect")
+    } else {
+        format!("{what}: the connection failed")
+    };
+    ProviderError::new(kind, message)
+        .with_provider(PROVIDER)
+        .with_source(error.without_url())
+}

@@ -1,0 +1,341 @@
+//! Request mapping: messages, tools and the request context as a Messages API body.
+//!
+//! - The system prompt becomes a list of one text block (with `cache_control` when marked).
+//! - Text, images, thinking (with its signature), redacted thinking, tool calls and tool results
+//!   map one to one; `cache_control` goes where the caller put it. Blocks the API returned and
+//!   patchbay keeps as `Opaque` (server tool blocks, compaction...) go back unchanged, and the
+//!   `ToolUse`/`ToolResult` copies of server tool calls they cover are not sent twice.
+//! - Thinking without a signature (from another provider) cannot be sent back: it is dropped
+//!   with a warning, as are `Opaque` blocks of other providers.
+//! - `max_tokens` defaults to the config's `default_max_tokens` (4096), raised above the
+//!   thinking budget when one is set.
+//! - Provider options (`context.provider_options("anthropic")`, a JSON object) are merged into the
+//!   body last, so they can set anything (`metadata`, `service_tier`, `container`,
+//!   `context_management`, `mcp_servers`...); `tools` in them are appended to the host tools
+//!   (server tools such as web search); `betas` (a list) is sent as the `anthropic-beta` header.
+//! - Context fields a stateless API cannot use (`session`, `env`) produce a warning.
+
+use std::collections::HashSet;
+
+use patchbay_core::{
+    ContentBlock, ErrorKind, ImageSource, Message, ProviderError, RequestContext, Role, Session, ToolChoice,
+    ToolContent, ToolSet, Warning,
+};
+use serde_json::{Map, Value, json};
+
+use crate::error::PROVIDER;
+
+/// `max_tokens` when the context sets none.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// A request body and what goes with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestParts {
+    /// The JSON body (with `stream: true`).
+    pub body: Value,
+    /// Beta flags asked for in the provider options.
+    pub betas: Vec<String>,
+    /// Things the request could not honour, for `Started`.
+    pub warnings: Vec<Warning>,
+}
+
+/// Build the body of a streamed Messages API call.
+pub fn build_request(
+    messages: &[Message],
+    tools: &ToolSet,
+    model: &str,
+    context: Option<&RequestContext>,
+    default_max_tokens: u32,
+) -> Result<RequestParts, ProviderError> {
+    let default_context = RequestContext::default();
+    let context = context.unwrap_or(&default_context);
+    let mut warnings = Vec::new();
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("stream".into(), json!(true));
+
+    if let Some(system) = context.system.as_deref().filter(|s| !s.is_empty()) {
+        let mut block = json!({ "type": "text", "text": system });
+        if let Some(cache) = &context.system_cache_control {
+            block["cache_control"] = json!(cache);
+        }
+        body.insert("system".into(), json!([block]));
+    }
+
+    let mut wire_messages = Vec::with_capacity(messages.len());
+    for (index, message) in messages.iter().enumerate() {
+        let content = map_content(index, message, &mut warnings)?;
+        if content.is_empty() {
+            return Err(ProviderError::invalid_message(index, "the message has no content the Messages API accepts")
+                .with_provider(PROVIDER));
+        }
+        let role = match message.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        wire_messages.push(json!({ "role": role, "content": content }));
+    }
+    body.insert("messages".into(), Value::Array(wire_messages));
+
+    let sampling = &context.sampling;
+    let max_tokens = match (sampling.max_tokens, sampling.thinking_budget) {
+        (Some(max), _) => max,
+        (None, Some(budget)) if budget >= default_max_tokens => budget.saturating_add(default_max_tokens),
+        (None, _) => default_max_tokens,
+    };
+    body.insert("max_tokens".into(), json!(max_tokens));
+    if let Some(t) = sampling.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = sampling.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if let Some(k) = sampling.top_k {
+        body.insert("top_k".into(), json!(k));
+    }
+    if !sampling.stop_sequences.is_empty() {
+        body.insert("stop_sequences".into(), json!(sampling.stop_sequences));
+    }
+    if let Some(budget) = sampling.thinking_budget {
+        body.insert("thinking".into(), json!({ "type": "enabled", "budget_tokens": budget }));
+    }
+
+    let mut wire_tools: Vec<Value> = tools
+        .specs()
+        .map(|spec| {
+            let mut tool = json!({
+                "name": spec.name,
+                "description": spec.description,
+                "input_schema": spec.input_schema,
+            });
+            if let Some(cache) = &spec.cache_control {
+                tool["cache_control"] = json!(cache);
+            }
+            tool
+        })
+        .collect();
+    if let Some(choice) = &context.tool_choice {
+        let choice = match choice {
+            ToolChoice::Auto => json!({ "type": "auto" }),
+            ToolChoice::Any => json!({ "type": "any" }),
+            ToolChoice::None => json!({ "type": "none" }),
+            ToolChoice::Tool(name) => json!({ "type": "tool", "name": name }),
+        };
+        body.insert("tool_choice".into(), choice);
+    }
+
+    match &context.session {
+        None | Some(Session::New { id: None }) => {}
+        Some(session) => warnings.push(Warning::new(
+            "unsupported_option",
+            format!("the Messages API is stateless: session {session:?} is ignored; send the history instead"),
+        )),
+    }
+    if !context.env.is_empty() {
+        warnings.push(Warning::new(
+            "unsupported_option",
+            "the Messages API runs no child process: `env` is ignored",
+        ));
+    }
+
+    let mut betas = Vec::new();
+    match context.provider_options(PROVIDER) {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(options)) => {
+            for (key, value) in options {
+                match (key.as_str(), value) {
+                    ("betas", Value::Array(list)) => {
+                        betas.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
+                    }
+                    ("tools", Value::Array(extra)) => wire_tools.extend(extra.iter().cloned()),
+                    _ => {
+                        body.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+        }
+        Some(_) => {
+            return Err(ProviderError::new(
+                ErrorKind::InvalidRequest,
+                "provider options for `anthropic` must be a JSON object",
+            )
+            .with_provider(PROVIDER));
+        }
+    }
+    if !wire_tools.is_empty() {
+        body.insert("tools".into(), Value::Array(wire_tools));
+    }
+    Ok(RequestParts {
+        body: Value::Object(body),
+        betas,
+        warnings,
+    })
+}
+
+/// Ids of server tool calls and results an `Opaque` block of this message carries verbatim.
+fn opaque_ids(message: &Message) -> HashSet<&str> {
+    message
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Opaque { provider, data } if provider == PROVIDER => data
+                .get("id")
+                .or_else(|| data.get("tool_use_id"))
+                .and_then(Value::as_str),
+            _ => None,
+        })
+        .collect()
+}
+
+fn map_content(index: usize, message: &Message, warnings: &mut Vec<Warning>) -> Result<Vec<Value>, ProviderError> {
+    let covered = opaque_ids(message);
+    let mut out: Vec<Value> = Vec::with_capacity(message.content.len());
+    for block in &message.content {
+        match block {
+            ContentBlock::Text {
+                text,
+                citations,
+                cache_control,
+            } => {
+                if text.is_empty() {
+                    continue;
+                }
+                let mut value = json!({ "type": "text", "text": text });
+                if !citations.is_empty() {
+                    value["citations"] = json!(citations);
+                }
+                if let Some(cache) = cache_control {
+                    value["cache_control"] = json!(cache);
+                }
+                out.push(value);
+            }
+            ContentBlock::Image {
+                media_type,
+                source,
+                cache_control,
+            } => {
+                let mut value = image(media_type, source);
+                if let Some(cache) = cache_control {
+                    value["cache_control"] = json!(cache);
+                }
+                out.push(value);
+            }
+            ContentBlock::Thinking { text, signature } => match signature {
+                Some(signature) => out.push(json!({ "type": "thinking", "thinking": text, "signature": signature })),
+                None => warnings.push(Warning::new(
+                    "dropped_content",
+                    format!("message {index}: a thinking block without a signature cannot be sent back and was dropped"),
+                )),
+            },
+            ContentBlock::RedactedThinking { data } => out.push(json!({ "type": "redacted_thinking", "data": data })),
+            ContentBlock::ToolUse {
+                id,
+                name,
+                input,
+                executed_by,
+            } => {
+                if executed_by.is_host() {
+                    out.push(json!({ "type": "tool_use", "id": id, "name": name, "input": input }));
+                } else if !covered.contains(id.as_str()) {
+                    out.push(json!({ "type": "server_tool_use", "id": id, "name": name, "input": input }));
+                }
+            }
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+                cache_control,
+            } => {
+                if message.role == Role::Assistant {
+                    if !covered.contains(tool_use_id.as_str()) {
+                        warnings.push(Warning::new(
+                            "dropped_content",
+                            format!("message {index}: the result of server tool call `{tool_use_id}` has no raw block to send back and was dropped"),
+                        ));
+                    }
+                    continue;
+                }
+                let mut value = tool_result_block(tool_use_id, content, *is_error);
+                if let Some(cache) = cache_control {
+                    value["cache_control"] = json!(cache);
+                }
+                out.push(value);
+            }
+            ContentBlock::Opaque { provider, data } if provider == PROVIDER => {
+                match data.get("type").and_then(Value::as_str) {
+                    Some("text_citations") => {
+                        // Citations of the text block before it.
+                        let citations = data.get("citations").cloned().unwrap_or(Value::Null);
+                        if let Some(last) = out.last_mut().filter(|b| b["type"] == "text") {
+                            last["citations"] = citations;
+                        }
+                    }
+                    Some("server_tool_usage" | "unknown_event") => {}
+                    _ => out.push(data.clone()),
+                }
+            }
+            ContentBlock::Opaque { provider, .. } => warnings.push(Warning::new(
+                "dropped_content",
+                format!("message {index}: a block from provider `{provider}` cannot be sent to Anthropic and was dropped"),
+            )),
+        }
+    }
+    Ok(out)
+}
+
+fn image(media_type: &str, source: &ImageSource) -> Value {
+    match source {
+        ImageSource::Base64 { data } => json!({
+            "type": "image",
+            "source": { "type": "base64", "media_type": media_type, "data": data },
+        }),
+        ImageSource::Url { url } => json!({ "type": "image", "source": { "type": "url", "url": url } }),
+    }
+}
+
+/// A host tool's result as an Anthropic `tool_result` block.
+///
+/// Text stays text; images become base64 image blocks; resources become text (with their URI),
+/// PDF blobs `document` blocks and image blobs image blocks; other blobs a short text note; JSON
+/// is sent as its text. `is_error` is set only when true.
+pub fn tool_result_block(tool_use_id: &str, content: &[ToolContent], is_error: bool) -> Value {
+    let blocks: Vec<Value> = content.iter().map(tool_content).collect();
+    let mut value = json!({ "type": "tool_result", "tool_use_id": tool_use_id, "content": blocks });
+    if is_error {
+        value["is_error"] = json!(true);
+    }
+    value
+}
+
+fn tool_content(content: &ToolContent) -> Value {
+    match content {
+        ToolContent::Text { text } => json!({ "type": "text", "text": text }),
+        ToolContent::Image { media_type, data } => json!({
+            "type": "image",
+            "source": { "type": "base64", "media_type": media_type, "data": data },
+        }),
+        ToolContent::Resource {
+            uri,
+            mime_type,
+            text,
+            blob,
+        } => match (text, blob, mime_type.as_deref()) {
+            (Some(text), _, _) => json!({ "type": "text", "text": format!("{uri}\n{text}") }),
+            (None, Some(blob), Some(mime)) if mime.starts_with("image/") => json!({
+                "type": "image",
+                "source": { "type": "base64", "media_type": mime, "data": blob },
+            }),
+            (None, Some(blob), Some("application/pdf")) => json!({
+                "type": "document",
+                "source": { "type": "base64", "media_type": "application/pdf", "data": blob },
+                "title": uri,
+            }),
+            (None, Some(blob), mime) => json!({
+                "type": "text",
+                "text": format!("[binary resource {uri} ({}), {} base64 bytes not shown]", mime.unwrap_or("unknown type"), blob.len()),
+            }),
+            (None, None, _) => json!({ "type": "text", "text": uri }),
+        },
+        ToolContent::Json { value } => json!({ "type": "text", "text": value.to_string() }),
+    }
+}

@@ -1,0 +1,230 @@
+//! An incremental SSE framing parser: one buffer, frames sliced out of it, no per-chunk copies.
+//!
+//! Bytes are appended to one `Vec<u8>`; complete lines are found with `memchr` from where the
+//! last scan stopped (a huge line arriving in small pieces is scanned once); a frame's `data:`
+//! value is handed to the caller as a `&str` slice of the buffer. Consumed bytes are dropped
+//! only when a new chunk arrives, so at most the unfinished tail is moved, once per chunk.
+//!
+//! Lines end with LF or CRLF. `event:`, `id:`, `retry:` and comment lines are ignored: the
+//! Anthropic payload names its own type. Several `data:` lines of one frame are joined with
+//! `\n` as the SSE spec says. With [`SseDecoder::json_lines`], a line starting with `{` is a
+//! frame on its own (recordings with one JSON payload per line and no SSE framing).
+
+use patchbay_core::ProviderError;
+
+use crate::error::PROVIDER;
+
+/// The largest frame accepted before the stream is declared broken (64 MiB).
+pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+
+/// Incremental SSE decoder; see the module docs.
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    buf: Vec<u8>,
+    /// Start of the first line of the frame being read (bytes before it are consumed).
+    frame_start: usize,
+    /// Start of the line being read.
+    line_start: usize,
+    /// Where the next search for a newline starts.
+    scan: usize,
+    /// Byte ranges of the current frame's `data:` values.
+    data: Vec<(usize, usize)>,
+    /// Scratch space for frames with several `data:` lines.
+    joined: String,
+    json_lines: bool,
+}
+
+impl SseDecoder {
+    /// A decoder for ordinary SSE.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Also accept bare JSON lines (one payload per line, no `data:` prefix).
+    pub fn json_lines(mut self) -> Self {
+        self.json_lines = true;
+        self
+    }
+
+    /// Feed bytes; `on_data` gets the data of every frame they complete, in order. The first
+    /// error (from the framing or from `on_data`) stops decoding and is returned.
+    pub fn push<F>(&mut self, chunk: &[u8], mut on_data: F) -> Result<(), ProviderError>
+    where
+        F: FnMut(&str) -> Result<(), ProviderError>,
+    {
+        self.compact();
+        self.buf.extend_from_slice(chunk);
+        while let Some(offset) = memchr::memchr(b'\n', &self.buf[self.scan..]) {
+            let newline = self.scan + offset;
+            let mut end = newline;
+            if end > self.line_start && self.buf[end - 1] == b'\r' {
+                end -= 1;
+            }
+            let start = self.line_start;
+            self.line_start = newline + 1;
+            self.scan = newline + 1;
+            self.line(start, end, &mut on_data)?;
+        }
+        self.scan = self.buf.len();
+        if self.buf.len() - self.frame_start > MAX_FRAME_BYTES {
+            return Err(ProviderError::protocol(format!(
+                "an SSE frame exceeded {MAX_FRAME_BYTES} bytes without ending"
+            ))
+            .with_provider(PROVIDER));
+        }
+        Ok(())
+    }
+
+    /// End of input: a last line without its newline and a last frame without its blank line
+    /// are still delivered.
+    pub fn finish<F>(&mut self, mut on_data: F) -> Result<(), ProviderError>
+    where
+        F: FnMut(&str) -> Result<(), ProviderError>,
+    {
+        if self.line_start < self.buf.len() {
+            let start = self.line_start;
+            let mut end = self.buf.len();
+            if self.buf[end - 1] == b'\r' {
+                end -= 1;
+            }
+            self.line_start = self.buf.len();
+            self.scan = self.buf.len();
+            self.line(start, end, &mut on_data)?;
+        }
+        self.dispatch(&mut on_data)
+    }
+
+    /// Bytes received but not yet part of a delivered frame.
+    pub fn pending(&self) -> usize {
+        self.buf.len() - self.frame_start
+    }
+
+    fn compact(&mut self) {
+        if self.frame_start == 0 {
+            return;
+        }
+        if self.frame_start == self.buf.len() {
+            self.buf.clear();
+        } else {
+            self.buf.drain(..self.frame_start);
+        }
+        let shift = self.frame_start;
+        self.line_start -= shift;
+        self.scan -= shift;
+        for (start, end) in &mut self.data {
+            *start -= shift;
+            *end -= shift;
+        }
+        self.frame_start = 0;
+    }
+
+    fn line<F>(&mut self, start: usize, end: usize, on_data: &mut F) -> Result<(), ProviderError>
+    where
+        F: FnMut(&str) -> Result<(), ProviderError>,
+    {
+        let line = &self.buf[start..end];
+        if line.is_empty() {
+            return self.dispatch(on_data);
+        }
+        if let Some(value) = line.strip_prefix(b"data:") {
+            let skip = usize::from(value.first() == Some(&b' '));
+            self.data.push((end - value.len() + skip, end));
+        } else if self.json_lines && line[0] == b'{' {
+            self.dispatch(on_data)?;
+            self.data.push((start, end));
+            return self.dispatch(on_data);
+        }
+        // `event:`, `id:`, `retry:`, comments and unknown fields are ignored.
+        if self.data.is_empty() {
+            self.frame_start = self.line_start;
+        }
+        Ok(())
+    }
+
+    fn dispatch<F>(&mut self, on_data: &mut F) -> Result<(), ProviderError>
+    where
+        F: FnMut(&str) -> Result<(), ProviderError>,
+    {
+        let result = match self.data.as_slice() {
+            [] => Ok(()),
+            [(start, end)] => match std::str::from_utf8(&self.buf[*start..*end]) {
+                Ok(text) => on_data(text),
+                Err(_) => Err(not_utf8()),
+            },
+            ranges => {
+                self.joined.clear();
+                let mut result = Ok(());
+                for (i, (start, end)) in ranges.iter().enumerate() {
+                    if i > 0 {
+                        self.joined.push('\n');
+                    }
+                    match std::str::from_utf8(&self.buf[*start..*end]) {
+                        Ok(text) => self.joined.push_str(text),
+                        Err(_) => {
+                            result = Err(not_utf8());
+                            break;
+                        }
+                    }
+                }
+                result.and_then(|()| on_data(&self.joined))
+            }
+        };
+        self.data.clear();
+        self.frame_start = self.line_start;
+        result
+    }
+}
+
+fn not_utf8() -> ProviderError {
+    ProviderError::protocol("an SSE data line is not valid UTF-8").with_provider(PROVIDER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(chunks: &[&[u8]], json_lines: bool) -> Vec<String> {
+        let mut decoder = if json_lines { SseDecoder::new().json_lines() } else { SseDecoder::new() };
+        let mut out = Vec::new();
+        for chunk in chunks {
+            decoder
+                .push(chunk, |data| {
+                    out.push(data.to_string());
+                    Ok(())
+                })
+                .expect("decodes");
+        }
+        decoder
+            .finish(|data| {
+                out.push(data.to_string());
+                Ok(())
+            })
+            .expect("finishes");
+        out
+    }
+
+    #[test]
+    fn frames_split_anywhere_decode_the_same() {
+        let body = b"event: a\r\ndata: {\"x\":1}\r\n\r\n: comment\ndata:{\"y\":\"\xc3\xa9\"}\n\ndata: one\ndata: two\n\ndata: last";
+        let whole = frames(&[body], false);
+        assert_eq!(whole, vec!["{\"x\":1}", "{\"y\":\"é\"}", "one\ntwo", "last"]);
+        for size in 1..body.len() {
+            let chunks: Vec<&[u8]> = body.chunks(size).collect();
+            assert_eq!(frames(&chunks, false), whole, "chunk size {size}");
+        }
+    }
+
+    #[test]
+    fn json_lines_are_frames() {
+        let body = b"{\"a\":1}\n{\"b\":2}\n\n{\"c\":3}";
+        assert_eq!(frames(&[body], true), vec!["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]);
+        assert!(frames(&[body], false).is_empty());
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_protocol_error() {
+        let mut decoder = SseDecoder::new();
+        let err = decoder.push(b"data: \xff\xfe\n\n", |_| Ok(())).expect_err("rejects");
+        assert_eq!(err.kind(), patchbay_core::ErrorKind::Protocol);
+    }
+}

@@ -1,0 +1,646 @@
+//! The wire translator: a pure state machine from Anthropic stream events to patchbay events.
+//!
+//! [`Translator`] consumes parsed stream events (a JSON payload as `&str`, a
+//! `serde_json::Value`, or a typed [`StreamEvent`]) and queues [`Event`]s; [`StreamTranslator`]
+//! puts the [`SseDecoder`] in front of it so raw bytes go in. No I/O, no clock except the
+//! [`MetricsRecorder`] of `Finish`. The agent-runtime provider reuses [`Translator`] for the
+//! `stream_event` partials of the Claude Code CLI (one translator per message).
+//!
+//! What each wire block becomes:
+//! - `text` → `TextDelta`; its citations → one `Opaque {"type": "text_citations"}` after the block;
+//! - `thinking` → `ReasoningDelta` + `ReasoningSignature`; `redacted_thinking` → `RedactedReasoning`;
+//! - `tool_use` → `ToolCallStart`, `ToolCallDelta`s, and `ToolCall` only at `content_block_stop`
+//!   (empty input is `{}`);
+//! - `server_tool_use` / `mcp_tool_use` → the same with `executed_by: Provider`, plus the raw block
+//!   (input filled in) as `Opaque` so it goes back to the API unchanged;
+//! - `*_tool_result` blocks → the raw block as `Opaque`, then a `ToolResult` for its call;
+//! - any other block (`compaction`, `fallback`...) → `Opaque`, with unknown deltas merged in.
+//!
+//! `message_delta` usage is cumulative; server tool counts arrive as one
+//! `Opaque {"type": "server_tool_usage"}`. Stop reasons: `end_turn` and `stop_sequence` → `Stop`,
+//! `max_tokens` and `model_context_window_exceeded` → `Length`, `tool_use` → `ToolUse`,
+//! `refusal` → `Refusal`, anything else (`pause_turn`...) → `Other(raw)`. An `error` event is a
+//! typed error; a stream that ends before `message_stop` is a `Protocol` error, and so is a
+//! response that stops inside a tool call's input.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+
+use patchbay_core::{
+    Event, ExecutedBy, FinishReason, MetricsRecorder, ProviderError, ToolContent, ToolResult, ToolStatus, Usage,
+    Warning,
+};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::error::{PROVIDER, stream_error};
+use crate::sse::SseDecoder;
+use crate::wire::{Block, Delta, StreamEvent};
+
+/// The patchbay finish reason of an Anthropic `stop_reason`.
+pub fn finish_reason(stop_reason: &str) -> FinishReason {
+    match stop_reason {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
+        "tool_use" => FinishReason::ToolUse,
+        "refusal" => FinishReason::Refusal,
+        other => FinishReason::Other(other.to_string()),
+    }
+}
+
+/// Where a stream event came from, for the rare paths that need the raw JSON.
+#[derive(Debug, Clone, Copy)]
+pub enum RawEvent<'a> {
+    /// The JSON text of the payload.
+    Json(&'a str),
+    /// An already-parsed payload.
+    Value(&'a Value),
+    /// Nothing raw is available (unknown blocks keep only their typed fields).
+    None,
+}
+
+impl RawEvent<'_> {
+    fn value(&self) -> Option<Value> {
+        match self {
+            RawEvent::Json(text) => serde_json::from_str(text).ok(),
+            RawEvent::Value(value) => Some((*value).clone()),
+            RawEvent::None => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Open {
+    Text { citations: Vec<Value> },
+    Thinking,
+    Tool {
+        id: String,
+        name: String,
+        json: String,
+        start_input: Option<Value>,
+        /// The raw block of a provider-executed call.
+        raw: Option<Value>,
+    },
+    Other { raw: Value },
+    Done,
+}
+
+/// Anthropic stream events in, patchbay events out. See the module docs.
+#[derive(Debug)]
+pub struct Translator {
+    model: String,
+    warnings: Vec<Warning>,
+    started: bool,
+    content_seen: bool,
+    done: bool,
+    blocks: HashMap<usize, Open>,
+    provider_calls: HashMap<String, String>,
+    usage: Usage,
+    stop_reason: Option<String>,
+    recorder: MetricsRecorder,
+    queue: VecDeque<Event>,
+}
+
+impl Default for Translator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Translator {
+    /// A translator; its metrics clock starts now.
+    pub fn new() -> Self {
+        Self {
+            model: String::new(),
+            warnings: Vec::new(),
+            started: false,
+            content_seen: false,
+            done: false,
+            blocks: HashMap::new(),
+            provider_calls: HashMap::new(),
+            usage: Usage::default(),
+            stop_reason: None,
+            recorder: MetricsRecorder::start(),
+            queue: VecDeque::new(),
+        }
+    }
+
+    /// The model named on `Started` when `message_start` does not name one.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Warnings to report on `Started` (options the request could not honour).
+    pub fn with_warnings(mut self, warnings: Vec<Warning>) -> Self {
+        self.warnings = warnings;
+        self
+    }
+
+    /// Whether the response ended (`Finish` queued, or an error returned).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Whether `Started` was queued.
+    pub fn is_started(&self) -> bool {
+        self.started
+    }
+
+    /// The next queued event.
+    pub fn next_event(&mut self) -> Option<Event> {
+        self.queue.pop_front()
+    }
+
+    /// Take every queued event.
+    pub fn drain(&mut self) -> std::collections::vec_deque::Drain<'_, Event> {
+        self.queue.drain(..)
+    }
+
+    /// Feed one SSE data payload (JSON text), parsed once into borrowing typed structs.
+    pub fn push_json(&mut self, data: &str) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        let event: StreamEvent<'_> = serde_json::from_str(data).map_err(|e| self.fail_json(e, data))?;
+        self.push_event(event, RawEvent::Json(data))
+    }
+
+    /// Feed one already-parsed stream event (as the Claude Code CLI's `stream_event.event`).
+    pub fn push_value(&mut self, value: &Value) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        let event = StreamEvent::deserialize(value).map_err(|e| {
+            self.done = true;
+            ProviderError::protocol(format!("a stream event has an unexpected shape: {e}")).with_provider(PROVIDER)
+        })?;
+        self.push_event(event, RawEvent::Value(value))
+    }
+
+    fn fail_json(&mut self, error: serde_json::Error, data: &str) -> ProviderError {
+        self.done = true;
+        let head: String = data.chars().take(80).collect();
+        ProviderError::protocol(format!("an SSE data payload is not a valid stream event ({error}): {head:?}"))
+            .with_provider(PROVIDER)
+    }
+
+    /// Feed one typed stream event; `raw` is used only for blocks and events without a typed
+    /// view (server tool blocks, unknown types).
+    pub fn push_event(&mut self, event: StreamEvent<'_>, raw: RawEvent<'_>) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        let result = self.handle(event, raw);
+        if result.is_err() {
+            self.done = true;
+        }
+        result
+    }
+
+    /// End of input. A response that has not reached `message_stop` is a `Protocol` error.
+    pub fn finish(&mut self) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        let message = if self.started {
+            "the stream ended before `message_stop`"
+        } else {
+            "the stream ended before `message_start`"
+        };
+        Err(ProviderError::protocol(message).with_provider(PROVIDER))
+    }
+
+    fn emit(&mut self, event: Event) {
+        self.recorder.observe(&event);
+        self.queue.push_back(event);
+    }
+
+    fn protocol(message: impl Into<String>) -> ProviderError {
+        ProviderError::protocol(message).with_provider(PROVIDER)
+    }
+
+    fn handle(&mut self, event: StreamEvent<'_>, raw: RawEvent<'_>) -> Result<(), ProviderError> {
+        match event.kind.as_ref() {
+            "ping" => Ok(()),
+            "error" => Err(stream_error(event.error.as_ref(), event.request_id.as_deref())),
+            "message_start" => self.message_start(event),
+            _ if !self.started => {
+                if matches!(
+                    event.kind.as_ref(),
+                    "content_block_start" | "content_block_delta" | "content_block_stop" | "message_delta" | "message_stop"
+                ) {
+                    return Err(Self::protocol(format!("`{}` arrived before `message_start`", event.kind)));
+                }
+                tracing::debug!(kind = %event.kind, "ignoring an unknown event before message_start");
+                Ok(())
+            }
+            "content_block_delta" => {
+                let index = Self::index(&event)?;
+                let delta = event.delta.unwrap_or_default();
+                self.delta(index, delta, raw)
+            }
+            "content_block_start" => {
+                let index = Self::index(&event)?;
+                let block = event
+                    .content_block
+                    .ok_or_else(|| Self::protocol("`content_block_start` without `content_block`"))?;
+                let raw_block = || raw.value().and_then(|mut v| v.get_mut("content_block").map(Value::take));
+                self.start_block(index, block, raw_block)
+            }
+            "content_block_stop" => {
+                let index = Self::index(&event)?;
+                self.stop_block(index)
+            }
+            "message_delta" => {
+                if let Some(reason) = event.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
+                    self.stop_reason = Some(reason.to_string());
+                }
+                if let Some(usage) = &event.usage {
+                    self.usage.update(&usage.to_usage());
+                    let event = Event::Usage(self.usage);
+                    self.emit(event);
+                    if let Some(counts) = usage.server_tool_use.as_ref().filter(|c| has_nonzero(c)) {
+                        let index = self.blocks.keys().max().map_or(0, |i| i + 1);
+                        let data = json!({ "type": "server_tool_usage", "server_tool_use": counts });
+                        self.emit(Event::Opaque { index, provider: PROVIDER.into(), data });
+                    }
+                }
+                Ok(())
+            }
+            "message_stop" => self.message_stop(),
+            other => {
+                tracing::debug!(kind = other, "keeping an unknown stream event");
+                let index = self.blocks.keys().max().map_or(0, |i| i + 1);
+                let data = json!({ "type": "unknown_event", "event": raw.value().unwrap_or_else(|| json!({ "type": other })) });
+                self.emit(Event::Opaque { index, provider: PROVIDER.into(), data });
+                Ok(())
+            }
+        }
+    }
+
+    fn index(event: &StreamEvent<'_>) -> Result<usize, ProviderError> {
+        event
+            .index
+            .ok_or_else(|| Self::protocol(format!("`{}` without an `index`", event.kind)))
+    }
+
+    fn message_start(&mut self, event: StreamEvent<'_>) -> Result<(), ProviderError> {
+        let message = event.message.unwrap_or_default();
+        if self.started {
+            if self.content_seen {
+                return Err(Self::protocol(
+                    "a second `message_start` arrived inside a message that had already begun",
+                ));
+            }
+            tracing::debug!("ignoring a repeated message_start");
+            return Ok(());
+        }
+        self.started = true;
+        if let Some(model) = message.model.as_deref().filter(|m| !m.is_empty()) {
+            self.model = model.to_string();
+        }
+        let event = Event::Started {
+            response_id: message.id.map(Cow::into_owned),
+            model: self.model.clone(),
+            session_id: None,
+            warnings: std::mem::take(&mut self.warnings),
+        };
+        self.emit(event);
+        if let Some(usage) = &message.usage {
+            self.usage.update(&usage.to_usage());
+            if !self.usage.is_empty() {
+                let event = Event::Usage(self.usage);
+                self.emit(event);
+            }
+        }
+        if let Some(reason) = message.stop_reason {
+            self.stop_reason = Some(reason.into_owned());
+        }
+        // A message may arrive with complete blocks (programmatic tool calls, non-streamed
+        // answers): each is a block that starts and stops at once.
+        for (index, value) in message.content.iter().enumerate() {
+            let block = Block::deserialize(value)
+                .map_err(|e| Self::protocol(format!("content block {index} of `message_start` is malformed: {e}")))?;
+            self.start_block(index, block, || Some(value.clone()))?;
+            self.stop_block(index)?;
+        }
+        Ok(())
+    }
+
+    fn start_block(
+        &mut self,
+        index: usize,
+        block: Block<'_>,
+        raw: impl FnOnce() -> Option<Value>,
+    ) -> Result<(), ProviderError> {
+        self.content_seen = true;
+        if matches!(self.blocks.get(&index), Some(open) if !matches!(open, Open::Done)) {
+            return Err(Self::protocol(format!("content block {index} started twice")));
+        }
+        let open = match block.kind.as_ref() {
+            "text" => {
+                if let Some(text) = block.text.filter(|t| !t.is_empty()) {
+                    self.emit(Event::TextDelta { index, text: text.into_owned() });
+                }
+                Open::Text {
+                    citations: block.citations.unwrap_or_default(),
+                }
+            }
+            "thinking" => {
+                if let Some(text) = block.thinking.filter(|t| !t.is_empty()) {
+                    self.emit(Event::ReasoningDelta { index, text: text.into_owned() });
+                }
+                if let Some(signature) = block.signature.filter(|s| !s.is_empty()) {
+                    self.emit(Event::ReasoningSignature { index, signature: signature.into_owned() });
+                }
+                Open::Thinking
+            }
+            "redacted_thinking" => {
+                let data = block.data.map(Cow::into_owned).unwrap_or_default();
+                self.emit(Event::RedactedReasoning { index, data });
+                Open::Done
+            }
+            kind @ ("tool_use" | "server_tool_use" | "mcp_tool_use") => {
+                let id = block.id.map(Cow::into_owned).unwrap_or_default();
+                let name = block.name.map(Cow::into_owned).unwrap_or_default();
+                if id.is_empty() {
+                    return Err(Self::protocol(format!("`{kind}` block {index} has no id")));
+                }
+                let raw = if kind == "tool_use" { None } else { Some(raw().unwrap_or_else(|| json!({ "type": kind, "id": id, "name": name }))) };
+                self.emit(Event::ToolCallStart { id: id.clone(), name: name.clone() });
+                Open::Tool {
+                    id,
+                    name,
+                    json: String::new(),
+                    start_input: block.input.filter(|v| !is_empty_object(v)),
+                    raw,
+                }
+            }
+            kind => Open::Other {
+                raw: raw().unwrap_or_else(|| json!({ "type": kind })),
+            },
+        };
+        self.blocks.insert(index, open);
+        Ok(())
+    }
+
+    fn delta(&mut self, index: usize, delta: Delta<'_>, raw: RawEvent<'_>) -> Result<(), ProviderError> {
+        let Some(open) = self.blocks.get_mut(&index) else {
+            return Err(Self::protocol(format!("a delta for content block {index}, which never started")));
+        };
+        let kind = delta.kind.as_deref().unwrap_or("");
+        match (kind, open) {
+            ("text_delta", Open::Text { .. }) => {
+                if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
+                    self.emit(Event::TextDelta { index, text: text.into_owned() });
+                }
+            }
+            ("thinking_delta", Open::Thinking) => {
+                if let Some(text) = delta.thinking.filter(|t| !t.is_empty()) {
+                    self.emit(Event::ReasoningDelta { index, text: text.into_owned() });
+                }
+            }
+            ("signature_delta", Open::Thinking) => {
+                if let Some(signature) = delta.signature.filter(|s| !s.is_empty()) {
+                    self.emit(Event::ReasoningSignature { index, signature: signature.into_owned() });
+                }
+            }
+            ("input_json_delta", Open::Tool { id, json, .. }) => {
+                if let Some(part) = delta.partial_json.filter(|p| !p.is_empty()) {
+                    json.push_str(&part);
+                    let event = Event::ToolCallDelta { id: id.clone(), partial_json: part.into_owned() };
+                    self.emit(event);
+                }
+            }
+            ("citations_delta", Open::Text { citations }) => {
+                if let Some(citation) = delta.citation {
+                    citations.push(citation);
+                }
+            }
+            (_, Open::Other { raw: block }) => {
+                // Unknown block kinds (`compaction`...): merge the delta's fields into the block.
+                let value = raw.value().and_then(|mut v| v.get_mut("delta").map(Value::take));
+                if let (Some(Value::Object(fields)), Value::Object(target)) = (value, block) {
+                    merge_delta(target, fields);
+                }
+            }
+            (kind, open) => {
+                return Err(Self::protocol(format!(
+                    "a `{kind}` delta does not fit content block {index} ({})",
+                    open_name(open)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn stop_block(&mut self, index: usize) -> Result<(), ProviderError> {
+        let Some(open) = self.blocks.insert(index, Open::Done) else {
+            tracing::debug!(index, "ignoring content_block_stop of a block that never started");
+            return Ok(());
+        };
+        match open {
+            Open::Text { citations } if !citations.is_empty() => {
+                let data = json!({ "type": "text_citations", "citations": citations });
+                self.emit(Event::Opaque { index, provider: PROVIDER.into(), data });
+            }
+            Open::Text { .. } | Open::Thinking | Open::Done => {}
+            Open::Tool {
+                id,
+                name,
+                json,
+                start_input,
+                raw,
+            } => {
+                let input = tool_input(&id, &json, start_input)?;
+                let executed_by = if raw.is_some() { ExecutedBy::Provider } else { ExecutedBy::Host };
+                if let Some(mut raw) = raw {
+                    if let Value::Object(map) = &mut raw {
+                        map.insert("input".into(), input.clone());
+                    }
+                    self.provider_calls.insert(id.clone(), name.clone());
+                    self.emit(Event::ToolCall { id, name, input, executed_by });
+                    self.emit(Event::Opaque { index, provider: PROVIDER.into(), data: raw });
+                } else {
+                    self.emit(Event::ToolCall { id, name, input, executed_by });
+                }
+            }
+            Open::Other { raw } => {
+                let call = raw
+                    .get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .and_then(|id| self.provider_calls.get(id).map(|name| (id.to_string(), name.clone())));
+                let result = call.as_ref().map(|_| server_tool_result(&raw));
+                self.emit(Event::Opaque { index, provider: PROVIDER.into(), data: raw });
+                if let (Some((id, name)), Some(result)) = (call, result) {
+                    self.emit(Event::ToolResult { id, name, result });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn message_stop(&mut self) -> Result<(), ProviderError> {
+        let mut open: Vec<usize> = self
+            .blocks
+            .iter()
+            .filter(|(_, b)| !matches!(b, Open::Done))
+            .map(|(i, _)| *i)
+            .collect();
+        open.sort_unstable();
+        for index in open {
+            if let Some(Open::Tool { id, json, start_input, .. }) = self.blocks.get(&index)
+                && tool_input(id, json, start_input.clone()).is_err()
+            {
+                let reason = self.stop_reason.as_deref().unwrap_or("none");
+                return Err(Self::protocol(format!(
+                    "the response ended (stop_reason `{reason}`) inside tool call `{id}`: its input is incomplete"
+                )));
+            }
+            self.stop_block(index)?;
+        }
+        let reason = self
+            .stop_reason
+            .as_deref()
+            .map_or_else(|| FinishReason::Other("unknown".into()), finish_reason);
+        let metrics = self.recorder.finish();
+        self.queue.push_back(Event::Finish {
+            reason,
+            usage: self.usage,
+            metrics,
+        });
+        self.done = true;
+        Ok(())
+    }
+}
+
+fn open_name(open: &Open) -> &'static str {
+    match open {
+        Open::Text { .. } => "text",
+        Open::Thinking => "thinking",
+        Open::Tool { .. } => "tool call",
+        Open::Other { .. } => "other",
+        Open::Done => "already stopped",
+    }
+}
+
+fn is_empty_object(value: &Value) -> bool {
+    matches!(value, Value::Object(map) if map.is_empty())
+}
+
+fn has_nonzero(counts: &Value) -> bool {
+    match counts {
+        Value::Object(map) => map.values().any(|v| v.as_u64().is_some_and(|n| n > 0)),
+        _ => false,
+    }
+}
+
+fn tool_input(id: &str, json: &str, start_input: Option<Value>) -> Result<Value, ProviderError> {
+    let trimmed = json.trim();
+    if trimmed.is_empty() {
+        return Ok(start_input.unwrap_or_else(|| Value::Object(Map::new())));
+    }
+    serde_json::from_str(trimmed).map_err(|e| {
+        ProviderError::protocol(format!("the input of tool call `{id}` is not valid JSON: {e}")).with_provider(PROVIDER)
+    })
+}
+
+fn merge_delta(target: &mut Map<String, Value>, fields: Map<String, Value>) {
+    for (key, value) in fields {
+        if key == "type" {
+            continue;
+        }
+        match (target.get_mut(&key), value) {
+            (Some(Value::String(existing)), Value::String(more)) => existing.push_str(&more),
+            (_, value) => {
+                target.insert(key, value);
+            }
+        }
+    }
+}
+
+/// A server tool's result block as a patchbay tool result: text blocks stay text, anything
+/// else is kept as JSON; an `*_error` content or `is_error: true` is a failure.
+fn server_tool_result(raw: &Value) -> ToolResult {
+    let content = raw.get("content").cloned().unwrap_or(Value::Null);
+    let failed = raw.get("is_error").and_then(Value::as_bool).unwrap_or(false)
+        || content
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.ends_with("_error"))
+        || content.get("error_code").is_some();
+    let pieces = match &content {
+        Value::Array(items) if items.iter().all(|i| i.get("type").and_then(Value::as_str) == Some("text")) => items
+            .iter()
+            .map(|i| ToolContent::text(i.get("text").and_then(Value::as_str).unwrap_or_default()))
+            .collect(),
+        Value::String(text) => vec![ToolContent::text(text.clone())],
+        Value::Null => Vec::new(),
+        other => vec![ToolContent::Json { value: other.clone() }],
+    };
+    ToolResult {
+        content: pieces,
+        status: if failed { ToolStatus::Failed } else { ToolStatus::Completed },
+        metadata: None,
+    }
+}
+
+/// Bytes in, events out: an [`SseDecoder`] in front of a [`Translator`].
+#[derive(Debug)]
+pub struct StreamTranslator {
+    decoder: SseDecoder,
+    translator: Translator,
+}
+
+impl Default for StreamTranslator {
+    fn default() -> Self {
+        Self::new(Translator::new())
+    }
+}
+
+impl StreamTranslator {
+    /// Decode SSE into `translator`.
+    pub fn new(translator: Translator) -> Self {
+        Self {
+            decoder: SseDecoder::new(),
+            translator,
+        }
+    }
+
+    /// Also accept bare JSON lines (recordings without SSE framing).
+    pub fn json_lines(mut self) -> Self {
+        self.decoder = SseDecoder::new().json_lines();
+        self
+    }
+
+    /// Feed bytes; events queue up (read them with [`next_event`](Self::next_event)) until the
+    /// first error, which is returned once.
+    pub fn push_bytes(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+        let translator = &mut self.translator;
+        self.decoder.push(bytes, |data| translator.push_json(data))
+    }
+
+    /// End of input: delivers a last unterminated frame, then requires `message_stop`.
+    pub fn finish(&mut self) -> Result<(), ProviderError> {
+        let translator = &mut self.translator;
+        self.decoder.finish(|data| translator.push_json(data))?;
+        self.translator.finish()
+    }
+
+    /// The next queued event.
+    pub fn next_event(&mut self) -> Option<Event> {
+        self.translator.next_event()
+    }
+
+    /// Whether the response ended.
+    pub fn is_done(&self) -> bool {
+        self.translator.is_done()
+    }
+
+    /// The translator.
+    pub fn translator(&mut self) -> &mut Translator {
+        &mut self.translator
+    }
+}

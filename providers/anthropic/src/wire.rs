@@ -1,0 +1,173 @@
+//! Borrowing typed views of Anthropic stream events, parsed once per SSE `data:` payload.
+//!
+//! Every string borrows from the payload when it has no escapes (`Cow::Borrowed`), so a text
+//! delta costs one parse and one allocation (the event's `String`). Fields not listed here are
+//! skipped by serde; blocks and events patchbay has no typed view for are re-read as raw JSON
+//! on the rare path (see [`Translator`](crate::Translator)).
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One stream event (`message_start`, `content_block_delta`, `error`...), as a flat struct: the
+/// `type` plus every field any event type carries. Unknown types parse too.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[non_exhaustive]
+pub struct StreamEvent<'a> {
+    /// The event type.
+    #[serde(rename = "type", borrow)]
+    pub kind: Cow<'a, str>,
+    /// The content block index (block events).
+    #[serde(default)]
+    pub index: Option<usize>,
+    /// `content_block_delta` and `message_delta` payload.
+    #[serde(default, borrow)]
+    pub delta: Option<Delta<'a>>,
+    /// `content_block_start` payload.
+    #[serde(default, borrow)]
+    pub content_block: Option<Block<'a>>,
+    /// `message_start` payload.
+    #[serde(default, borrow)]
+    pub message: Option<MessageHead<'a>>,
+    /// `message_delta` usage (cumulative).
+    #[serde(default)]
+    pub usage: Option<WireUsage>,
+    /// `error` payload.
+    #[serde(default, borrow)]
+    pub error: Option<WireError<'a>>,
+    /// The request id some proxies put on `error` events.
+    #[serde(default, borrow)]
+    pub request_id: Option<Cow<'a, str>>,
+}
+
+/// A delta: a content block delta (`text_delta`, `input_json_delta`...) or a message delta
+/// (`stop_reason`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[non_exhaustive]
+pub struct Delta<'a> {
+    /// The delta type (absent on `message_delta`).
+    #[serde(rename = "type", default, borrow)]
+    pub kind: Option<Cow<'a, str>>,
+    /// `text_delta`.
+    #[serde(default, borrow)]
+    pub text: Option<Cow<'a, str>>,
+    /// `thinking_delta`.
+    #[serde(default, borrow)]
+    pub thinking: Option<Cow<'a, str>>,
+    /// `signature_delta`.
+    #[serde(default, borrow)]
+    pub signature: Option<Cow<'a, str>>,
+    /// `input_json_delta`.
+    #[serde(default, borrow)]
+    pub partial_json: Option<Cow<'a, str>>,
+    /// `citations_delta`.
+    #[serde(default)]
+    pub citation: Option<Value>,
+    /// `message_delta`.
+    #[serde(default, borrow)]
+    pub stop_reason: Option<Cow<'a, str>>,
+}
+
+/// The head of a content block (`content_block_start`, or a block of a pre-filled message).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[non_exhaustive]
+pub struct Block<'a> {
+    /// The block type.
+    #[serde(rename = "type", borrow)]
+    pub kind: Cow<'a, str>,
+    /// Tool call id.
+    #[serde(default, borrow)]
+    pub id: Option<Cow<'a, str>>,
+    /// Tool name.
+    #[serde(default, borrow)]
+    pub name: Option<Cow<'a, str>>,
+    /// Initial text.
+    #[serde(default, borrow)]
+    pub text: Option<Cow<'a, str>>,
+    /// Initial thinking.
+    #[serde(default, borrow)]
+    pub thinking: Option<Cow<'a, str>>,
+    /// Initial signature.
+    #[serde(default, borrow)]
+    pub signature: Option<Cow<'a, str>>,
+    /// Redacted thinking data.
+    #[serde(default, borrow)]
+    pub data: Option<Cow<'a, str>>,
+    /// The call a server tool result answers.
+    #[serde(default, borrow)]
+    pub tool_use_id: Option<Cow<'a, str>>,
+    /// Initial tool input (usually `{}`; complete for pre-filled blocks).
+    #[serde(default)]
+    pub input: Option<Value>,
+    /// Citations already on a text block.
+    #[serde(default)]
+    pub citations: Option<Vec<Value>>,
+}
+
+/// The head of a `message_start` message.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[non_exhaustive]
+pub struct MessageHead<'a> {
+    /// The message id.
+    #[serde(default, borrow)]
+    pub id: Option<Cow<'a, str>>,
+    /// The model that answers.
+    #[serde(default, borrow)]
+    pub model: Option<Cow<'a, str>>,
+    /// Usage so far.
+    #[serde(default)]
+    pub usage: Option<WireUsage>,
+    /// Blocks already complete (usually empty).
+    #[serde(default)]
+    pub content: Vec<Value>,
+    /// A stop reason already known (pre-filled messages).
+    #[serde(default, borrow)]
+    pub stop_reason: Option<Cow<'a, str>>,
+}
+
+/// Token usage as Anthropic reports it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[non_exhaustive]
+pub struct WireUsage {
+    /// Input tokens (cache reads and writes excluded).
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    /// Tokens written to the cache.
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
+    /// Tokens read from the cache.
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
+    /// Server tool use counts (`web_search_requests`...).
+    #[serde(default)]
+    pub server_tool_use: Option<Value>,
+}
+
+impl WireUsage {
+    /// As patchbay usage.
+    pub fn to_usage(&self) -> patchbay_core::Usage {
+        patchbay_core::Usage {
+            input: self.input_tokens,
+            output: self.output_tokens,
+            cache_read: self.cache_read_input_tokens,
+            cache_write: self.cache_creation_input_tokens,
+            ..patchbay_core::Usage::default()
+        }
+    }
+}
+
+/// The `error` object of an error event or an HTTP error body.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[non_exhaustive]
+pub struct WireError<'a> {
+    /// The error type (`overloaded_error`...).
+    #[serde(rename = "type", default, borrow)]
+    pub kind: Option<Cow<'a, str>>,
+    /// The message.
+    #[serde(default, borrow)]
+    pub message: Option<Cow<'a, str>>,
+}
