@@ -37,7 +37,7 @@ impl fmt::Debug for ProviderFactory {
 /// assert!(registry.names().contains(&"scripted"));
 /// let provider = registry.build("scripted", &serde_json::json!({"text": "hi"})).unwrap();
 /// assert_eq!(provider.info().name, "scripted");
-/// let err = registry.build("nope", &serde_json::Value::Null).unwrap_err();
+/// let Err(err) = registry.build("nope", &serde_json::Value::Null) else { panic!("unknown name") };
 /// assert!(err.to_string().contains("scripted"));
 /// ```
 #[derive(Debug, Clone, Default)]

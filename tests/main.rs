@@ -2,6 +2,7 @@
 //! public APIs, on the scripted provider.
 
 mod agent;
+mod chat_example;
 mod common;
 mod concurrency;
 mod retry;
