@@ -1,0 +1,1 @@
+//! patchbay provider: claude-agent (work in progress).
