@@ -4,6 +4,7 @@
 //! A [`WireFormat`] renders a scripted turn into SSE frames (or an HTTP error); [`MockServer`]
 //! serves a queue of [`Serve`] items, one per POST, with a chosen [`Chunking`].
 
+pub mod anthropic;
 pub mod openai;
 
 use std::collections::VecDeque;
