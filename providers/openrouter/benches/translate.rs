@@ -1,2 +1,1 @@
-//! Placeholder so the workspace manifest parses; the openrouter helper replaces it.
 fn main() {}

@@ -1,2 +1,3 @@
-//! Placeholder.
-fn main() {}
+//! Integration tests of patchbay-openrouter (one binary, one module per area).
+
+mod common;
