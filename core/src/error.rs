@@ -84,7 +84,7 @@ impl fmt::Display for ErrorKind {
 pub struct ProviderError {
     kind: ErrorKind,
     message: String,
-    facts: Facts,
+    facts: Box<Facts>,
     source: Option<Box<dyn StdError + Send + Sync + 'static>>,
 }
 
@@ -120,7 +120,7 @@ impl ProviderError {
         Self {
             kind,
             message: message.into(),
-            facts: Facts::default(),
+            facts: Box::default(),
             source: None,
         }
     }
