@@ -2,7 +2,7 @@
 //!
 //! [`AnthropicWire`] renders scripted turns the way `api.anthropic.com` streams them:
 //! `message_start`, a `ping`, `content_block_start`/`_delta`/`_stop` per part (text and thinking
-//! in word-sized deltas, a signature delta, tool input in three `input_json_delta` pieces),
+//! in word-sized deltas, a text over 4 KiB in one delta, a signature delta, tool input in three `input_json_delta` pieces),
 //! `message_delta` with the stop reason and usage, `message_stop`. It serves the real Claude
 //! Code CLI too (`POST /v1/messages?beta=true`; the server answers `HEAD /` itself).
 //!
@@ -51,8 +51,16 @@ fn frame(event: &str, data: &Value) -> String {
     format!("event: {event}\ndata: {data}\n\n")
 }
 
-/// Word-sized pieces (each ends after a run of whitespace), as the scripted provider streams.
+/// Texts longer than this go out as one delta: one huge wire line, as the `huge_line` scenario
+/// wants.
+const ONE_DELTA_ABOVE: usize = 4096;
+
+/// Word-sized pieces (each ends after a run of whitespace), as the scripted provider streams;
+/// a text longer than [`ONE_DELTA_ABOVE`] bytes is one piece.
 fn word_deltas(text: &str) -> Vec<&str> {
+    if text.len() > ONE_DELTA_ABOVE {
+        return vec![text];
+    }
     let mut out = Vec::new();
     let mut start = 0;
     let mut in_space = false;
