@@ -195,7 +195,7 @@ impl MetricsRecorder {
 
 /// One event of a response stream. The same enum for every provider.
 ///
-/// Lifecycle rules (checked by [`validate`](crate::validate)): `Started` first; `Finish` last
+/// Lifecycle rules (checked by [`validate`](crate::validate())): `Started` first; `Finish` last
 /// and once; a `ToolCall` only after its input is complete; every `ToolCallStart` followed by
 /// its `ToolCall`; no block's text emitted twice; an error ends the stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
