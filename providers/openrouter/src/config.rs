@@ -82,7 +82,10 @@ impl fmt::Debug for OpenRouterConfig {
             .field("dialect", &self.dialect)
             .field("referer", &self.referer)
             .field("title", &self.title)
-            .field("headers", &self.headers.iter().map(|(name, _)| name).collect::<Vec<_>>())
+            .field(
+                "headers",
+                &self.headers.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+            )
             .field("include_usage", &self.include_usage)
             .field("connect_timeout", &self.connect_timeout)
             .finish()

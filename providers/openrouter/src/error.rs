@@ -121,14 +121,18 @@ pub(crate) fn from_http(
             });
             from_error_object(&value, Some(status))
         }
-        Some(ErrorBody { message: Some(message), .. }) => {
-            ProviderError::new(kind_for_status(status), message.into_owned())
-                .with_provider(crate::PROVIDER_NAME)
-                .with_status(status)
-        }
+        Some(ErrorBody {
+            message: Some(message), ..
+        }) => ProviderError::new(kind_for_status(status), message.into_owned())
+            .with_provider(crate::PROVIDER_NAME)
+            .with_status(status),
         _ => {
             let text = String::from_utf8_lossy(&body[..body.len().min(512)]).trim().to_string();
-            let message = if text.is_empty() { format!("HTTP {status}") } else { text };
+            let message = if text.is_empty() {
+                format!("HTTP {status}")
+            } else {
+                text
+            };
             ProviderError::new(kind_for_status(status), message)
                 .with_provider(crate::PROVIDER_NAME)
                 .with_status(status)

@@ -116,7 +116,14 @@ impl OpenRouterProvider {
         model: &str,
         context: Option<&RequestContext>,
     ) -> (Value, Vec<patchbay_core::Warning>) {
-        let built = request::build(messages, tools, model, context, self.config.dialect, self.config.include_usage);
+        let built = request::build(
+            messages,
+            tools,
+            model,
+            context,
+            self.config.dialect,
+            self.config.include_usage,
+        );
         (built.body, built.warnings)
     }
 }
@@ -161,7 +168,14 @@ impl Provider for OpenRouterProvider {
         if signal.is_cancelled() {
             return Err(ProviderError::cancelled());
         }
-        let built = request::build(messages, tools, model, context, self.config.dialect, self.config.include_usage);
+        let built = request::build(
+            messages,
+            tools,
+            model,
+            context,
+            self.config.dialect,
+            self.config.include_usage,
+        );
         let body = serde_json::to_vec(&built.body).map_err(|e| {
             ProviderError::new(ErrorKind::InvalidRequest, "the request cannot be serialized")
                 .with_provider(crate::PROVIDER_NAME)
@@ -184,7 +198,8 @@ impl Provider for OpenRouterProvider {
             response = send => response.map_err(transport)?,
         };
         let status = response.status().as_u16();
-        let request_id = header(response.headers(), "x-request-id").or_else(|| header(response.headers(), "request-id"));
+        let request_id =
+            header(response.headers(), "x-request-id").or_else(|| header(response.headers(), "request-id"));
         if !(200..300).contains(&status) {
             let retry_after = error::parse_retry_after(
                 header(response.headers(), "retry-after-ms").as_deref(),

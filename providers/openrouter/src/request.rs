@@ -125,7 +125,11 @@ fn assistant(message: &Message, index: usize, dialect: Dialect, out: &mut Vec<Va
     value.insert("role".into(), json!("assistant"));
     value.insert(
         "content".into(),
-        if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::String(text) },
+        if text.is_empty() && !calls.is_empty() {
+            Value::Null
+        } else {
+            Value::String(text)
+        },
     );
     if !calls.is_empty() {
         value.insert("tool_calls".into(), Value::Array(calls));
@@ -171,7 +175,9 @@ fn user(message: &Message, dialect: Dialect, out: &mut Vec<Value>) {
     let mut plain = true;
     for block in &message.content {
         match block {
-            ContentBlock::Text { text, cache_control, .. } => {
+            ContentBlock::Text {
+                text, cache_control, ..
+            } => {
                 let cache = cache_control.is_some() && dialect == Dialect::OpenRouter;
                 plain &= !cache;
                 parts.push(text_part(text, cache));
@@ -291,7 +297,11 @@ pub(crate) fn build(
 fn sampling(context: &RequestContext, dialect: Dialect, body: &mut Map<String, Value>, warnings: &mut Vec<Warning>) {
     let sampling = &context.sampling;
     if let Some(max) = sampling.max_tokens {
-        let key = if dialect == Dialect::OpenAi { "max_completion_tokens" } else { "max_tokens" };
+        let key = if dialect == Dialect::OpenAi {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
         body.insert(key.into(), json!(max));
     }
     if let Some(t) = sampling.temperature {
@@ -302,7 +312,10 @@ fn sampling(context: &RequestContext, dialect: Dialect, body: &mut Map<String, V
     }
     if let Some(k) = sampling.top_k {
         if dialect == Dialect::OpenAi {
-            warnings.push(Warning::new("unsupported_option", "OpenAI does not accept top_k; ignored"));
+            warnings.push(Warning::new(
+                "unsupported_option",
+                "OpenAI does not accept top_k; ignored",
+            ));
         } else {
             body.insert("top_k".into(), json!(k));
         }

@@ -47,12 +47,10 @@
 use std::collections::HashSet;
 
 use memchr::memchr;
-use patchbay_core::{
-    ErrorKind, Event, ExecutedBy, FinishReason, MetricsRecorder, ProviderError, Usage, Warning,
-};
+use patchbay_core::{ErrorKind, Event, ExecutedBy, FinishReason, MetricsRecorder, ProviderError, Usage, Warning};
 use serde_json::{Value, json};
 
-use crate::wire::{Chunk, Choice, Delta, ReasoningDetail, ToolCallDelta, WireUsage};
+use crate::wire::{Choice, Chunk, Content, Delta, ReasoningDetail, ToolCallDelta, WireUsage};
 
 /// How payloads are framed in the byte stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -368,7 +366,13 @@ impl State {
                 self.open(BlockKind::Reasoning)
             }
         };
-        self.emit(out, Event::ReasoningDelta { index, text: text.to_string() });
+        self.emit(
+            out,
+            Event::ReasoningDelta {
+                index,
+                text: text.to_string(),
+            },
+        );
     }
 
     fn signature(&mut self, signature: &str, detail: Option<u32>, out: &mut Vec<Event>) {
@@ -376,7 +380,13 @@ impl State {
             Some((BlockKind::Reasoning, index)) if detail.is_none() || detail == self.detail_index => index,
             _ => self.open(BlockKind::Reasoning),
         };
-        self.emit(out, Event::ReasoningSignature { index, signature: signature.to_string() });
+        self.emit(
+            out,
+            Event::ReasoningSignature {
+                index,
+                signature: signature.to_string(),
+            },
+        );
         // A signature seals its block: later reasoning opens a new one.
         self.current = None;
     }
@@ -386,7 +396,13 @@ impl State {
             Some((BlockKind::Text, index)) => index,
             _ => self.open(BlockKind::Text),
         };
-        self.emit(out, Event::TextDelta { index, text: text.to_string() });
+        self.emit(
+            out,
+            Event::TextDelta {
+                index,
+                text: text.to_string(),
+            },
+        );
     }
 
     fn detail(&mut self, detail: &ReasoningDetail<'_>, out: &mut Vec<Event>) {
@@ -443,8 +459,10 @@ impl State {
         } else if let Some(text) = non_empty(&delta.reasoning).or_else(|| non_empty(&delta.reasoning_content)) {
             self.reasoning_text(text, None, out);
         }
-        if let Some(text) = non_empty(&delta.content) {
-            self.text(text, out);
+        match &delta.content {
+            Some(Content::Text(text)) if !text.is_empty() => self.text(text, out),
+            Some(Content::Parts(parts)) => self.parts(parts, false, out),
+            _ => {}
         }
         if let Some(text) = non_empty(&delta.refusal) {
             self.refusal = true;
@@ -452,6 +470,31 @@ impl State {
         }
         for call in &delta.tool_calls {
             accumulate(&mut self.tools, call);
+        }
+    }
+
+    /// Array content (Mistral): text parts and thinking parts holding text parts.
+    fn parts(&mut self, parts: &[crate::wire::ContentPart<'_>], thinking: bool, out: &mut Vec<Event>) {
+        for part in parts {
+            match (part.kind.as_ref(), &part.thinking) {
+                ("thinking", Some(Content::Parts(inner))) => self.parts(inner, true, out),
+                ("thinking", Some(Content::Text(text))) if !text.is_empty() => self.reasoning_text(text, None, out),
+                ("text", _) => {
+                    if let Some(text) = non_empty(&part.text) {
+                        if thinking {
+                            self.reasoning_text(text, None, out);
+                        } else {
+                            self.text(text, out);
+                        }
+                    }
+                }
+                (kind, _) => {
+                    let index = self.new_block();
+                    let data = json!({ "type": "content_part", "part_type": kind, "text": part.text });
+                    let provider = crate::PROVIDER_NAME.to_string();
+                    self.emit(out, Event::Opaque { index, provider, data });
+                }
+            }
         }
     }
 
@@ -478,7 +521,18 @@ impl State {
             {
                 extra.reasoning.push_str(text);
             }
-            for text in [non_empty(&delta.content), non_empty(&delta.refusal)].into_iter().flatten() {
+            match &delta.content {
+                Some(Content::Text(text)) => extra.text.push_str(text),
+                Some(Content::Parts(parts)) => {
+                    for part in parts {
+                        if let Some(text) = non_empty(&part.text) {
+                            extra.text.push_str(text);
+                        }
+                    }
+                }
+                None => {}
+            }
+            if let Some(text) = non_empty(&delta.refusal) {
                 extra.text.push_str(text);
             }
             for call in &delta.tool_calls {
@@ -520,19 +574,46 @@ impl State {
             } else if trimmed.is_empty() {
                 (!truncated).then(|| Value::Object(Default::default()))
             } else {
-                serde_json::from_str::<Value>(trimmed).ok()
+                match serde_json::from_str::<Value>(trimmed) {
+                    // Groq sends `null` for calls without arguments: an empty input.
+                    Ok(Value::Null) => {
+                        call.arguments.clear();
+                        Some(Value::Object(Default::default()))
+                    }
+                    parsed => parsed.ok(),
+                }
             };
             match input {
                 Some(input) => {
                     let id = self.unique_id(call.id.as_deref(), position);
                     self.current = None;
                     let name = call.name.clone();
-                    self.emit(out, Event::ToolCallStart { id: id.clone(), name: name.clone() });
+                    self.emit(
+                        out,
+                        Event::ToolCallStart {
+                            id: id.clone(),
+                            name: name.clone(),
+                        },
+                    );
                     if !call.arguments.is_empty() {
                         let partial_json = call.arguments.clone();
-                        self.emit(out, Event::ToolCallDelta { id: id.clone(), partial_json });
+                        self.emit(
+                            out,
+                            Event::ToolCallDelta {
+                                id: id.clone(),
+                                partial_json,
+                            },
+                        );
                     }
-                    self.emit(out, Event::ToolCall { id, name, input, executed_by: ExecutedBy::Host });
+                    self.emit(
+                        out,
+                        Event::ToolCall {
+                            id,
+                            name,
+                            input,
+                            executed_by: ExecutedBy::Host,
+                        },
+                    );
                     self.tool_calls_made = true;
                 }
                 None => {

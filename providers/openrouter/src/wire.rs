@@ -55,7 +55,7 @@ pub(crate) struct Choice<'a> {
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct Delta<'a> {
     #[serde(default, borrow)]
-    pub(crate) content: Option<Cow<'a, str>>,
+    pub(crate) content: Option<Content<'a>>,
     #[serde(default, borrow)]
     pub(crate) refusal: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -158,4 +158,57 @@ pub(crate) struct ErrorBody<'a> {
     pub(crate) error: Option<WireError<'a>>,
     #[serde(default, borrow)]
     pub(crate) message: Option<Cow<'a, str>>,
+}
+
+/// `content`: a string, or (Mistral) an array of parts.
+#[derive(Debug)]
+pub(crate) enum Content<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<ContentPart<'a>>),
+}
+
+/// One part of an array `content`: `{"type": "text", "text"}` or
+/// `{"type": "thinking", "thinking": [parts]}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ContentPart<'a> {
+    #[serde(rename = "type", borrow)]
+    pub(crate) kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub(crate) text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) thinking: Option<Content<'a>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Content<'a>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an array of content parts")
+            }
+
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v.to_string())))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v)))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut parts = Vec::new();
+                while let Some(part) = seq.next_element()? {
+                    parts.push(part);
+                }
+                Ok(Content::Parts(parts))
+            }
+        }
+        deserializer.deserialize_any(Visit(std::marker::PhantomData))
+    }
 }

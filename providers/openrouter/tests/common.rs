@@ -1,1 +1,89 @@
-//! Shared helpers.
+//! Shared helpers: fixture discovery, translation, event comparison.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use patchbay_conformance::mock::openai::{OpenAiWire, is_json_lines};
+use patchbay_conformance::mock::{MockServer, Serve};
+use patchbay_core::{Event, Metrics, ProviderError};
+use patchbay_openrouter::translate::{Framing, Translator};
+use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider};
+
+/// The shared recorded streams, by path relative to the repository root.
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
+
+/// The OpenAI-family fixture families.
+pub const FAMILIES: [&str; 3] = ["openai-chat", "openai-compatible", "openrouter"];
+
+/// Every OpenAI-family fixture file, sorted.
+pub fn fixture_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for family in FAMILIES {
+        let root = Path::new(FIXTURES).join(family);
+        let Ok(sources) = std::fs::read_dir(&root) else {
+            panic!(
+                "fixtures missing: {} (the shared fixtures live beside the repository)",
+                root.display()
+            );
+        };
+        for source in sources.flatten() {
+            for file in std::fs::read_dir(source.path()).into_iter().flatten().flatten() {
+                if file.path().is_file() {
+                    files.push(file.path());
+                }
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The snapshot name of a fixture: its path below the fixtures root, `/` as `__`.
+pub fn fixture_name(path: &Path) -> String {
+    let relative = path.strip_prefix(FIXTURES).unwrap_or(path);
+    relative.to_string_lossy().replace('/', "__")
+}
+
+/// The framing of a fixture file.
+pub fn framing(path: &Path) -> Framing {
+    if is_json_lines(path) {
+        Framing::JsonLines
+    } else {
+        Framing::Sse
+    }
+}
+
+/// Translate a body given as chunks; `Finish` metrics are zeroed so runs compare equal.
+pub fn translate<'a>(
+    framing: Framing,
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+) -> (Vec<Event>, Option<ProviderError>) {
+    let (mut events, error) = Translator::new(framing).translate_all(chunks);
+    for event in &mut events {
+        if let Event::Finish { metrics, .. } = event {
+            // Timings vary from run to run; counts do not.
+            *metrics = Metrics {
+                first_event_ms: None,
+                first_text_ms: None,
+                total_ms: 0,
+                ..*metrics
+            };
+        }
+    }
+    (events, error)
+}
+
+/// A provider pointed at a mock server speaking the OpenAI wire.
+pub async fn mock(items: Vec<Serve>) -> (MockServer, Arc<OpenRouterProvider>) {
+    let server = MockServer::builder(OpenAiWire)
+        .serve(items)
+        .start()
+        .await
+        .expect("mock server starts");
+    let provider = OpenRouterConfig::new(server.url())
+        .with_api_key("test-key")
+        .with_dialect(Dialect::OpenRouter)
+        .build()
+        .expect("provider builds");
+    (server, Arc::new(provider))
+}

@@ -41,6 +41,9 @@ fn target(name: &str, chunking: Chunking) -> Target {
 fn main() {
     let args = Arguments::from_args();
     let mut all = trials(&target("openrouter", Chunking::PerFrame));
-    all.extend(trials(&target("openrouter_random_chunks", Chunking::Random { seed: 7, max: 13 })));
+    all.extend(trials(&target(
+        "openrouter_random_chunks",
+        Chunking::Random { seed: 7, max: 13 },
+    )));
     libtest_mimic::run(&args, all).exit()
 }

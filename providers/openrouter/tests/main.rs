@@ -1,3 +1,4 @@
 //! Integration tests of patchbay-openrouter (one binary, one module per area).
 
 mod common;
+mod fixtures;
