@@ -1,0 +1,194 @@
+//! Unit-level behaviour of the core contract through its public API.
+
+use std::time::Duration;
+
+use patchbay_core::{
+    CacheControl, ContentBlock, ContentBuilder, ErrorKind, Event, ExecutedBy, McpServerConfig, McpTransport, Message,
+    ProviderError, RequestContext, RetryPolicy, Role, ToolResult, Usage, check_conversation,
+};
+use serde_json::json;
+
+#[test]
+fn usage_sums_and_updates_field_by_field() {
+    let a = Usage {
+        input: Some(10),
+        output: Some(5),
+        ..Usage::default()
+    };
+    let b = Usage {
+        input: Some(1),
+        cache_read: Some(7),
+        cost_usd: Some(0.5),
+        ..Usage::default()
+    };
+    let sum = a.sum(&b);
+    assert_eq!(
+        (sum.input, sum.output, sum.cache_read, sum.cost_usd),
+        (Some(11), Some(5), Some(7), Some(0.5))
+    );
+    let mut cumulative = a;
+    cumulative.update(&Usage {
+        output: Some(9),
+        ..Usage::default()
+    });
+    assert_eq!((cumulative.input, cumulative.output), (Some(10), Some(9)));
+}
+
+#[test]
+fn retry_delays_follow_kind_retry_after_and_backoff() {
+    let policy = RetryPolicy::default()
+        .with_max_retries(3)
+        .with_backoff(Duration::from_millis(100), Duration::from_millis(250))
+        .with_jitter(false);
+    let overloaded = ProviderError::new(ErrorKind::Overloaded, "busy");
+    assert_eq!(policy.delay(0, &overloaded), Some(Duration::from_millis(100)));
+    assert_eq!(policy.delay(1, &overloaded), Some(Duration::from_millis(200)));
+    assert_eq!(policy.delay(2, &overloaded), Some(Duration::from_millis(250)), "capped");
+    assert_eq!(policy.delay(3, &overloaded), None, "limit reached");
+    let limited = ProviderError::new(ErrorKind::RateLimited, "slow").with_retry_after(Duration::from_secs(3));
+    assert_eq!(
+        policy.delay(0, &limited),
+        Some(Duration::from_secs(3)),
+        "retry-after wins"
+    );
+    assert_eq!(
+        policy.delay(0, &ProviderError::new(ErrorKind::InvalidRequest, "bad")),
+        None
+    );
+    let jittered = RetryPolicy::default().with_backoff(Duration::from_millis(400), Duration::from_secs(1));
+    let delay = jittered.delay(0, &overloaded).expect("retryable");
+    assert!(
+        delay >= Duration::from_millis(200) && delay <= Duration::from_millis(400),
+        "{delay:?}"
+    );
+}
+
+#[test]
+fn conversations_are_checked_with_the_offending_index() {
+    let call = Message::new(Role::Assistant, vec![ContentBlock::tool_use("t1", "echo", json!({}))]);
+    let result = |id: &str| {
+        Message::new(
+            Role::User,
+            vec![ContentBlock::ToolResult {
+                tool_use_id: id.into(),
+                content: vec![],
+                is_error: false,
+                cache_control: None,
+            }],
+        )
+    };
+    assert!(check_conversation(&[Message::user("hi"), call.clone(), result("t1")], true).is_ok());
+    let error = check_conversation(&[Message::user("hi"), call.clone(), result("t2")], true).expect_err("wrong id");
+    assert_eq!(error.facts().message_index, Some(2));
+    let error = check_conversation(&[Message::user("hi"), call], true).expect_err("assistant last");
+    assert_eq!(
+        (error.kind(), error.facts().message_index),
+        (ErrorKind::InvalidRequest, Some(1))
+    );
+    assert!(check_conversation(&[], false).is_err());
+}
+
+#[test]
+fn content_builder_keeps_signatures_ids_and_opaque_blocks() {
+    let mut builder = ContentBuilder::default();
+    for event in [
+        Event::ReasoningDelta {
+            index: 0,
+            text: "hmm ".into(),
+        },
+        Event::ReasoningDelta {
+            index: 0,
+            text: "ok".into(),
+        },
+        Event::ReasoningSignature {
+            index: 0,
+            signature: "sig".into(),
+        },
+        Event::TextDelta {
+            index: 1,
+            text: "Hi".into(),
+        },
+        Event::ToolCall {
+            id: "t1".into(),
+            name: "search".into(),
+            input: json!({"q": 1}),
+            executed_by: ExecutedBy::Provider,
+        },
+        Event::ToolResult {
+            id: "t1".into(),
+            name: "search".into(),
+            result: ToolResult::text("found"),
+        },
+        Event::Opaque {
+            index: 3,
+            provider: "anthropic".into(),
+            data: json!({"type": "new_block"}),
+        },
+    ] {
+        builder.push(&event);
+    }
+    let blocks = builder.finish();
+    assert_eq!(
+        blocks[0],
+        ContentBlock::Thinking {
+            text: "hmm ok".into(),
+            signature: Some("sig".into())
+        }
+    );
+    assert_eq!(blocks[1].as_text(), Some("Hi"));
+    assert!(matches!(&blocks[2], ContentBlock::ToolUse { id, executed_by: ExecutedBy::Provider, .. } if id == "t1"));
+    assert!(matches!(&blocks[3], ContentBlock::ToolResult { tool_use_id, .. } if tool_use_id == "t1"));
+    assert!(matches!(&blocks[4], ContentBlock::Opaque { provider, .. } if provider == "anthropic"));
+}
+
+#[test]
+fn messages_round_trip_through_json_with_cache_markers() {
+    let message = Message::new(
+        Role::User,
+        vec![
+            ContentBlock::Text {
+                text: "cached".into(),
+                citations: vec![],
+                cache_control: Some(CacheControl::ephemeral()),
+            },
+            ContentBlock::RedactedThinking { data: "opaque".into() },
+        ],
+    );
+    let json = serde_json::to_string(&message).expect("serializes");
+    assert_eq!(serde_json::from_str::<Message>(&json).expect("parses"), message);
+}
+
+#[test]
+fn secrets_stay_out_of_debug_output() {
+    let context = RequestContext::new()
+        .with_env("ANTHROPIC_API_KEY", "sk-secret-1")
+        .with_mcp_server(McpServerConfig {
+            name: "host".into(),
+            transport: McpTransport::Http {
+                url: "http://127.0.0.1:1/mcp".into(),
+                headers: [("Authorization".to_string(), "Bearer sk-secret-2".to_string())].into(),
+            },
+        });
+    let debug = format!("{context:?}");
+    assert!(!debug.contains("sk-secret"), "{debug}");
+    assert!(debug.contains("ANTHROPIC_API_KEY") && debug.contains("Authorization"));
+}
+
+#[test]
+fn errors_display_their_facts() {
+    let error = ProviderError::new(ErrorKind::Process, "the CLI exited")
+        .with_exit_code(3)
+        .with_turn(2)
+        .with_tool("Bash")
+        .with_stderr_tail("boom");
+    let text = error.to_string();
+    for part in [
+        "Process: the CLI exited",
+        "[turn 2]",
+        "[tool Bash]",
+        "[exit code 3]",
+        "boom",
+    ] {
+        assert!(text.contains(part), "{text}");
+    }
+}
