@@ -48,7 +48,11 @@ fn parse_args() -> Result<Args, String> {
             _ => words.push(arg),
         }
     }
-    args.prompt = if words.is_empty() { "what is in this folder?".into() } else { words.join(" ") };
+    args.prompt = if words.is_empty() {
+        "what is in this folder?".into()
+    } else {
+        words.join(" ")
+    };
     Ok(args)
 }
 
@@ -118,7 +122,10 @@ async fn main() -> ExitCode {
         eprintln!("(offline: scripted demo provider, no network; pass --provider NAME for a real model)");
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    let model = args.model.clone().unwrap_or_else(|| default_model(&args.provider).into());
+    let model = args
+        .model
+        .clone()
+        .unwrap_or_else(|| default_model(&args.provider).into());
     let agent = Agent::new(provider, model).with_tools(coding_tools(Workspace::new(cwd)));
     let signal = Signal::new();
     let ctrl_c = signal.clone();
@@ -157,7 +164,13 @@ async fn main() -> ExitCode {
             continue;
         }
         let is_text = matches!(event, Event::TextDelta { .. } | Event::ReasoningDelta { .. });
-        if !is_text && !line_start && matches!(event, Event::ToolCall { .. } | Event::ToolResult { .. } | Event::Finish { .. }) {
+        if !is_text
+            && !line_start
+            && matches!(
+                event,
+                Event::ToolCall { .. } | Event::ToolResult { .. } | Event::Finish { .. }
+            )
+        {
             let _ = writeln!(stdout);
             line_start = true;
         }
