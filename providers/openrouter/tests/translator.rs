@@ -1,0 +1,357 @@
+//! Synthetic edge cases of the chat-completions wire, on the translator without HTTP.
+
+use patchbay_conformance::split_randomly;
+use patchbay_core::{ErrorKind, Event, FinishReason, validate};
+use patchbay_openrouter::translate::{Framing, Translator};
+use serde_json::{Value, json};
+
+use crate::common::translate;
+
+/// An SSE body from chunk JSON values, ending with `[DONE]`.
+fn sse(chunks: &[Value]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for chunk in chunks {
+        body.extend_from_slice(format!("data: {chunk}\n\n").as_bytes());
+    }
+    body.extend_from_slice(b"data: [DONE]\n\n");
+    body
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> Value {
+    json!({ "id": "r1", "model": "m", "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }] })
+}
+
+fn call(index: Option<u32>, id: Option<&str>, name: Option<&str>, arguments: &str) -> Value {
+    let mut call = json!({ "function": { "arguments": arguments } });
+    if let Some(index) = index {
+        call["index"] = json!(index);
+    }
+    if let Some(id) = id {
+        call["id"] = json!(id);
+    }
+    if let Some(name) = name {
+        call["function"]["name"] = json!(name);
+    }
+    json!({ "tool_calls": [call] })
+}
+
+/// Translate, check the validator and split invariance, and return the events.
+fn run(body: &[u8]) -> (Vec<Event>, Option<ErrorKind>) {
+    let (events, error) = translate(Framing::Sse, [body]);
+    let items = events.iter().map(Ok).chain(error.iter().map(Err));
+    if let Err(violations) = validate(items) {
+        panic!("lifecycle violations: {violations:?}\n{events:#?}");
+    }
+    for seed in 0..20 {
+        let chunks = split_randomly(body, seed, 1 + seed as usize * 3);
+        let (split, split_error) = translate(Framing::Sse, chunks.iter().map(Vec::as_slice));
+        assert_eq!(split, events, "split with seed {seed} changed the events");
+        assert_eq!(split_error.map(|e| e.kind()), error.as_ref().map(|e| e.kind()));
+    }
+    (events, error.map(|e| e.kind()))
+}
+
+fn calls(events: &[Event]) -> Vec<(String, String, Value)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCall { id, name, input, .. } => Some((id.clone(), name.clone(), input.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn finish(events: &[Event]) -> Option<FinishReason> {
+    events.iter().find_map(|e| match e {
+        Event::Finish { reason, .. } => Some(reason.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn tool_call_not_emitted_before_choice_finished() {
+    // The arguments are valid JSON after the second fragment ("{}"-like prefix parses), but
+    // more follows: nothing may be emitted until the choice finishes.
+    let chunks = [
+        chunk(call(Some(0), Some("c1"), Some("f"), ""), None),
+        chunk(call(Some(0), None, None, "{\"a\": 1}"), None),
+        chunk(call(Some(0), None, None, ""), None),
+    ];
+    let mut translator = Translator::new(Framing::Sse);
+    let mut out = Vec::new();
+    let mut body = Vec::new();
+    for c in &chunks {
+        body.extend_from_slice(format!("data: {c}\n\n").as_bytes());
+    }
+    translator.feed(&body, &mut out).expect("valid chunks");
+    assert!(
+        !out.iter()
+            .any(|e| matches!(e, Event::ToolCall { .. } | Event::ToolCallStart { .. })),
+        "a tool call was emitted before its choice finished: {out:?}"
+    );
+    let end = format!("data: {}\n\n", chunk(json!({}), Some("tool_calls")));
+    translator.feed(end.as_bytes(), &mut out).expect("valid chunk");
+    assert_eq!(calls(&out), vec![("c1".into(), "f".into(), json!({"a": 1}))]);
+}
+
+#[test]
+fn ids_and_names_arriving_late_and_indexes_not_starting_at_zero() {
+    let body = sse(&[
+        chunk(call(Some(3), None, None, "{\"x\":"), None),
+        chunk(call(Some(3), Some("late"), Some("lookup"), " 1}"), None),
+        chunk(call(Some(5), Some("second"), Some("other"), "{}"), None),
+        chunk(json!({}), Some("tool_calls")),
+    ]);
+    let (events, error) = run(&body);
+    assert_eq!(error, None);
+    assert_eq!(
+        calls(&events),
+        vec![
+            ("late".into(), "lookup".into(), json!({"x": 1})),
+            ("second".into(), "other".into(), json!({})),
+        ]
+    );
+    assert_eq!(finish(&events), Some(FinishReason::ToolUse));
+}
+
+#[test]
+fn missing_index_whole_call_in_one_chunk_and_repeated_names() {
+    let body = sse(&[
+        chunk(call(None, Some("a"), Some("one"), "{\"k\": \"v\"}"), None),
+        chunk(call(None, Some("b"), Some("two"), "{\"n\":"), None),
+        chunk(call(None, None, Some("two"), " 2}"), None),
+        chunk(json!({}), Some("tool_calls")),
+    ]);
+    let (events, _) = run(&body);
+    assert_eq!(
+        calls(&events),
+        vec![
+            ("a".into(), "one".into(), json!({"k": "v"})),
+            ("b".into(), "two".into(), json!({"n": 2}))
+        ]
+    );
+}
+
+#[test]
+fn duplicate_and_missing_ids_are_made_unique() {
+    let body = sse(&[
+        chunk(call(Some(0), Some("dup"), Some("f"), "{}"), None),
+        chunk(call(Some(1), Some("dup"), Some("g"), ""), None),
+        chunk(call(Some(2), None, Some("h"), ""), None),
+        chunk(json!({}), Some("tool_calls")),
+    ]);
+    let (events, _) = run(&body);
+    let ids: Vec<String> = calls(&events).into_iter().map(|(id, _, _)| id).collect();
+    assert_eq!(ids, vec!["dup", "dup_2", "call_2"]);
+}
+
+#[test]
+fn every_call_numbered_zero_with_new_ids_are_separate_calls() {
+    let body = sse(&[
+        chunk(call(Some(0), Some("a"), Some("f"), "{\"i\": 1}"), None),
+        chunk(call(Some(0), Some("b"), Some("f"), "{\"i\": 2}"), None),
+        chunk(json!({}), Some("tool_calls")),
+    ]);
+    let (events, _) = run(&body);
+    assert_eq!(calls(&events).len(), 2);
+}
+
+#[test]
+fn missing_finish_reason_with_tool_calls_means_tool_use() {
+    let body = sse(&[
+        chunk(call(Some(0), Some("c"), Some("f"), "{}"), None),
+        chunk(json!({}), None),
+    ]);
+    let (events, error) = run(&body);
+    assert_eq!(error, None);
+    assert_eq!(calls(&events).len(), 1);
+    assert_eq!(finish(&events), Some(FinishReason::ToolUse));
+}
+
+#[test]
+fn truncated_arguments_become_an_incomplete_call_not_a_tool_call() {
+    let body = sse(&[
+        chunk(call(Some(0), Some("c"), Some("f"), "{\"note\": \"The"), None),
+        chunk(json!({}), Some("length")),
+    ]);
+    let (events, _) = run(&body);
+    assert!(calls(&events).is_empty());
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Opaque { data, .. } if data["type"] == "incomplete_tool_call"))
+    );
+    assert_eq!(finish(&events), Some(FinishReason::Length));
+}
+
+#[test]
+fn usage_only_final_chunk_with_cost_cache_and_reasoning_tokens() {
+    let body = sse(&[
+        chunk(json!({"content": "hi"}), Some("stop")),
+        json!({ "id": "r1", "choices": [], "usage": {
+            "prompt_tokens": 100, "completion_tokens": 20,
+            "prompt_tokens_details": { "cached_tokens": 60, "cache_write_tokens": 10 },
+            "completion_tokens_details": { "reasoning_tokens": 5 },
+            "cost": 0.0125,
+        }}),
+    ]);
+    let (events, _) = run(&body);
+    let Some(Event::Finish { usage, .. }) = events.last() else {
+        panic!("no finish: {events:?}")
+    };
+    assert_eq!(usage.input, Some(30));
+    assert_eq!(usage.cache_read, Some(60));
+    assert_eq!(usage.cache_write, Some(10));
+    assert_eq!(usage.output, Some(20));
+    assert_eq!(usage.reasoning, Some(5));
+    assert_eq!(usage.cost_usd, Some(0.0125));
+}
+
+#[test]
+fn comments_crlf_and_other_fields_are_ignored() {
+    let body = format!(
+        ": OPENROUTER PROCESSING\r\n\r\nevent: message\r\nid: 1\r\ndata: {}\r\n\r\n: OPENROUTER PROCESSING\r\n\r\ndata: {}\r\n\r\ndata: [DONE]\r\n\r\n",
+        chunk(json!({"content": "a"}), None),
+        chunk(json!({"content": "b"}), Some("stop"))
+    );
+    let (events, error) = run(body.as_bytes());
+    assert_eq!(error, None);
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TextDelta { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "ab");
+}
+
+#[test]
+fn error_inside_a_200_stream_is_typed_and_keeps_partial_output() {
+    let mut body = Vec::new();
+    body.extend_from_slice(format!("data: {}\n\n", chunk(json!({"content": "partial"}), None)).as_bytes());
+    body.extend_from_slice(b"data: {\"error\":{\"code\":502,\"message\":\"Provider returned error\"}}\n\n");
+    let (events, error) = run(&body);
+    assert!(matches!(&events[1], Event::TextDelta { text, .. } if text == "partial"));
+    assert_eq!(error, Some(ErrorKind::Server));
+
+    let overloaded = b"data: {\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\",\"code\":529}}\n\n";
+    assert_eq!(run(overloaded).1, Some(ErrorKind::Overloaded));
+    let rate = b"data: {\"error\":{\"message\":\"slow\",\"code\":\"rate_limit_exceeded\"}}\n\n";
+    assert_eq!(run(rate).1, Some(ErrorKind::RateLimited));
+}
+
+#[test]
+fn refusal_deltas_are_text_with_finish_reason_refusal() {
+    let body = sse(&[
+        chunk(json!({"content": "", "refusal": "I can't"}), None),
+        chunk(json!({"refusal": " help."}), None),
+        chunk(json!({}), Some("stop")),
+    ]);
+    let (events, _) = run(&body);
+    assert_eq!(finish(&events), Some(FinishReason::Refusal));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::TextDelta { text, .. } if text == "I can't"))
+    );
+}
+
+#[test]
+fn stream_ending_without_finish_is_a_protocol_error() {
+    let body = format!("data: {}\n\n", chunk(json!({"content": "cut"}), None));
+    assert_eq!(run(body.as_bytes()).1, Some(ErrorKind::Protocol));
+    assert_eq!(run(b"").1, Some(ErrorKind::Protocol));
+    assert_eq!(run(b"data: {not json}\n\n").1, Some(ErrorKind::Protocol));
+}
+
+#[test]
+fn reasoning_details_win_over_duplicated_reasoning_and_signatures_seal_blocks() {
+    let body = sse(&[
+        chunk(
+            json!({"reasoning": "think", "reasoning_details": [{"type": "reasoning.text", "text": "think", "index": 0}]}),
+            None,
+        ),
+        chunk(
+            json!({"reasoning_details": [{"type": "reasoning.text", "signature": "sig", "index": 0}]}),
+            None,
+        ),
+        chunk(
+            json!({"reasoning_details": [{"type": "reasoning.encrypted", "data": "blob", "id": "rs_1", "format": "openai-responses-v1", "index": 1}]}),
+            None,
+        ),
+        chunk(json!({"reasoning_content": "more"}), None),
+        chunk(json!({"content": "answer"}), Some("stop")),
+    ]);
+    let (events, _) = run(&body);
+    let kinds: Vec<(&str, usize)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ReasoningDelta { index, .. } => Some(("reasoning", *index)),
+            Event::ReasoningSignature { index, .. } => Some(("signature", *index)),
+            Event::RedactedReasoning { index, .. } => Some(("redacted", *index)),
+            Event::TextDelta { index, .. } => Some(("text", *index)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("reasoning", 0),
+            ("signature", 0),
+            ("redacted", 1),
+            ("reasoning", 2),
+            ("text", 3)
+        ]
+    );
+    let redacted = events.iter().find_map(|e| match e {
+        Event::RedactedReasoning { data, .. } => serde_json::from_str::<Value>(data).ok(),
+        _ => None,
+    });
+    assert_eq!(redacted.expect("redacted")["id"], "rs_1");
+}
+
+#[test]
+fn several_choices_stream_the_first_and_report_the_others() {
+    let two = |i: u32, delta: Value, finish: Option<&str>| json!({ "id": "r", "model": "m", "choices": [{ "index": i, "delta": delta, "finish_reason": finish }] });
+    let body = sse(&[
+        two(0, json!({"content": "A"}), None),
+        two(1, json!({"content": "B"}), None),
+        two(1, call(Some(0), Some("x"), Some("f"), "{}"), Some("tool_calls")),
+        two(0, json!({}), Some("stop")),
+    ]);
+    let (events, _) = run(&body);
+    assert!(calls(&events).is_empty(), "tool calls of another choice must not run");
+    let extra = events.iter().find_map(|e| match e {
+        Event::Opaque { data, .. } if data["type"] == "extra_choice" => Some(data.clone()),
+        _ => None,
+    });
+    let extra = extra.expect("extra choice reported");
+    assert_eq!(extra["text"], "B");
+    assert_eq!(extra["tool_calls"][0]["name"], "f");
+    assert_eq!(finish(&events), Some(FinishReason::Stop));
+}
+
+#[test]
+fn huge_line_split_anywhere() {
+    let text = "x".repeat(1_000_000);
+    let body = sse(&[chunk(json!({ "content": text }), Some("stop"))]);
+    for max in [1000, 65_536] {
+        let chunks = split_randomly(&body, 3, max);
+        let (events, error) = translate(Framing::Sse, chunks.iter().map(Vec::as_slice));
+        assert!(error.is_none());
+        assert!(matches!(&events[1], Event::TextDelta { text: t, .. } if t.len() == 1_000_000));
+    }
+}
+
+#[test]
+fn json_lines_framing_without_done() {
+    let body = format!(
+        "{}\n{}\n",
+        chunk(json!({"content": "hi"}), None),
+        chunk(json!({}), Some("stop"))
+    );
+    let (events, error) = translate(Framing::JsonLines, [body.as_bytes()]);
+    assert!(error.is_none());
+    assert_eq!(finish(&events), Some(FinishReason::Stop));
+}
