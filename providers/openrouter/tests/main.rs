@@ -2,4 +2,5 @@
 
 mod common;
 mod fixtures;
+mod requests;
 mod translator;

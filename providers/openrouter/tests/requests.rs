@@ -1,0 +1,261 @@
+//! What goes on the wire: golden request bodies of the shared scenarios, message mapping,
+//! headers, options, warnings.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use patchbay_conformance::mock::Serve;
+use patchbay_conformance::{SCENARIO_MODEL, scenario_tools, scenarios, summarize};
+use patchbay_core::{
+    Agent, ContentBlock, Event, ImageSource, Message, Provider, RequestContext, Retry, RetryPolicy, Role, Sampling,
+    Session, Signal, ToolContent, ToolSet,
+};
+use patchbay_openrouter::{Dialect, OpenRouterConfig};
+use serde_json::{Value, json};
+
+use crate::common::mock;
+
+fn settings() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/requests"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings
+}
+
+/// Long strings (the huge line) as length plus hash.
+fn shorten(value: &mut Value) {
+    match value {
+        Value::String(s) => *s = summarize(s),
+        Value::Array(items) => items.iter_mut().for_each(shorten),
+        Value::Object(map) => map.values_mut().for_each(shorten),
+        _ => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn golden_requests_of_the_shared_scenarios() {
+    for scenario in scenarios() {
+        let items = scenario.script.turns.iter().cloned().map(Serve::Turn).collect();
+        let (server, provider) = mock(items).await;
+        let provider: Arc<dyn Provider> = Arc::new(Retry::new(provider, RetryPolicy::immediate(2)));
+        let agent = Agent::new(provider, SCENARIO_MODEL).with_tools(scenario_tools());
+        let signal = Signal::new();
+        let mut stream = agent.stream(scenario.messages.clone(), signal.clone());
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(Event::TextDelta { .. }) if scenario.cancel.is_some() => signal.cancel(),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        let requests: Vec<Value> = server
+            .requests()
+            .into_iter()
+            .map(|request| {
+                let mut body = request.body.clone();
+                shorten(&mut body);
+                json!({
+                    "method": request.method,
+                    "path": request.path,
+                    "authorization": request.header("authorization"),
+                    "accept": request.header("accept"),
+                    "body": body,
+                })
+            })
+            .collect();
+        settings().bind(|| insta::assert_json_snapshot!(scenario.name, requests));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_referer_title_and_bearer_key() {
+    let (server, _) = mock(vec![Serve::Turn(patchbay_scripted::Turn::text("hi"))]).await;
+    let provider = OpenRouterConfig::new(server.url())
+        .with_api_key("sk-secret-value")
+        .with_referer("https://example.app")
+        .with_title("Example App")
+        .with_header("X-Custom", "custom-secret")
+        .build()
+        .expect("builds");
+    let debug = format!("{provider:?}");
+    assert!(
+        !debug.contains("sk-secret-value") && !debug.contains("custom-secret"),
+        "{debug}"
+    );
+    let response = patchbay_core::ProviderExt::generate_text(&provider, "hello", "m", None)
+        .await
+        .expect("answers");
+    assert_eq!(response, "hi");
+    let request = &server.requests()[0];
+    assert_eq!(request.path, "/chat/completions");
+    assert_eq!(request.header("authorization"), Some("[redacted]"));
+    assert_eq!(request.header("http-referer"), Some("https://example.app"));
+    assert_eq!(request.header("x-title"), Some("Example App"));
+    assert_eq!(request.header("x-custom"), Some("custom-secret"));
+    // A generic server gets no OpenRouter-only fields.
+    assert_eq!(request.body["stream_options"], json!({"include_usage": true}));
+    assert!(request.body.get("usage").is_none());
+}
+
+fn body(dialect: Dialect, messages: &[Message], context: Option<&RequestContext>) -> (Value, Vec<String>) {
+    let provider = OpenRouterConfig::new("http://127.0.0.1:9/v1")
+        .with_dialect(dialect)
+        .build()
+        .expect("builds");
+    let (body, warnings) = provider.request_body(messages, &ToolSet::new(), "m", context);
+    (body, warnings.into_iter().map(|w| w.code).collect())
+}
+
+fn sampling(max_tokens: u32, top_k: u32, budget: u32) -> Sampling {
+    let mut sampling = Sampling::default();
+    sampling.max_tokens = Some(max_tokens);
+    sampling.top_k = Some(top_k);
+    sampling.thinking_budget = Some(budget);
+    sampling
+}
+
+fn conversation() -> Vec<Message> {
+    vec![
+        Message::user("look at this"),
+        Message::new(
+            Role::Assistant,
+            vec![
+                ContentBlock::Thinking {
+                    text: "I should look.".into(),
+                    signature: Some("sig-1".into()),
+                },
+                ContentBlock::RedactedThinking {
+                    data: json!({"type": "reasoning.encrypted", "data": "blob", "id": "rs_1", "format": "openai-responses-v1"})
+                        .to_string(),
+                },
+                ContentBlock::text("Looking."),
+                ContentBlock::tool_use("call_a", "screenshot", json!({"page": 1})),
+                ContentBlock::tool_use("call_b", "fetch", json!({})),
+            ],
+        ),
+        Message::new(
+            Role::User,
+            vec![
+                ContentBlock::ToolResult {
+                    tool_use_id: "call_a".into(),
+                    content: vec![
+                        ToolContent::text("here it is"),
+                        ToolContent::Image {
+                            media_type: "image/png".into(),
+                            data: "iVBORw0KGgo=".into(),
+                        },
+                    ],
+                    is_error: false,
+                    cache_control: None,
+                },
+                ContentBlock::ToolResult {
+                    tool_use_id: "call_b".into(),
+                    content: vec![ToolContent::Json { value: json!({"status": 404}) }],
+                    is_error: true,
+                    cache_control: None,
+                },
+                ContentBlock::text("and this photo"),
+                ContentBlock::Image {
+                    media_type: "image/jpeg".into(),
+                    source: ImageSource::Url {
+                        url: "https://example.com/p.jpg".into(),
+                    },
+                    cache_control: None,
+                },
+            ],
+        ),
+    ]
+}
+
+#[test]
+fn openrouter_body_round_trips_reasoning_and_maps_tool_results() {
+    let context = RequestContext::new()
+        .with_system("be brief")
+        .with_sampling(sampling(100, 5, 2048))
+        .with_provider_options(
+            "openrouter",
+            json!({"provider": {"order": ["anthropic"], "allow_fallbacks": false}, "reasoning": {"effort": "high"}}),
+        );
+    let (body, warnings) = body(Dialect::OpenRouter, &conversation(), Some(&context));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    settings().bind(|| insta::assert_json_snapshot!("openrouter_mapping", body));
+    let messages = body["messages"].as_array().expect("messages");
+    let roles: Vec<&str> = messages.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(
+        roles,
+        vec!["system", "user", "assistant", "tool", "tool", "user", "user"]
+    );
+    let details = &messages[2]["reasoning_details"];
+    assert_eq!(details[0]["signature"], "sig-1");
+    assert_eq!(details[1]["id"], "rs_1");
+    assert_eq!(body["provider"]["order"][0], "anthropic");
+    // Provider options override what patchbay set.
+    assert_eq!(body["reasoning"], json!({"effort": "high"}));
+    assert_eq!(body["usage"], json!({"include": true}));
+}
+
+#[test]
+fn other_servers_get_warnings_instead_of_unknown_fields() {
+    let context = RequestContext::new()
+        .with_session(Session::Resume { id: "s".into() })
+        .with_sampling(sampling(100, 5, 1000));
+    let (body, warnings) = body(Dialect::OpenAi, &conversation(), Some(&context));
+    assert_eq!(body["max_completion_tokens"], 100);
+    assert!(body.get("top_k").is_none() && body.get("usage").is_none() && body.get("reasoning").is_none());
+    assert!(body["messages"][1]["reasoning_details"].is_null());
+    assert_eq!(
+        warnings,
+        vec![
+            "reasoning_not_sent",
+            "unsupported_option",
+            "unsupported_option",
+            "unsupported_option"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warnings_reach_started() {
+    let (server, provider) = mock(vec![Serve::Turn(patchbay_scripted::Turn::text("ok"))]).await;
+    let context = RequestContext::new().with_session(Session::New { id: None });
+    let stream = provider
+        .create_response(
+            &[Message::user("hi")],
+            &ToolSet::new(),
+            "m",
+            &Signal::new(),
+            Some(&context),
+        )
+        .await
+        .expect("starts");
+    let events: Vec<_> = stream.collect().await;
+    match &events[0] {
+        Ok(Event::Started { warnings, .. }) => assert_eq!(warnings[0].code, "unsupported_option"),
+        other => panic!("expected Started, got {other:?}"),
+    }
+    drop(server);
+}
+
+#[test]
+fn options_constructor_reads_json_and_rejects_unknown_fields() {
+    let options = json!({
+        "base_url": "http://127.0.0.1:1234/v1/",
+        "api_key": "k",
+        "dialect": "openrouter",
+        "title": "T",
+        "headers": {"X-A": "b"},
+        "include_usage": false,
+    });
+    let provider = patchbay_openrouter::OpenRouterProvider::from_options(&options).expect("valid options");
+    assert_eq!(provider.config().base_url(), "http://127.0.0.1:1234/v1");
+    assert_eq!(provider.config().dialect(), Dialect::OpenRouter);
+    let (body, _) = provider.request_body(&[Message::user("x")], &ToolSet::new(), "m", None);
+    assert!(body.get("stream_options").is_none());
+    let error = patchbay_openrouter::OpenRouterProvider::from_options(&json!({"base_url": "http://x", "nope": 1}))
+        .expect_err("unknown field");
+    assert_eq!(error.kind(), patchbay_core::ErrorKind::Config);
+    let error =
+        patchbay_openrouter::OpenRouterProvider::from_options(&json!({"base_url": "ftp://x"})).expect_err("bad url");
+    assert_eq!(error.kind(), patchbay_core::ErrorKind::Config);
+}
