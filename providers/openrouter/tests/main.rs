@@ -2,5 +2,6 @@
 
 mod common;
 mod fixtures;
+mod http;
 mod requests;
 mod translator;
