@@ -41,13 +41,21 @@ async fn http_statuses_map_to_kinds_with_retry_after() {
     assert_eq!(error.retry_after(), Some(Duration::from_secs(3)));
 
     let cases = [
-        (401, r#"{"error":{"message":"No auth credentials found","code":401}}"#, ErrorKind::Auth),
+        (
+            401,
+            r#"{"error":{"message":"No auth credentials found","code":401}}"#,
+            ErrorKind::Auth,
+        ),
         (
             400,
             r#"{"error":{"message":"too long","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
             ErrorKind::ContextTooLong,
         ),
-        (400, r#"{"error":{"message":"bad","type":"invalid_request_error"}}"#, ErrorKind::InvalidRequest),
+        (
+            400,
+            r#"{"error":{"message":"bad","type":"invalid_request_error"}}"#,
+            ErrorKind::InvalidRequest,
+        ),
         (503, "<html>busy</html>", ErrorKind::Overloaded),
         (500, "", ErrorKind::Server),
         (404, r#"{"message":"no such route"}"#, ErrorKind::InvalidRequest),
@@ -81,7 +89,10 @@ async fn reset_mid_stream_is_a_transport_error_after_the_partial_output() {
         assert!(matches!(&items[1], Ok(Event::TextDelta { text, .. }) if text == "part"));
     }
     let error = items.last().and_then(|i| i.as_ref().err()).expect("ends with an error");
-    assert!(matches!(error.kind(), ErrorKind::Transport | ErrorKind::Protocol), "{error}");
+    assert!(
+        matches!(error.kind(), ErrorKind::Transport | ErrorKind::Protocol),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,7 +100,9 @@ async fn connection_refused_is_a_transport_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     drop(listener);
-    let provider = OpenRouterConfig::new(format!("http://127.0.0.1:{port}/v1")).build().expect("builds");
+    let provider = OpenRouterConfig::new(format!("http://127.0.0.1:{port}/v1"))
+        .build()
+        .expect("builds");
     let error = provider
         .create_response(&[Message::user("hi")], &ToolSet::new(), "m", &Signal::new(), None)
         .await
@@ -137,7 +150,10 @@ async fn cancel_ends_the_stream_promptly_and_closes_the_connection() {
         // The client must hang up: read returns 0 (or an error) soon after the cancel.
         let mut buf = [0u8; 64];
         let closed = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buf)).await;
-        assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "the connection stayed open: {closed:?}");
+        assert!(
+            matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+            "the connection stayed open: {closed:?}"
+        );
         let _ = closed_tx.send(cancelled_at.elapsed());
     });
     let provider = OpenRouterConfig::new(url).build().expect("builds");
@@ -161,10 +177,17 @@ async fn cancel_ends_the_stream_promptly_and_closes_the_connection() {
     }
     assert!(saw_text);
     let started = Instant::now();
-    let next = tokio::time::timeout(Duration::from_secs(2), stream.next()).await.expect("prompt end");
-    assert!(matches!(next, Some(Err(ref e)) if e.kind() == ErrorKind::Cancelled), "{next:?}");
+    let next = tokio::time::timeout(Duration::from_secs(2), stream.next())
+        .await
+        .expect("prompt end");
+    assert!(
+        matches!(next, Some(Err(ref e)) if e.kind() == ErrorKind::Cancelled),
+        "{next:?}"
+    );
     assert!(started.elapsed() < Duration::from_secs(1));
     drop(stream);
-    let after = tokio::time::timeout(Duration::from_secs(6), closed_rx).await.expect("server saw the close");
+    let after = tokio::time::timeout(Duration::from_secs(6), closed_rx)
+        .await
+        .expect("server saw the close");
     assert!(after.expect("closed") < Duration::from_secs(5));
 }

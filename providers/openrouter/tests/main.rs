@@ -1,5 +1,6 @@
 //! Integration tests of patchbay-openrouter (one binary, one module per area).
 
+mod agent;
 mod common;
 mod fixtures;
 mod http;
