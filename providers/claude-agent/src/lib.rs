@@ -1,1 +1,26 @@
-//! patchbay provider: claude-agent (work in progress).
+#![doc = include_str!("../README.md")]
+//!
+//! # Modules
+//! - [`translate`]: the pure line translator (stdout lines in, events out);
+//! - [`control`]: control-protocol messages and the in-process host tool server;
+//! - [`session`]: the session rule and the user turn sent to the CLI;
+//! - [`lines`]: size-limited line reading.
+
+// `ProviderError` is core's type; its size is core's decision, not this crate's.
+#![allow(clippy::result_large_err)]
+
+mod config;
+pub mod control;
+mod error;
+pub mod lines;
+mod process;
+mod provider;
+pub mod session;
+pub mod translate;
+
+pub use config::{
+    CLI_ENV, ClaudeAgentConfig, DEFAULT_HOST_SERVER, HostTools, Options, PEERS_ENV, SystemPrompt, find_cli,
+};
+pub use error::{Error, PROVIDER};
+pub use provider::{ClaudeAgentProvider, build};
+pub use translate::Translator;

@@ -1,0 +1,637 @@
+//! [`ClaudeAgentProvider`]: builds the command line, spawns the CLI, and drives the run.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use futures::stream::{FuturesUnordered, StreamExt};
+use patchbay_core::{
+    Capabilities, ErrorKind, EventStream, McpServerConfig, McpTransport, Message, Provider, ProviderError,
+    ProviderInfo, RequestContext, Signal, Tool, ToolContext, ToolResult, ToolSet, ToolSpec, Warning,
+    check_conversation,
+};
+use serde_json::{Value, json};
+use tokio::process::Command;
+use tokio::sync::mpsc;
+
+use crate::config::{ClaudeAgentConfig, HostTools, Options, SystemPrompt, find_cli};
+use crate::control::{self, McpWork};
+use crate::error::{Error, PROVIDER};
+use crate::process::CliProcess;
+use crate::session::{SessionArgs, plan};
+use crate::translate::Translator;
+
+/// The Claude Code CLI as a patchbay provider (see the crate docs).
+#[derive(Debug, Clone)]
+pub struct ClaudeAgentProvider {
+    config: ClaudeAgentConfig,
+    info: ProviderInfo,
+}
+
+impl Default for ClaudeAgentProvider {
+    fn default() -> Self {
+        Self::new(ClaudeAgentConfig::default())
+    }
+}
+
+/// The registry constructor: options as JSON (see [`Options`]); `null` is the defaults.
+pub fn build(options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
+    Ok(Arc::new(ClaudeAgentProvider::from_json(options)?))
+}
+
+impl ClaudeAgentProvider {
+    /// A provider with this configuration.
+    pub fn new(config: ClaudeAgentConfig) -> Self {
+        let capabilities = Capabilities::none()
+            .with_streaming()
+            .with_reasoning()
+            .with_images()
+            .with_runs_tools()
+            .with_sessions();
+        Self {
+            config,
+            info: ProviderInfo::new(PROVIDER, capabilities),
+        }
+    }
+
+    /// A provider from JSON options (see [`Options`]).
+    pub fn from_json(options: &Value) -> Result<Self, ProviderError> {
+        Ok(Self::new(ClaudeAgentConfig::from_json(options)?))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ClaudeAgentConfig {
+        &self.config
+    }
+}
+
+/// What one run was started with: the command line (for tests and logs; no secrets in it).
+#[derive(Debug, Clone)]
+struct Launch {
+    program: PathBuf,
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    inherit_env: bool,
+}
+
+fn unsupported(context: &RequestContext, warnings: &mut Vec<Warning>) {
+    let s = &context.sampling;
+    let mut ignored = Vec::new();
+    if s.temperature.is_some() {
+        ignored.push("temperature");
+    }
+    if s.top_p.is_some() {
+        ignored.push("top_p");
+    }
+    if s.top_k.is_some() {
+        ignored.push("top_k");
+    }
+    if !s.stop_sequences.is_empty() {
+        ignored.push("stop_sequences");
+    }
+    if context.tool_choice.is_some() {
+        ignored.push("tool_choice");
+    }
+    if context.system_cache_control.is_some() {
+        ignored.push("system_cache_control");
+    }
+    for option in ignored {
+        warnings.push(Warning::new(
+            "unsupported_option",
+            format!("the Claude Code CLI does not take `{option}`; it was ignored"),
+        ));
+    }
+}
+
+fn mcp_entry(server: &McpServerConfig) -> Value {
+    match &server.transport {
+        McpTransport::Http { url, headers } => json!({ "type": "http", "url": url, "headers": headers }),
+        McpTransport::Stdio { command, args, env } => {
+            json!({ "type": "stdio", "command": command, "args": args, "env": env })
+        }
+    }
+}
+
+/// A host tool served over HTTP that also reports its result to the run, so the `ToolResult`
+/// event carries the tool's own result (metadata included).
+struct Reporting {
+    inner: Arc<dyn Tool>,
+    tx: mpsc::UnboundedSender<(String, Value, ToolResult)>,
+}
+
+#[async_trait]
+impl Tool for Reporting {
+    fn spec(&self) -> &ToolSpec {
+        self.inner.spec()
+    }
+
+    async fn execute(&self, input: Value, cx: &ToolContext) -> ToolResult {
+        let result = self.inner.execute(input.clone(), cx).await;
+        let _ = self.tx.send((self.inner.spec().name.clone(), input, result.clone()));
+        result
+    }
+}
+
+/// Everything a run keeps alive until it ends.
+struct Keep {
+    _dir: tempfile::TempDir,
+    _context: Option<patchbay_mcp::ContextGuard>,
+}
+
+struct Bridge {
+    tools: ToolSet,
+    context: RequestContext,
+    signal: Signal,
+    server: String,
+}
+
+type Handler = Pin<Box<dyn Future<Output = Handled> + Send>>;
+
+struct Handled {
+    line: String,
+    record: Option<(String, ToolResult)>,
+}
+
+#[async_trait]
+impl Provider for ClaudeAgentProvider {
+    fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+
+    async fn create_response(
+        &self,
+        messages: &[Message],
+        tools: &ToolSet,
+        model: &str,
+        signal: &Signal,
+        context: Option<&RequestContext>,
+    ) -> Result<EventStream, ProviderError> {
+        check_conversation(messages, true)?;
+        let empty = RequestContext::default();
+        let context = context.unwrap_or(&empty);
+        let mut config = self.config.clone();
+        if let Some(options) = context.provider_options(PROVIDER) {
+            config.apply(Options::from_json(options)?);
+        }
+        let mut warnings = Vec::new();
+        unsupported(context, &mut warnings);
+        let (session, content, session_warnings) = plan(messages, context.session.as_ref());
+        warnings.extend(session_warnings);
+        let program = find_cli(config.cli_path.as_deref())?;
+        let dir = tempfile::Builder::new()
+            .prefix("patchbay-claude-")
+            .tempdir()
+            .map_err(|source| Error::Io {
+                what: "creating a temp dir",
+                source,
+            })?;
+
+        let mut args: Vec<String> = [
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+            "--include-partial-messages",
+        ]
+        .map(String::from)
+        .to_vec();
+        match (&config.system_prompt, &context.system) {
+            (SystemPrompt::Custom, Some(system)) if !system.is_empty() => {
+                let path = dir.path().join("system-prompt.txt");
+                std::fs::write(&path, system).map_err(|source| Error::Io {
+                    what: "writing the system prompt file",
+                    source,
+                })?;
+                args.push("--system-prompt-file".into());
+                args.push(path.display().to_string());
+            }
+            (SystemPrompt::Custom, _) => {
+                args.push("--system-prompt".into());
+                args.push(String::new());
+            }
+            (SystemPrompt::Preset { append }, system) => {
+                if let Some(text) = append.as_ref().or(system.as_ref()).filter(|t| !t.is_empty()) {
+                    args.push("--append-system-prompt".into());
+                    args.push(text.clone());
+                }
+            }
+        }
+        if !model.is_empty() {
+            args.push("--model".into());
+            args.push(model.to_string());
+        }
+        if context.approval.is_some() {
+            args.push("--permission-prompt-tool".into());
+            args.push("stdio".into());
+        }
+        if let Some(mode) = &config.permission_mode {
+            args.push("--permission-mode".into());
+            args.push(mode.clone());
+        }
+        let mut allowed = config.allowed_tools.clone();
+        if context.approval.is_none() {
+            // No approval handler: host tools run without asking, as in patchbay's agent loop.
+            allowed.extend(tools.specs().map(|s| format!("mcp__{}__{}", config.host_server_name, s.name)));
+        }
+        if !allowed.is_empty() {
+            args.push("--allowedTools".into());
+            args.push(allowed.join(","));
+        }
+        if !config.disallowed_tools.is_empty() {
+            args.push("--disallowedTools".into());
+            args.push(config.disallowed_tools.join(","));
+        }
+        if let Some(list) = &config.tools {
+            args.push("--tools".into());
+            args.push(list.join(","));
+        }
+        if let Some(turns) = config.max_turns {
+            args.push("--max-turns".into());
+            args.push(turns.to_string());
+        }
+
+        // MCP servers: the caller's, then the host tools.
+        let mut servers = serde_json::Map::new();
+        for server in &context.mcp_servers {
+            servers.insert(server.name.clone(), mcp_entry(server));
+        }
+        let (report_tx, report_rx) = mpsc::unbounded_channel();
+        let mut context_guard = None;
+        if !tools.is_empty() {
+            match config.host_tools {
+                HostTools::InProcess => {
+                    let name = &config.host_server_name;
+                    servers.insert(name.clone(), json!({ "type": "sdk", "name": name }));
+                }
+                HostTools::Http => {
+                    let server = patchbay_mcp::ToolServer::global().map_err(|e| {
+                        ProviderError::new(ErrorKind::Config, format!("the MCP tool server did not start: {e}"))
+                            .with_provider(PROVIDER)
+                    })?;
+                    let mut reporting = ToolSet::new();
+                    for tool in tools.iter() {
+                        let _ = reporting.insert(Arc::new(Reporting {
+                            inner: tool.clone(),
+                            tx: report_tx.clone(),
+                        }));
+                    }
+                    let guard = server.register_with_tools(context, reporting);
+                    let config_entry = guard.server_config(config.host_server_name.clone());
+                    servers.insert(config.host_server_name.clone(), mcp_entry(&config_entry));
+                    context_guard = Some(guard);
+                }
+            }
+        }
+        drop(report_tx);
+        if !servers.is_empty() {
+            let path = dir.path().join("mcp-config.json");
+            let text = json!({ "mcpServers": servers }).to_string();
+            std::fs::write(&path, text).map_err(|source| Error::Io {
+                what: "writing the MCP config file",
+                source,
+            })?;
+            args.push("--mcp-config".into());
+            args.push(path.display().to_string());
+        }
+        args.extend(session.args());
+        args.extend(config.extra_args.iter().cloned());
+
+        let mut env = config.env.clone();
+        env.extend(context.env.clone());
+        if let Some(max) = context.sampling.max_tokens {
+            env.entry("CLAUDE_CODE_MAX_OUTPUT_TOKENS".into()).or_insert(max.to_string());
+        }
+        if let Some(budget) = context.sampling.thinking_budget {
+            env.entry("MAX_THINKING_TOKENS".into()).or_insert(budget.to_string());
+        }
+        env.entry("CLAUDE_CODE_ENTRYPOINT".into()).or_insert("sdk-rust".into());
+        let launch = Launch {
+            program,
+            args,
+            env,
+            cwd: context.working_dir.clone(),
+            inherit_env: config.inherit_env,
+        };
+        let process = spawn(&launch, &config)?;
+        tracing::info!(provider = PROVIDER, model, pid = process.pid(), session = ?session, "claude-agent run started");
+
+        let marker = config.session_markers.then_some(messages.len() + 1);
+        let translator = Translator::new(model, config.host_server_name.clone())
+            .with_warnings(warnings)
+            .with_mcp_report(!context.mcp_servers.is_empty())
+            .with_session_marker(marker);
+        let session_id = match &session {
+            SessionArgs::New(Some(id)) | SessionArgs::Resume(id) => id.clone(),
+            _ => String::new(),
+        };
+        let bridge = Arc::new(Bridge {
+            tools: tools.clone(),
+            context: context.clone(),
+            signal: signal.clone(),
+            server: config.host_server_name.clone(),
+        });
+        let start = Start {
+            record: config.record_stdout.clone(),
+            initialize: initialize_request(&config),
+            user: control::user_line(content, &session_id),
+            init_timeout: config.init_timeout,
+        };
+        let keep = Keep {
+            _dir: dir,
+            _context: context_guard,
+        };
+        Ok(run(process, translator, bridge, start, report_rx, keep))
+    }
+}
+
+fn initialize_request(config: &ClaudeAgentConfig) -> Value {
+    let mut request = json!({ "subtype": "initialize", "hooks": null });
+    if let Some(agents) = &config.agents {
+        request["agents"] = agents.clone();
+    }
+    request
+}
+
+fn spawn(launch: &Launch, config: &ClaudeAgentConfig) -> Result<CliProcess, ProviderError> {
+    let mut command = Command::new(&launch.program);
+    command.args(&launch.args);
+    if !launch.inherit_env {
+        command.env_clear();
+        for key in ["PATH", "HOME", "TMPDIR", "LANG"] {
+            if let Some(value) = std::env::var_os(key) {
+                command.env(key, value);
+            }
+        }
+    }
+    command.env_remove("CLAUDECODE");
+    for (key, value) in &launch.env {
+        if key != "CLAUDECODE" {
+            command.env(key, value);
+        }
+    }
+    if let Some(dir) = &launch.cwd {
+        command.current_dir(dir);
+    }
+    let program = launch.program.display().to_string();
+    Ok(CliProcess::spawn(command, &program, config.max_line_bytes, config.stop_grace)?)
+}
+
+fn record_line(path: &std::path::Path, line: &[u8]) {
+    use std::io::Write;
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
+    if let Ok(mut file) = file {
+        let _ = file.write_all(line).and_then(|()| file.write_all(b"\n"));
+    }
+}
+
+struct Start {
+    record: Option<PathBuf>,
+    initialize: Value,
+    user: String,
+    init_timeout: std::time::Duration,
+}
+
+fn process_error(mut error: ProviderError, process: &CliProcess, status: Option<std::process::ExitStatus>) -> ProviderError {
+    let tail = process.stderr_tail();
+    if !tail.is_empty() && error.stderr_tail().is_none() {
+        error = error.with_stderr_tail(tail);
+    }
+    if let Some(code) = status.and_then(|s| s.code()) {
+        error = error.with_exit_code(code);
+    }
+    error
+}
+
+fn run(
+    mut process: CliProcess,
+    mut translator: Translator,
+    bridge: Arc<Bridge>,
+    start: Start,
+    mut reports: mpsc::UnboundedReceiver<(String, Value, ToolResult)>,
+    keep: Keep,
+) -> EventStream {
+    let stream = async_stream::stream! {
+        let _keep = keep;
+        let record = start.record.clone();
+        let signal = bridge.signal.clone();
+        let mut handlers: FuturesUnordered<Handler> = FuturesUnordered::new();
+        let init_id = "patchbay_init";
+        let mut next_request = 0u32;
+        if let Err(error) = process.write_line(&control::request_line(init_id, start.initialize.clone())).await {
+            let status = process.stop().await;
+            yield Err(process_error(ProviderError::from(error), &process, status));
+            return;
+        }
+        let mut init_done = false;
+        let init_deadline = tokio::time::sleep(start.init_timeout);
+        tokio::pin!(init_deadline);
+        let mut reports_open = true;
+        loop {
+            let line = tokio::select! {
+                biased;
+                _ = signal.cancelled() => {
+                    next_request += 1;
+                    let interrupt = control::request_line(&format!("patchbay_interrupt_{next_request}"), json!({ "subtype": "interrupt" }));
+                    let _ = tokio::time::timeout(std::time::Duration::from_millis(100), process.write_line(&interrupt)).await;
+                    let turn = translator.step();
+                    // Dropping the process stops it in the background (EOF, TERM, KILL).
+                    drop(process);
+                    yield Err(ProviderError::cancelled().with_provider(PROVIDER).with_turn(turn));
+                    return;
+                }
+                _ = &mut init_deadline, if !init_done => {
+                    let status = process.stop().await;
+                    let error = ProviderError::new(ErrorKind::Process, "the CLI did not answer `initialize` in time").with_provider(PROVIDER);
+                    yield Err(process_error(error, &process, status));
+                    return;
+                }
+                Some(done) = handlers.next(), if !handlers.is_empty() => {
+                    if let Some((id, result)) = done.record {
+                        translator.record_host_result(id, result);
+                    }
+                    if let Err(error) = process.write_line(&done.line).await {
+                        tracing::debug!(%error, "cannot answer a control request");
+                    }
+                    continue;
+                }
+                report = reports.recv(), if reports_open => {
+                    match report {
+                        Some((name, input, result)) => {
+                            if let Some(id) = translator.claim_host_call(&name, &input) {
+                                translator.record_host_result(id, result);
+                            }
+                        }
+                        None => reports_open = false,
+                    }
+                    continue;
+                }
+                line = process.stdout.next_line() => match line {
+                    Ok(Some(bytes)) => {
+                        let trimmed = bytes.trim_ascii();
+                        if trimmed.is_empty() {
+                            continue;
+                        }
+                        if let Some(path) = &record {
+                            record_line(path, trimmed);
+                        }
+                        if trimmed.first() != Some(&b'{') {
+                            tracing::debug!(line = %String::from_utf8_lossy(&trimmed[..trimmed.len().min(200)]), "skipping a non-JSON stdout line");
+                            continue;
+                        }
+                        serde_json::from_slice::<Value>(trimmed).map_err(|source| Error::BadLine {
+                            head: String::from_utf8_lossy(&trimmed[..trimmed.len().min(80)]).into_owned(),
+                            source,
+                        })
+                    }
+                    Ok(None) => {
+                        let status = process.stop().await;
+                        let error = match translator.finish() {
+                            Ok(()) => continue,
+                            Err(error) => error,
+                        };
+                        yield Err(process_error(error, &process, status));
+                        return;
+                    }
+                    Err(error) => Err(error),
+                },
+            };
+            let line = match line {
+                Ok(line) => line,
+                Err(error) => {
+                    let status = process.stop().await;
+                    let error = ProviderError::from(error).with_turn(translator.step());
+                    yield Err(process_error(error, &process, status));
+                    return;
+                }
+            };
+            match line.get("type").and_then(Value::as_str) {
+                Some("control_request") => {
+                    let id = line.get("request_id").and_then(Value::as_str).unwrap_or("").to_string();
+                    let request = line.get("request").cloned().unwrap_or(Value::Null);
+                    match control_request(&bridge, &mut translator, &id, &request) {
+                        Reply::Now(reply) => {
+                            if let Err(error) = process.write_line(&reply).await {
+                                tracing::debug!(%error, "cannot answer a control request");
+                            }
+                        }
+                        Reply::Later(handler) => handlers.push(handler),
+                    }
+                }
+                Some("control_response") => {
+                    let response = line.get("response").unwrap_or(&Value::Null);
+                    if response.get("request_id").and_then(Value::as_str) == Some(init_id) && !init_done {
+                        init_done = true;
+                        if response.get("subtype").and_then(Value::as_str) == Some("error") {
+                            let message = response.get("error").and_then(Value::as_str).unwrap_or("unknown error");
+                            let status = process.stop().await;
+                            let error = ProviderError::new(ErrorKind::Process, format!("the CLI refused `initialize`: {message}")).with_provider(PROVIDER);
+                            yield Err(process_error(error, &process, status));
+                            return;
+                        }
+                        if let Err(error) = process.write_line(&start.user).await {
+                            let status = process.stop().await;
+                            yield Err(process_error(ProviderError::from(error), &process, status));
+                            return;
+                        }
+                    }
+                }
+                Some("control_cancel_request") => tracing::debug!("the CLI cancelled a control request"),
+                _ => {
+                    let pushed = translator.push_value(&line);
+                    while let Some(event) = translator.next_event() {
+                        yield Ok(event);
+                    }
+                    if let Err(error) = pushed {
+                        let status = process.stop().await;
+                        yield Err(process_error(error, &process, status));
+                        return;
+                    }
+                    if translator.is_done() {
+                        let status = process.stop().await;
+                        tracing::debug!(?status, "claude-agent run finished");
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    Box::pin(stream)
+}
+
+enum Reply {
+    Now(String),
+    Later(Handler),
+}
+
+fn control_request(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, request: &Value) -> Reply {
+    match request.get("subtype").and_then(Value::as_str).unwrap_or("") {
+        "can_use_tool" => {
+            let cli_name = request.get("tool_name").and_then(Value::as_str).unwrap_or("");
+            let (name, _) = translator.map_tool_name(cli_name);
+            let bridge = bridge.clone();
+            let id = id.to_string();
+            let request = request.clone();
+            Reply::Later(Box::pin(async move {
+                let mut cx = bridge.context.tool_context(&bridge.signal);
+                if let Some(call) = request.get("tool_use_id").and_then(Value::as_str) {
+                    cx = cx.with_tool_use_id(call);
+                }
+                let response = control::decide(bridge.context.approval.as_ref(), &request, name, &cx).await;
+                Handled {
+                    line: control::success_line(&id, response),
+                    record: None,
+                }
+            }))
+        }
+        "mcp_message" => {
+            let server = request.get("server_name").and_then(Value::as_str).unwrap_or("");
+            let message = request.get("message").cloned().unwrap_or(Value::Null);
+            if server != bridge.server {
+                let reply = json!({
+                    "jsonrpc": "2.0", "id": message.get("id"),
+                    "error": { "code": -32601, "message": format!("server `{server}` not found") },
+                });
+                return Reply::Now(control::success_line(id, json!({ "mcp_response": reply })));
+            }
+            match control::route_mcp(&message, &bridge.tools, &bridge.server) {
+                McpWork::Reply(reply) => {
+                    let reply = reply.unwrap_or_else(|| json!({ "jsonrpc": "2.0", "result": {} }));
+                    Reply::Now(control::success_line(id, json!({ "mcp_response": reply })))
+                }
+                McpWork::Call { id: rpc_id, name, input } => {
+                    let Some(tool) = bridge.tools.get(&name).cloned() else {
+                        let reply = control::unknown_tool_reply(rpc_id, &name);
+                        return Reply::Now(control::success_line(id, json!({ "mcp_response": reply })));
+                    };
+                    let call_id = translator.claim_host_call(&name, &input);
+                    let bridge = bridge.clone();
+                    let id = id.to_string();
+                    Reply::Later(Box::pin(async move {
+                        let mut cx = bridge.context.tool_context(&bridge.signal);
+                        if let Some(call) = &call_id {
+                            cx = cx.with_tool_use_id(call.clone());
+                        }
+                        let execute = AssertUnwindSafe(tool.execute(input, &cx)).catch_unwind();
+                        let result = tokio::select! {
+                            result = execute => result.unwrap_or_else(|_| ToolResult::error(format!("tool `{name}` panicked"))),
+                            _ = bridge.signal.cancelled() => ToolResult::aborted(),
+                        };
+                        let reply = control::call_reply(rpc_id, &result);
+                        Handled {
+                            line: control::success_line(&id, json!({ "mcp_response": reply })),
+                            record: call_id.map(|call| (call, result)),
+                        }
+                    }))
+                }
+            }
+        }
+        other => Reply::Now(control::error_line(id, &format!("unsupported control request `{other}`"))),
+    }
+}

@@ -1,0 +1,661 @@
+//! The line translator: a pure state machine from the CLI's stdout lines to patchbay events.
+//!
+//! - `system/init` gives the session id (reported on `Started`) and the MCP server statuses
+//!   (`McpConnected`, for servers the caller attached; the internal host server is not listed);
+//! - `stream_event` partials (raw Anthropic events) go through patchbay-anthropic's
+//!   [`Translator`](patchbay_anthropic::Translator), one per model message; `Started` is emitted
+//!   at the first model output, so a call that fails before any output is a plain error a retry
+//!   layer may retry;
+//! - `assistant` lines repeat what the partials already streamed: a message whose id was
+//!   streamed is skipped; a message that was not (no partials) is translated from its blocks;
+//!   CLI-made `<synthetic>` messages (API error texts) only feed the error message;
+//! - tool calls named `mcp__<host server>__<tool>` are host tools (`executed_by: Host`, host
+//!   name); everything else the CLI runs itself (`executed_by: Provider`);
+//! - `user` tool results become `ToolResult` (the host tool's own result, metadata included,
+//!   when it ran in-process);
+//! - a model message that ends and is followed by another is a `StepFinished` with that
+//!   message's usage; `result` ends the run with `Finish` (usage summed over messages, cost from
+//!   `total_cost_usd`) or a typed error (`api_error_status` mapped like HTTP, turn and tool set);
+//! - other `system` lines (`api_retry`, `permission_denied`, hooks...) become `Started`
+//!   warnings before the first output and `Opaque` events after it; `status` and `thinking_tokens`
+//!   lines are progress only and go to the trace log.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use patchbay_core::{
+    ErrorKind, Event, ExecutedBy, FinishReason, McpFailure, MetricsRecorder, ProviderError, ToolContent,
+    ToolResult, ToolStatus, Usage, Warning, kind_for_status,
+};
+use serde_json::{Value, json};
+
+use crate::error::PROVIDER;
+
+/// Lines in, events out. See the module docs.
+#[derive(Debug)]
+pub struct Translator {
+    requested_model: String,
+    host_prefix: String,
+    host_server: String,
+    report_mcp: bool,
+    marker_messages: Option<usize>,
+    session_id: Option<String>,
+    model: Option<String>,
+    warnings: Vec<Warning>,
+    mcp: Option<(Vec<String>, Vec<McpFailure>)>,
+    started: bool,
+    done: bool,
+    step: u32,
+    message: Option<patchbay_anthropic::Translator>,
+    streamed: HashSet<String>,
+    unstreamed: Option<(String, usize, Usage, bool)>,
+    pending_step: Option<(FinishReason, Usage)>,
+    last_reason: Option<FinishReason>,
+    finished_usage: Usage,
+    current_usage: Usage,
+    tools: HashMap<String, (String, ExecutedBy)>,
+    host_calls: Vec<(String, String, Value)>,
+    last_tool: Option<String>,
+    host_results: HashMap<String, ToolResult>,
+    synthetic: Vec<String>,
+    recorder: MetricsRecorder,
+    queue: VecDeque<Event>,
+}
+
+impl Translator {
+    /// A translator for a call asking for `model`, with host tools under `host_server`.
+    pub fn new(model: impl Into<String>, host_server: impl Into<String>) -> Self {
+        let host_server = host_server.into();
+        Self {
+            requested_model: model.into(),
+            host_prefix: format!("mcp__{host_server}__"),
+            host_server,
+            report_mcp: false,
+            marker_messages: None,
+            session_id: None,
+            model: None,
+            warnings: Vec::new(),
+            mcp: None,
+            started: false,
+            done: false,
+            step: 0,
+            message: None,
+            streamed: HashSet::new(),
+            unstreamed: None,
+            pending_step: None,
+            last_reason: None,
+            finished_usage: Usage::default(),
+            current_usage: Usage::default(),
+            tools: HashMap::new(),
+            host_calls: Vec::new(),
+            last_tool: None,
+            host_results: HashMap::new(),
+            synthetic: Vec::new(),
+            recorder: MetricsRecorder::start(),
+            queue: VecDeque::new(),
+        }
+    }
+
+    /// Warnings to report on `Started`.
+    pub fn with_warnings(mut self, warnings: Vec<Warning>) -> Self {
+        self.warnings = warnings;
+        self
+    }
+
+    /// Emit `McpConnected` after `Started` (when the caller attached MCP servers).
+    pub fn with_mcp_report(mut self, on: bool) -> Self {
+        self.report_mcp = on;
+        self
+    }
+
+    /// Emit a session marker before `Finish`, for a conversation of `messages` messages
+    /// (the reply included).
+    pub fn with_session_marker(mut self, messages: Option<usize>) -> Self {
+        self.marker_messages = messages;
+        self
+    }
+
+    /// The session id, once the CLI said it.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// Whether `Started` was emitted.
+    pub fn is_started(&self) -> bool {
+        self.started
+    }
+
+    /// Whether the run ended (`Finish` queued or an error returned).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The current step (model message) number.
+    pub fn step(&self) -> u32 {
+        self.step
+    }
+
+    /// The last tool called, if any.
+    pub fn last_tool(&self) -> Option<&str> {
+        self.last_tool.as_deref()
+    }
+
+    /// The next queued event.
+    pub fn next_event(&mut self) -> Option<Event> {
+        self.queue.pop_front()
+    }
+
+    /// The id of the earliest host call named `name` (host name) with this input that has no
+    /// result yet: how an in-process `tools/call` (which carries no call id) finds its call.
+    pub fn claim_host_call(&mut self, name: &str, input: &Value) -> Option<String> {
+        let pos = self
+            .host_calls
+            .iter()
+            .position(|(_, n, i)| n == name && i == input)
+            .or_else(|| self.host_calls.iter().position(|(_, n, _)| n == name))?;
+        Some(self.host_calls.remove(pos).0)
+    }
+
+    /// The host tool's own result for call `id`: the `ToolResult` event carries it (metadata
+    /// and status included) instead of the CLI's rendering.
+    pub fn record_host_result(&mut self, id: impl Into<String>, result: ToolResult) {
+        self.host_results.insert(id.into(), result);
+    }
+
+    /// The host name and executor of a tool name as the CLI sees it.
+    pub fn map_tool_name(&self, name: &str) -> (String, ExecutedBy) {
+        match name.strip_prefix(&self.host_prefix) {
+            Some(host) => (host.to_string(), ExecutedBy::Host),
+            None => (name.to_string(), ExecutedBy::Provider),
+        }
+    }
+
+    /// Feed one stdout line (JSON text).
+    pub fn push_line(&mut self, line: &str) -> Result<(), ProviderError> {
+        let value: Value = serde_json::from_str(line).map_err(|e| {
+            let head: String = line.chars().take(80).collect();
+            self.fail(ProviderError::protocol(format!("the CLI wrote a line that is not JSON ({e}): {head:?}")))
+        })?;
+        self.push_value(&value)
+    }
+
+    /// Feed one parsed stdout line. Control messages are the I/O layer's and are ignored here.
+    pub fn push_value(&mut self, line: &Value) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        let result = match line.get("type").and_then(Value::as_str).unwrap_or("") {
+            "system" => {
+                self.system(line);
+                Ok(())
+            }
+            "stream_event" => self.stream_event(line),
+            "assistant" => self.assistant(line),
+            "user" => {
+                self.user(line);
+                Ok(())
+            }
+            "result" => self.result(line),
+            "control_request" | "control_response" | "control_cancel_request" | "keep_alive" => Ok(()),
+            other => {
+                tracing::debug!(kind = other, "keeping an unknown CLI line");
+                self.notice("unknown_line", line);
+                Ok(())
+            }
+        };
+        result.map_err(|e| self.fail(e))
+    }
+
+    /// The CLI's stdout ended. Without a `result` line that is an error (the caller adds the
+    /// exit code and stderr).
+    pub fn finish(&mut self) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        let error = ProviderError::new(ErrorKind::Process, "the CLI exited before its `result` line");
+        Err(self.fail(error))
+    }
+
+    fn fail(&mut self, error: ProviderError) -> ProviderError {
+        self.done = true;
+        let mut error = error.with_provider(PROVIDER).with_turn(self.step);
+        if let Some(tool) = &self.last_tool {
+            error = error.with_tool(tool.clone());
+        }
+        error
+    }
+
+    fn emit(&mut self, event: Event) {
+        self.recorder.observe(&event);
+        self.queue.push_back(event);
+    }
+
+    fn start(&mut self, response_id: Option<String>, model: Option<String>) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        let model = model
+            .or_else(|| self.model.clone())
+            .unwrap_or_else(|| self.requested_model.clone());
+        let event = Event::Started {
+            response_id,
+            model,
+            session_id: self.session_id.clone(),
+            warnings: std::mem::take(&mut self.warnings),
+        };
+        self.emit(event);
+        if self.report_mcp
+            && let Some((servers, failed)) = self.mcp.take()
+        {
+            self.emit(Event::McpConnected { servers, failed });
+        }
+    }
+
+    /// A line worth keeping that has no event of its own.
+    fn notice(&mut self, code: &str, line: &Value) {
+        if self.started {
+            let data = json!({ "type": code, "line": line });
+            self.emit(Event::Opaque {
+                index: 0,
+                provider: PROVIDER.into(),
+                data,
+            });
+        } else {
+            let subtype = line.get("subtype").and_then(Value::as_str).unwrap_or("");
+            let mut text = line.to_string();
+            if text.len() > 2000 {
+                let mut cut = 2000;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text.truncate(cut);
+            }
+            self.warnings.push(Warning::new(
+                if subtype.is_empty() { code.to_string() } else { subtype.to_string() },
+                text,
+            ));
+        }
+    }
+
+    fn system(&mut self, line: &Value) {
+        let subtype = line.get("subtype").and_then(Value::as_str).unwrap_or("");
+        if let Some(id) = line.get("session_id").and_then(Value::as_str) {
+            self.session_id = Some(id.to_string());
+        }
+        match subtype {
+            "init" => {
+                if let Some(model) = line.get("model").and_then(Value::as_str) {
+                    self.model = Some(model.to_string());
+                }
+                let mut servers = Vec::new();
+                let mut failed = Vec::new();
+                for server in line.get("mcp_servers").and_then(Value::as_array).into_iter().flatten() {
+                    let name = server.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                    if name == self.host_server {
+                        continue;
+                    }
+                    match server.get("status").and_then(Value::as_str) {
+                        Some("connected") => servers.push(name),
+                        status => failed.push(McpFailure {
+                            name,
+                            error: status.unwrap_or("unknown").to_string(),
+                        }),
+                    }
+                }
+                self.mcp = Some((servers, failed));
+            }
+            // Progress only (what the CLI is doing, thinking token estimates).
+            "status" | "thinking_tokens" => tracing::trace!(subtype, "CLI progress"),
+            _ => self.notice("system", line),
+        }
+    }
+
+    fn is_subagent(line: &Value) -> bool {
+        line.get("parent_tool_use_id").is_some_and(|p| !p.is_null())
+    }
+
+    fn stream_event(&mut self, line: &Value) -> Result<(), ProviderError> {
+        if Self::is_subagent(line) {
+            // A sub-agent's partials; its complete messages are kept (see `assistant`).
+            return Ok(());
+        }
+        let Some(event) = line.get("event") else {
+            return Err(ProviderError::protocol("a `stream_event` line without `event`"));
+        };
+        if event.get("type").and_then(Value::as_str) == Some("message_start") {
+            self.close_unstreamed();
+            if let Some(old) = self.message.take()
+                && !old.is_done()
+            {
+                tracing::warn!("a model message started before the previous one ended; dropping the rest of it");
+            }
+            self.flush_step();
+            if let Some(id) = event.pointer("/message/id").and_then(Value::as_str) {
+                self.streamed.insert(id.to_string());
+            }
+            self.current_usage = Usage::default();
+            self.message = Some(patchbay_anthropic::Translator::new().with_model(self.requested_model.clone()));
+        }
+        let Some(message) = self.message.as_mut() else {
+            tracing::debug!("a stream event outside a message");
+            return Ok(());
+        };
+        message.push_value(event)?;
+        let mut events = Vec::new();
+        while let Some(event) = message.next_event() {
+            events.push(event);
+        }
+        for event in events {
+            self.message_event(event);
+        }
+        Ok(())
+    }
+
+    fn message_event(&mut self, event: Event) {
+        match event {
+            Event::Started { response_id, model, .. } => self.start(response_id, Some(model)),
+            Event::Usage(usage) => {
+                self.current_usage = usage;
+                let total = self.finished_usage.sum(&usage);
+                self.emit(Event::Usage(total));
+            }
+            Event::Finish { reason, usage, .. } => {
+                self.finished_usage.accumulate(&usage);
+                self.current_usage = Usage::default();
+                self.last_reason = Some(reason.clone());
+                self.pending_step = Some((reason, usage));
+            }
+            Event::ToolCallStart { id, name } => {
+                let (name, by) = self.map_tool_name(&name);
+                self.tools.insert(id.clone(), (name.clone(), by));
+                self.emit(Event::ToolCallStart { id, name });
+            }
+            Event::ToolCall {
+                id,
+                name,
+                input,
+                executed_by,
+            } => {
+                let (name, by) = if executed_by == ExecutedBy::Host {
+                    self.map_tool_name(&name)
+                } else {
+                    (name, executed_by)
+                };
+                self.call(id, name, input, by);
+            }
+            other => self.emit(other),
+        }
+    }
+
+    fn call(&mut self, id: String, name: String, input: Value, by: ExecutedBy) {
+        self.tools.insert(id.clone(), (name.clone(), by));
+        self.last_tool = Some(name.clone());
+        if by == ExecutedBy::Host {
+            self.host_calls.push((id.clone(), name.clone(), input.clone()));
+        }
+        self.emit(Event::ToolCall {
+            id,
+            name,
+            input,
+            executed_by: by,
+        });
+    }
+
+    /// A model message ended earlier and another begins (or tools ran): that was a step.
+    fn flush_step(&mut self) {
+        if let Some((reason, usage)) = self.pending_step.take() {
+            self.emit(Event::StepFinished {
+                step: self.step,
+                reason,
+                usage,
+            });
+            self.step += 1;
+        }
+    }
+
+    fn close_unstreamed(&mut self) {
+        if let Some((_, _, usage, tools)) = self.unstreamed.take() {
+            let reason = if tools { FinishReason::ToolUse } else { FinishReason::Stop };
+            self.finished_usage.accumulate(&usage);
+            self.last_reason = Some(reason.clone());
+            self.pending_step = Some((reason, usage));
+        }
+    }
+
+    fn assistant(&mut self, line: &Value) -> Result<(), ProviderError> {
+        let message = line.get("message").unwrap_or(&Value::Null);
+        if Self::is_subagent(line) {
+            self.start(None, None);
+            self.notice("subagent_message", line);
+            return Ok(());
+        }
+        if message.get("model").and_then(Value::as_str) == Some("<synthetic>") {
+            for block in message.get("content").and_then(Value::as_array).into_iter().flatten() {
+                if let Some(text) = block.get("text").and_then(Value::as_str) {
+                    self.synthetic.push(text.to_string());
+                }
+            }
+            return Ok(());
+        }
+        let id = message.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+        if self.streamed.contains(&id) {
+            return Ok(());
+        }
+        // No partials for this message: translate its blocks.
+        if self.unstreamed.as_ref().is_none_or(|(open, ..)| *open != id) {
+            self.close_unstreamed();
+            self.flush_step();
+            self.unstreamed = Some((id.clone(), 0, Usage::default(), false));
+        }
+        let model = message.get("model").and_then(Value::as_str).map(str::to_string);
+        self.start(Some(id), model);
+        if let Some(usage) = message.get("usage") {
+            let usage = usage_of(usage);
+            if let Some(open) = self.unstreamed.as_mut() {
+                open.2 = usage;
+            }
+        }
+        for block in message.get("content").and_then(Value::as_array).into_iter().flatten() {
+            let index = match self.unstreamed.as_mut() {
+                Some(open) => {
+                    open.1 += 1;
+                    open.1 - 1
+                }
+                None => 0,
+            };
+            self.full_block(index, block);
+        }
+        Ok(())
+    }
+
+    fn full_block(&mut self, index: usize, block: &Value) {
+        let str_of = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+        match block.get("type").and_then(Value::as_str).unwrap_or("") {
+            "text" => self.emit(Event::TextDelta { index, text: str_of("text") }),
+            "thinking" => {
+                self.emit(Event::ReasoningDelta {
+                    index,
+                    text: str_of("thinking"),
+                });
+                let signature = str_of("signature");
+                if !signature.is_empty() {
+                    self.emit(Event::ReasoningSignature { index, signature });
+                }
+            }
+            "redacted_thinking" => self.emit(Event::RedactedReasoning { index, data: str_of("data") }),
+            "tool_use" => {
+                let (name, by) = self.map_tool_name(&str_of("name"));
+                let id = str_of("id");
+                if let Some(open) = self.unstreamed.as_mut() {
+                    open.3 = true;
+                }
+                self.emit(Event::ToolCallStart {
+                    id: id.clone(),
+                    name: name.clone(),
+                });
+                let input = block.get("input").cloned().unwrap_or_else(|| json!({}));
+                self.call(id, name, input, by);
+            }
+            _ => self.emit(Event::Opaque {
+                index,
+                provider: PROVIDER.into(),
+                data: block.clone(),
+            }),
+        }
+    }
+
+    fn user(&mut self, line: &Value) {
+        if Self::is_subagent(line) {
+            self.notice("subagent_message", line);
+            return;
+        }
+        let Some(blocks) = line.pointer("/message/content").and_then(Value::as_array) else {
+            tracing::debug!("a user line without tool results");
+            return;
+        };
+        self.close_unstreamed();
+        for block in blocks {
+            if block.get("type").and_then(Value::as_str) != Some("tool_result") {
+                continue;
+            }
+            let id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or("").to_string();
+            let name = self.tools.get(&id).map(|(name, _)| name.clone()).unwrap_or_default();
+            let result = self.host_results.remove(&id).unwrap_or_else(|| result_of(block));
+            self.start(None, None);
+            self.emit(Event::ToolResult { id, name, result });
+        }
+    }
+
+    fn result(&mut self, line: &Value) -> Result<(), ProviderError> {
+        self.close_unstreamed();
+        let subtype = line.get("subtype").and_then(Value::as_str).unwrap_or("");
+        let is_error = line.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+        if let Some(id) = line.get("session_id").and_then(Value::as_str) {
+            self.session_id = Some(id.to_string());
+        }
+        let reason = match subtype {
+            "error_max_turns" => Some(FinishReason::Other("max_turns".into())),
+            "error_max_budget_usd" => Some(FinishReason::Other("max_budget_usd".into())),
+            _ => None,
+        };
+        if reason.is_none() && (is_error || subtype.starts_with("error")) {
+            return Err(self.result_error(line, subtype));
+        }
+        let reason = reason
+            .or_else(|| self.pending_step.take().map(|(reason, _)| reason))
+            .or_else(|| self.last_reason.clone())
+            .or_else(|| {
+                line.get("stop_reason")
+                    .and_then(Value::as_str)
+                    .map(patchbay_anthropic::finish_reason)
+            })
+            .unwrap_or(FinishReason::Stop);
+        let mut usage = self.finished_usage;
+        if usage.is_empty()
+            && let Some(total) = line.get("usage")
+        {
+            usage = usage_of(total);
+        }
+        usage.cost_usd = line.get("total_cost_usd").and_then(Value::as_f64).or(usage.cost_usd);
+        self.start(None, None);
+        if let (Some(messages), Some(session)) = (self.marker_messages, self.session_id.clone()) {
+            let data = json!({ "type": "session", "session_id": session, "messages": messages });
+            self.emit(Event::Opaque {
+                index: 0,
+                provider: PROVIDER.into(),
+                data,
+            });
+        }
+        let metrics = self.recorder.finish();
+        self.queue.push_back(Event::Finish { reason, usage, metrics });
+        self.done = true;
+        Ok(())
+    }
+
+    fn result_error(&self, line: &Value, subtype: &str) -> ProviderError {
+        let text = line.get("result").and_then(Value::as_str).map(str::to_string).or_else(|| {
+            line.get("errors")
+                .and_then(Value::as_array)
+                .map(|errors| errors.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "))
+        });
+        let text = match (text.filter(|t| !t.is_empty()), self.synthetic.is_empty()) {
+            (Some(text), _) => text,
+            (None, false) => self.synthetic.join(" "),
+            (None, true) => format!("the CLI reported `{subtype}`"),
+        };
+        let status = line
+            .get("api_error_status")
+            .and_then(Value::as_u64)
+            .and_then(|s| u16::try_from(s).ok());
+        let mid_message = self.message.as_ref().is_some_and(|m| !m.is_done());
+        let kind = match status {
+            Some(status) => kind_for_status(status),
+            None if mid_message => ErrorKind::Protocol,
+            None if subtype == "error_during_execution" => ErrorKind::Process,
+            None => kind_from_text(&text),
+        };
+        let mut error = ProviderError::new(kind, text);
+        if let Some(status) = status {
+            error = error.with_status(status);
+        }
+        error
+    }
+}
+
+/// The error kind of a CLI error text without an HTTP status (connection failures).
+fn kind_from_text(text: &str) -> ErrorKind {
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("overloaded") {
+        ErrorKind::Overloaded
+    } else if lower.contains("connection") || lower.contains("timed out") || lower.contains("timeout") {
+        ErrorKind::Transport
+    } else if lower.contains("api error") {
+        ErrorKind::Server
+    } else {
+        ErrorKind::Process
+    }
+}
+
+fn usage_of(value: &Value) -> Usage {
+    let num = |key: &str| value.get(key).and_then(Value::as_u64);
+    Usage {
+        input: num("input_tokens"),
+        output: num("output_tokens"),
+        cache_read: num("cache_read_input_tokens").filter(|n| *n > 0),
+        cache_write: num("cache_creation_input_tokens").filter(|n| *n > 0),
+        ..Usage::default()
+    }
+}
+
+/// A tool result as the CLI rendered it (for tools the CLI ran).
+fn result_of(block: &Value) -> ToolResult {
+    let is_error = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+    let mut content = Vec::new();
+    match block.get("content") {
+        Some(Value::String(text)) => content.push(ToolContent::text(text.clone())),
+        Some(Value::Array(items)) => {
+            for item in items {
+                match item.get("type").and_then(Value::as_str) {
+                    Some("text") => content.push(ToolContent::text(
+                        item.get("text").and_then(Value::as_str).unwrap_or(""),
+                    )),
+                    Some("image") => content.push(ToolContent::Image {
+                        media_type: item
+                            .pointer("/source/media_type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                        data: item.pointer("/source/data").and_then(Value::as_str).unwrap_or("").to_string(),
+                    }),
+                    _ => content.push(ToolContent::Json { value: item.clone() }),
+                }
+            }
+        }
+        _ => {}
+    }
+    ToolResult {
+        content,
+        status: if is_error { ToolStatus::Failed } else { ToolStatus::Completed },
+        metadata: None,
+    }
+}
