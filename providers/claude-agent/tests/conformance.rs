@@ -1,17 +1,27 @@
-//! The shared conformance scenarios through the real Claude Code CLI against the Anthropic mock:
-//! tool scenarios go through host tools (the script asks for `mcp__host__<tool>`).
+//! The shared conformance scenarios, twice:
+//! - `claude-agent::*`: the real Claude Code CLI against the Anthropic mock (tool scenarios go
+//!   through host tools: the script asks for `mcp__host__<tool>`, the provider maps names back);
+//! - `claude-agent-replay::*`: the fake CLI (`tests/fake-claude`) replaying the transcripts the
+//!   real CLI wrote (`tests/transcripts/<scenario>.jsonl`), so they run without the CLI.
+//!
+//! Set `PATCHBAY_CLAUDE_RECORD_DIR` to record new transcripts from the real runs (then scrub
+//! them with `tests/transcripts/scrub.py`).
 
 #[path = "support/mod.rs"]
 mod support;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use patchbay_claude_agent::{ClaudeAgentProvider, DEFAULT_HOST_SERVER};
+use libtest_mimic::Arguments;
+use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider, DEFAULT_HOST_SERVER};
 use patchbay_conformance::mock::MockServer;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
-use patchbay_conformance::{Fixture, Target, run_suite};
+use patchbay_conformance::{Fixture, Target, trials};
 use patchbay_core::{Capabilities, ProviderError};
 use patchbay_scripted::{Part, Script, Turn};
+
+const BASELINE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance-baseline.toml");
 
 /// The script with tool names as the CLI knows them.
 fn cli_script(script: &Script) -> Script {
@@ -28,16 +38,16 @@ fn cli_script(script: &Script) -> Script {
     script
 }
 
-fn main() {
-    let Some(cli) = support::real_cli("conformance") else {
-        return;
-    };
-    let capabilities = Capabilities::none()
+fn capabilities() -> Capabilities {
+    Capabilities::none()
         .with_streaming()
         .with_reasoning()
         .with_runs_tools()
-        .with_sessions();
-    let target = Target::new("claude-agent", capabilities, move |scenario| {
+        .with_sessions()
+}
+
+fn real(cli: PathBuf) -> Target {
+    Target::new("claude-agent", capabilities(), move |scenario| {
         let script = cli_script(&scenario.script);
         let cli = cli.clone();
         let name = scenario.name;
@@ -58,6 +68,31 @@ fn main() {
             Ok(Fixture::new(provider).with_guard((server, home)))
         }
     })
-    .with_baseline_file(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance-baseline.toml"));
-    run_suite(target)
+    .with_baseline_file(BASELINE)
+}
+
+fn replay() -> Target {
+    Target::new("claude-agent-replay", capabilities(), move |scenario| {
+        let name = scenario.name;
+        async move {
+            let state = tempfile::tempdir().map_err(|e| ProviderError::config(format!("temp dir: {e}")))?;
+            let config = ClaudeAgentConfig::new()
+                .with_cli_path(support::fake_cli())
+                .with_env("FAKE_CLAUDE_TRANSCRIPT", support::transcript(name).display().to_string())
+                .with_env("FAKE_CLAUDE_STATE", state.path().display().to_string())
+                .with_session_markers(false);
+            let provider = Arc::new(ClaudeAgentProvider::new(config));
+            Ok(Fixture::new(provider).with_guard(state))
+        }
+    })
+    .with_baseline_file(BASELINE)
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut all = trials(&replay());
+    if let Some(cli) = support::real_cli("conformance") {
+        all.extend(trials(&real(cli)));
+    }
+    libtest_mimic::run(&args, all).exit()
 }

@@ -33,3 +33,13 @@ pub fn real_cli(test: &str) -> Option<PathBuf> {
 pub fn offline(cli: &std::path::Path, url: &str, home: &std::path::Path) -> ClaudeAgentConfig {
     ClaudeAgentConfig::new().with_cli_path(cli).offline(url, home)
 }
+
+/// The fake CLI script.
+pub fn fake_cli() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fake-claude"))
+}
+
+/// A recorded transcript.
+pub fn transcript(name: &str) -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/transcripts")).join(format!("{name}.jsonl"))
+}
