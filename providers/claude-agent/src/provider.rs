@@ -610,7 +610,14 @@ fn control_request(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, 
                         let reply = control::unknown_tool_reply(rpc_id, &name);
                         return Reply::Now(control::success_line(id, json!({ "mcp_response": reply })));
                     };
-                    let call_id = translator.claim_host_call(&name, &input);
+                    // The CLI names the call in `_meta`; without it, match by name and input.
+                    let call_id = match message.pointer("/params/_meta/claudecode~1toolUseId").and_then(Value::as_str) {
+                        Some(call) => {
+                            translator.forget_host_call(call);
+                            Some(call.to_string())
+                        }
+                        None => translator.claim_host_call(&name, &input),
+                    };
                     let bridge = bridge.clone();
                     let id = id.to_string();
                     Reply::Later(Box::pin(async move {

@@ -155,6 +155,11 @@ impl Translator {
         Some(self.host_calls.remove(pos).0)
     }
 
+    /// Call `id` is being run (its id came with the request).
+    pub fn forget_host_call(&mut self, id: &str) {
+        self.host_calls.retain(|(call, ..)| call != id);
+    }
+
     /// The host tool's own result for call `id`: the `ToolResult` event carries it (metadata
     /// and status included) instead of the CLI's rendering.
     pub fn record_host_result(&mut self, id: impl Into<String>, result: ToolResult) {
