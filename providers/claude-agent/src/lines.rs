@@ -42,6 +42,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             if let Some(pos) = memchr::memchr(b'\n', pending) {
                 let line_start = self.start;
                 let end = self.start + self.scanned + pos;
+                if end - line_start > self.max {
+                    return Err(Error::LineTooLong { limit: self.max });
+                }
                 self.start = end + 1;
                 self.scanned = 0;
                 return Ok(Some(&self.buf[line_start..end]));

@@ -27,6 +27,7 @@ pub(crate) struct CliProcess {
     stdin: Option<ChildStdin>,
     pub(crate) stdout: LineReader<ChildStdout>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr_task: Option<tokio::task::JoinHandle<()>>,
     grace: Duration,
 }
 
@@ -49,9 +50,10 @@ impl CliProcess {
             source: std::io::Error::other("no stdout pipe"),
         })?;
         let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let mut stderr_task = None;
         if let Some(stderr) = child.stderr.take() {
             let tail = tail.clone();
-            tokio::spawn(async move {
+            stderr_task = Some(tokio::spawn(async move {
                 let mut lines = BufReader::new(stderr).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
                     if let Ok(mut tail) = tail.lock() {
@@ -61,7 +63,7 @@ impl CliProcess {
                         }
                     }
                 }
-            });
+            }));
         }
         tracing::debug!(pid, "CLI started");
         Ok(Self {
@@ -70,6 +72,7 @@ impl CliProcess {
             stdin,
             stdout: LineReader::new(stdout, max_line),
             stderr: tail,
+            stderr_task,
             grace,
         })
     }
@@ -141,6 +144,10 @@ impl CliProcess {
             let _ = killpg(pid, Sig::SIGTERM);
         }
         self.pid = None;
+        // Let the stderr reader take the last lines (bounded: a grandchild may hold the pipe).
+        if let Some(task) = self.stderr_task.take() {
+            let _ = tokio::time::timeout(Duration::from_millis(500), task).await;
+        }
         status
     }
 }
