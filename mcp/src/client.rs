@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -429,7 +429,10 @@ impl McpClient {
             McpTransport::Http { url, headers } => {
                 let headers = header_map(&name, headers, &context.metadata, &mut warnings)?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let transport = match shared_http_client() {
+                    Some(client) => StreamableHttpClientTransport::with_client(client, config),
+                    None => StreamableHttpClientTransport::from_config(config),
+                };
                 let service = handler
                     .serve(transport)
                     .await
@@ -613,6 +616,41 @@ impl Tool for McpTool {
             .call_tool(&self.remote, input, &cx.signal, self.call_timeout)
             .await
     }
+}
+
+/// One HTTP client for every connection of the process: building a client loads the TLS
+/// roots, which costs tens of milliseconds of CPU, and would serialize concurrent connects.
+/// Like rmcp's own default client it keeps no idle connections (a reused connection can stall
+/// on delayed ACKs against stateful servers) and follows only same-origin 307/308 redirects.
+fn shared_http_client() -> Option<reqwest::Client> {
+    static CLIENT: OnceLock<Option<reqwest::Client>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            let policy = reqwest::redirect::Policy::custom(|attempt| {
+                let keeps_body = matches!(
+                    attempt.status(),
+                    reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+                );
+                let same_origin = attempt
+                    .previous()
+                    .first()
+                    .is_some_and(|first| first.origin() == attempt.url().origin());
+                if !keeps_body || !same_origin {
+                    attempt.stop()
+                } else if attempt.previous().len() > 10 {
+                    attempt.error("more than 10 redirects")
+                } else {
+                    attempt.follow()
+                }
+            });
+            reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .redirect(policy)
+                .build()
+                .map_err(|error| tracing::warn!("cannot build the shared HTTP client: {error}"))
+                .ok()
+        })
+        .clone()
 }
 
 fn missing_metadata(server: &str, key: &str, missing: &str) -> Warning {

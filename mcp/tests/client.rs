@@ -351,3 +351,29 @@ async fn no_servers_means_no_tools_and_no_failures() {
     assert_eq!(connections.failed(), []);
     assert!(connections.warnings().is_empty());
 }
+
+#[tokio::test]
+async fn tools_list_changed_refreshes_the_tool_list() {
+    let (url, stop) = crate::plain::start_plain(true).await;
+    let connections = McpClientSet::new()
+        .with_server(http("plain", &url, &[]))
+        .connect()
+        .await;
+    assert_eq!(connections.failed(), []);
+    let before = connections.tools().await;
+    assert_eq!(before.len(), 2);
+    let grown = call(&before, "grow", json!({})).await;
+    assert_eq!(grown.text_content(), "grown");
+    // The notification may arrive just after the result.
+    let mut after = connections.tools().await;
+    for _ in 0..50 {
+        if after.len() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        after = connections.tools().await;
+    }
+    assert!(after.get("extra_1").is_some(), "{after:?}");
+    connections.close().await;
+    stop.cancel();
+}

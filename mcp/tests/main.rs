@@ -6,4 +6,5 @@ mod agent;
 mod client;
 mod conversions;
 mod interop;
+mod plain;
 mod server;

@@ -272,3 +272,34 @@ async fn stdio_serving_gives_every_call_the_process_context() {
         .expect("joined")
         .expect("served");
 }
+
+#[tokio::test]
+async fn a_stateful_server_keeps_sessions_and_still_checks_every_request() {
+    let server = ToolServer::builder(tools())
+        .stateful(true)
+        .start()
+        .await
+        .expect("server starts");
+    let guard = server.register(&RequestContext::new().with_metadata("project_id", "s1"));
+    let connections = McpClientSet::new()
+        .with_server(guard.server_config("host"))
+        .connect()
+        .await;
+    assert_eq!(connections.failed(), []);
+    let tools = connections.tools().await;
+    let result = tools
+        .get("whoami")
+        .expect("whoami")
+        .execute(json!({}), &Default::default())
+        .await;
+    assert_eq!(result.text_content(), r#"project=Some("s1") db=none"#);
+    drop(guard);
+    let result = tools
+        .get("whoami")
+        .expect("whoami")
+        .execute(json!({}), &Default::default())
+        .await;
+    assert!(result.text_content().contains("unknown or expired"), "{result:?}");
+    connections.close().await;
+    server.shutdown().await;
+}
