@@ -92,6 +92,10 @@ fn glob(workspace: &Workspace, cx: &ToolContext, input: &GlobInput) -> Result<To
     let mut found = Vec::new();
     let unreadable = walk(&root, &start, max_depth, &cx.signal, |entry| {
         if matcher.is_match(&entry.from_start) {
+            // Checked through the handle: a path reached through a swapped-in symlink is dropped.
+            if root.confined(&entry.from_root).is_none() {
+                return Ok(true);
+            }
             let mut shown = slash(&entry.from_root);
             match entry.kind {
                 Kind::Dir => shown.push('/'),

@@ -146,19 +146,18 @@ pub(crate) enum Opened {
     File(File, u64),
 }
 
-/// Open a path for reading through the root handle. The type is checked before opening (so a
-/// FIFO is never opened and cannot block) and again on the opened handle (so a swap in between
-/// is caught).
+/// Open a path for reading through the root handle and tell what it is from the opened
+/// handle (no check-then-open window). Opened non-blocking, so a FIFO cannot hang the call.
 pub(crate) fn open_file(root: &Root, target: &Target) -> Result<Opened, ToolError> {
     let fail = |err: std::io::Error| io_failure(&err, &target.shown);
-    let meta = root.dir.metadata(&target.rel).map_err(fail)?;
-    if meta.is_dir() {
-        return Ok(Opened::Dir);
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
     }
-    if !meta.is_file() {
-        return Err(ToolError::failed(format!("`{}` is not a regular file", target.shown)));
-    }
-    let file = root.dir.open(&target.rel).map_err(fail)?;
+    let file = root.dir.open_with(&target.rel, &options).map_err(fail)?;
     let meta = file.metadata().map_err(fail)?;
     if meta.is_dir() {
         return Ok(Opened::Dir);

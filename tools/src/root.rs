@@ -123,15 +123,13 @@ impl Root {
         Ok(self.path.join(canonical))
     }
 
-    /// The path of a walked entry relative to the root, if it is still inside: checked again
-    /// through the handle, so an entry reached through a swapped-in symlink is dropped.
-    pub(crate) fn confined(&self, entry: &Path) -> Option<PathBuf> {
-        let rel = entry.strip_prefix(&self.path).ok()?;
+    /// Whether a walked path (relative to the root) is still there when looked up through the
+    /// handle, so an entry reached through a swapped-in symlink is dropped.
+    pub(crate) fn confined(&self, rel: &Path) -> Option<()> {
         if rel.as_os_str().is_empty() {
             return None;
         }
-        self.dir.symlink_metadata(rel).ok()?;
-        Some(rel.to_path_buf())
+        self.dir.symlink_metadata(rel).ok().map(drop)
     }
 }
 

@@ -1,6 +1,10 @@
 //! The directory walk shared by `glob` and `grep`: ripgrep's `ignore` crate (gitignore-aware,
-//! hidden files included, `.git` skipped, sorted, symlinks not followed), with every entry
-//! checked again through the root handle.
+//! hidden files included, `.git` skipped, sorted, symlinks not followed).
+//!
+//! The walk works on paths, so a directory swapped for a symlink mid-walk could make it list
+//! names outside the root. Callers close that gap: `glob` checks each path it returns through
+//! the root handle ([`Root::confined`]) and `grep` opens each file through it, so neither a
+//! name nor a byte from outside reaches the model.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +34,7 @@ pub(crate) struct Entry {
 
 /// Walk `start` (a canonical directory inside the root) in sorted order, calling `visit` for
 /// each entry below it until it returns `false`. Returns how many paths could not be read.
+/// Entries are not yet checked against the root: see the module docs.
 pub(crate) fn walk(
     root: &Root,
     start: &Path,
@@ -57,12 +62,8 @@ pub(crate) fn walk(
         if entry.depth() == 0 {
             continue;
         }
-        // Checked through the handle: an entry reached through a swapped-in symlink is dropped.
-        let Some(from_root) = root.confined(entry.path()) else {
-            unreadable += 1;
-            continue;
-        };
-        let Ok(from_start) = entry.path().strip_prefix(start) else {
+        let (Ok(from_start), Ok(from_root)) = (entry.path().strip_prefix(start), entry.path().strip_prefix(&root.path))
+        else {
             continue;
         };
         let kind = match entry.file_type() {
@@ -73,7 +74,7 @@ pub(crate) fn walk(
         };
         let entry = Entry {
             from_start: from_start.to_path_buf(),
-            from_root,
+            from_root: from_root.to_path_buf(),
             kind,
         };
         if !visit(entry)? {

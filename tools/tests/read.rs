@@ -192,3 +192,24 @@ async fn a_missing_root_fails() {
     assert_status(&result, ToolStatus::Failed);
     assert!(result.text_content().contains("is not usable"));
 }
+
+#[tokio::test]
+async fn a_fifo_is_refused_without_blocking() {
+    let fx = Fixture::new();
+    let status = std::process::Command::new("mkfifo")
+        .arg(fx.root.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let read = fx.run("read", json!({"path": "pipe"}));
+    let result = tokio::time::timeout(std::time::Duration::from_secs(5), read)
+        .await
+        .unwrap();
+    assert_status(&result, ToolStatus::Failed);
+    assert_eq!(result.text_content(), "`pipe` is not a regular file");
+    let grep = fx.run("grep", json!({"pattern": "x", "path": "pipe"}));
+    let result = tokio::time::timeout(std::time::Duration::from_secs(5), grep)
+        .await
+        .unwrap();
+    assert_status(&result, ToolStatus::Failed);
+}
