@@ -31,6 +31,10 @@ pub use patchbay_anthropic as anthropic;
 #[cfg(feature = "openrouter")]
 pub use patchbay_openrouter as openrouter;
 
+/// The Claude Code CLI agent-runtime provider (feature `claude-agent`).
+#[cfg(feature = "claude-agent")]
+pub use patchbay_claude_agent as claude_agent;
+
 /// MCP client set and tool server (feature `mcp`).
 #[cfg(feature = "mcp")]
 pub use patchbay_mcp as mcp;

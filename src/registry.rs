@@ -61,6 +61,24 @@ impl Registry {
             description: "deterministic scripted model; options: {\"script\": <Script JSON>} or {\"text\": \"...\"}",
             build: build_scripted,
         });
+        #[cfg(feature = "anthropic")]
+        registry.register(ProviderFactory {
+            name: "anthropic",
+            description: "Anthropic Messages API; ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, options override",
+            build: patchbay_anthropic::build,
+        });
+        #[cfg(feature = "openrouter")]
+        registry.register(ProviderFactory {
+            name: "openrouter",
+            description: "OpenAI-compatible chat completions; OPENROUTER_API_KEY / OPENAI_API_KEY / OPENAI_BASE_URL, options override",
+            build: build_openrouter,
+        });
+        #[cfg(feature = "claude-agent")]
+        registry.register(ProviderFactory {
+            name: "claude-agent",
+            description: "the Claude Code CLI as an agent runtime; PATCHBAY_CLAUDE_CLI or PATH, options override",
+            build: patchbay_claude_agent::build,
+        });
         registry
     }
 
@@ -106,4 +124,11 @@ fn build_scripted(options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
         .and_then(Value::as_str)
         .unwrap_or("Hello from the scripted provider.");
     Ok(Arc::new(ScriptedProvider::always(text)))
+}
+
+#[cfg(feature = "openrouter")]
+fn build_openrouter(options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
+    Ok(Arc::new(patchbay_openrouter::OpenRouterProvider::from_options(
+        options,
+    )?))
 }
