@@ -79,3 +79,88 @@ fn chat_names_the_compiled_providers_for_an_unknown_one() {
         "{stderr}"
     );
 }
+
+/// `--provider anthropic` / `--provider openrouter` against the conformance mock servers: the
+/// same chat run, real wire, no network.
+#[cfg(all(feature = "anthropic", feature = "openrouter"))]
+mod against_mocks {
+    use patchbay::scripted::{Part, Response, Script, Turn};
+    use patchbay_conformance::mock::{MockServer, WireFormat, anthropic::AnthropicWire, openai::OpenAiWire};
+    use serde_json::json;
+
+    fn script() -> Script {
+        Script::new(vec![
+            Turn::Respond(
+                Response::new(vec![
+                    Part::text("Looking."),
+                    Part::tool_call("call_1", "read", json!({"path": "."})),
+                ])
+                .with_usage(30, 10),
+            ),
+            Turn::Respond(Response::new(vec![Part::text("There is a notes file.")]).with_usage(60, 8)),
+        ])
+    }
+
+    async fn chat_against(wire: impl WireFormat, provider: &'static str, env: &[(&'static str, String)]) {
+        let server = MockServer::builder(wire)
+            .script(&script())
+            .start()
+            .await
+            .expect("mock starts");
+        let mut vars: Vec<(&str, String)> = env.to_vec();
+        for value in vars.iter_mut().map(|(_, v)| v) {
+            *value = value.replace("{url}", &server.url());
+        }
+        let output = tokio::task::spawn_blocking(move || {
+            let Some(binary) = super::chat_binary() else {
+                assert!(std::env::var_os("CI").is_none(), "the chat example was not built");
+                return None;
+            };
+            let dir = tempfile::tempdir().expect("temp dir");
+            std::fs::write(dir.path().join("notes.md"), "# notes\n").expect("write");
+            let mut command = std::process::Command::new(binary);
+            command
+                .args(["--provider", provider, "--model", "mock-model", "what is here?"])
+                .current_dir(dir.path());
+            for key in [
+                "ANTHROPIC_API_KEY",
+                "ANTHROPIC_BASE_URL",
+                "OPENAI_API_KEY",
+                "OPENAI_BASE_URL",
+                "OPENROUTER_API_KEY",
+            ] {
+                command.env_remove(key);
+            }
+            command.envs(vars);
+            Some(command.output().expect("chat runs"))
+        })
+        .await
+        .expect("no panic");
+        let Some(output) = output else { return };
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        assert!(stdout.contains("→ read") && stdout.contains("notes.md"), "{stdout}");
+        assert!(stdout.contains("There is a notes file."), "{stdout}");
+        assert!(stdout.contains("usage: 90 in, 18 out"), "{stdout}");
+        assert_eq!(server.requests().len(), 2, "one request per step");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn chat_runs_on_anthropic_against_the_mock() {
+        let env = [
+            ("ANTHROPIC_API_KEY", "dummy".to_string()),
+            ("ANTHROPIC_BASE_URL", "{url}".to_string()),
+        ];
+        chat_against(AnthropicWire, "anthropic", &env).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn chat_runs_on_openrouter_against_the_mock() {
+        let env = [
+            ("OPENAI_API_KEY", "dummy".to_string()),
+            ("OPENAI_BASE_URL", "{url}/v1".to_string()),
+        ];
+        chat_against(OpenAiWire, "openrouter", &env).await;
+    }
+}
