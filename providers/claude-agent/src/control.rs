@@ -67,7 +67,11 @@ pub async fn decide(
         return permission_response(&Approval::Allow, &input);
     };
     let approval_request = ApprovalRequest {
-        tool_use_id: request.get("tool_use_id").and_then(Value::as_str).unwrap_or("").to_string(),
+        tool_use_id: request
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
         tool_name,
         input: input.clone(),
     };

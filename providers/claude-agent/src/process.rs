@@ -105,7 +105,11 @@ impl CliProcess {
 
     /// The last lines the CLI wrote to stderr.
     pub(crate) fn stderr_tail(&self) -> String {
-        let lines: Vec<String> = self.stderr.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default();
+        let lines: Vec<String> = self
+            .stderr
+            .lock()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default();
         let mut text = lines.join("\n");
         if text.len() > TAIL_BYTES {
             let mut cut = text.len() - TAIL_BYTES;
@@ -123,12 +127,18 @@ impl CliProcess {
         self.stdin.take();
         let mut child = self.child.take()?;
         let pid = self.pid.map(Pid::from_raw);
-        let mut status = tokio::time::timeout(self.grace, child.wait()).await.ok().and_then(Result::ok);
+        let mut status = tokio::time::timeout(self.grace, child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok);
         if status.is_none() {
             if let Some(pid) = pid {
                 let _ = killpg(pid, Sig::SIGTERM);
             }
-            status = tokio::time::timeout(self.grace, child.wait()).await.ok().and_then(Result::ok);
+            status = tokio::time::timeout(self.grace, child.wait())
+                .await
+                .ok()
+                .and_then(Result::ok);
         }
         if status.is_none() {
             if let Some(pid) = pid {

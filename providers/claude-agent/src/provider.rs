@@ -238,7 +238,11 @@ impl Provider for ClaudeAgentProvider {
         let mut allowed = config.allowed_tools.clone();
         if context.approval.is_none() {
             // No approval handler: host tools run without asking, as in patchbay's agent loop.
-            allowed.extend(tools.specs().map(|s| format!("mcp__{}__{}", config.host_server_name, s.name)));
+            allowed.extend(
+                tools
+                    .specs()
+                    .map(|s| format!("mcp__{}__{}", config.host_server_name, s.name)),
+            );
         }
         if !allowed.is_empty() {
             args.push("--allowedTools".into());
@@ -306,7 +310,8 @@ impl Provider for ClaudeAgentProvider {
         let mut env = config.env.clone();
         env.extend(context.env.clone());
         if let Some(max) = context.sampling.max_tokens {
-            env.entry("CLAUDE_CODE_MAX_OUTPUT_TOKENS".into()).or_insert(max.to_string());
+            env.entry("CLAUDE_CODE_MAX_OUTPUT_TOKENS".into())
+                .or_insert(max.to_string());
         }
         if let Some(budget) = context.sampling.thinking_budget {
             env.entry("MAX_THINKING_TOKENS".into()).or_insert(budget.to_string());
@@ -380,7 +385,12 @@ fn spawn(launch: &Launch, config: &ClaudeAgentConfig) -> Result<CliProcess, Prov
         command.current_dir(dir);
     }
     let program = launch.program.display().to_string();
-    Ok(CliProcess::spawn(command, &program, config.max_line_bytes, config.stop_grace)?)
+    Ok(CliProcess::spawn(
+        command,
+        &program,
+        config.max_line_bytes,
+        config.stop_grace,
+    )?)
 }
 
 fn record_line(path: &std::path::Path, line: &[u8]) {
@@ -398,7 +408,11 @@ struct Start {
     init_timeout: std::time::Duration,
 }
 
-fn process_error(mut error: ProviderError, process: &CliProcess, status: Option<std::process::ExitStatus>) -> ProviderError {
+fn process_error(
+    mut error: ProviderError,
+    process: &CliProcess,
+    status: Option<std::process::ExitStatus>,
+) -> ProviderError {
     let tail = process.stderr_tail();
     if !tail.is_empty() && error.stderr_tail().is_none() {
         error = error.with_stderr_tail(tail);
@@ -463,11 +477,7 @@ fn run(
                 }
                 report = reports.recv(), if reports_open => {
                     match report {
-                        Some((name, input, result)) => {
-                            if let Some(id) = translator.claim_host_call(&name, &input) {
-                                translator.record_host_result(id, result);
-                            }
-                        }
+                        Some((name, input, result)) => translator.record_host_result_for(&name, input, result),
                         None => reports_open = false,
                     }
                     continue;
@@ -605,13 +615,20 @@ fn control_request(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, 
                     let reply = reply.unwrap_or_else(|| json!({ "jsonrpc": "2.0", "result": {} }));
                     Reply::Now(control::success_line(id, json!({ "mcp_response": reply })))
                 }
-                McpWork::Call { id: rpc_id, name, input } => {
+                McpWork::Call {
+                    id: rpc_id,
+                    name,
+                    input,
+                } => {
                     let Some(tool) = bridge.tools.get(&name).cloned() else {
                         let reply = control::unknown_tool_reply(rpc_id, &name);
                         return Reply::Now(control::success_line(id, json!({ "mcp_response": reply })));
                     };
                     // The CLI names the call in `_meta`; without it, match by name and input.
-                    let call_id = match message.pointer("/params/_meta/claudecode~1toolUseId").and_then(Value::as_str) {
+                    let call_id = match message
+                        .pointer("/params/_meta/claudecode~1toolUseId")
+                        .and_then(Value::as_str)
+                    {
                         Some(call) => {
                             translator.forget_host_call(call);
                             Some(call.to_string())
@@ -639,6 +656,9 @@ fn control_request(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, 
                 }
             }
         }
-        other => Reply::Now(control::error_line(id, &format!("unsupported control request `{other}`"))),
+        other => Reply::Now(control::error_line(
+            id,
+            &format!("unsupported control request `{other}`"),
+        )),
     }
 }

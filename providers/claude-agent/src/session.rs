@@ -81,7 +81,11 @@ fn fresh(messages: &[Message]) -> (Value, Vec<Warning>) {
     let (history, tail) = messages.split_at(last_assistant + 1);
     let mut transcript = String::from("The conversation so far:\n\n");
     for message in history {
-        let who = if message.role == Role::User { "User" } else { "Assistant" };
+        let who = if message.role == Role::User {
+            "User"
+        } else {
+            "Assistant"
+        };
         transcript.push_str(&format!("{who}: {}\n\n", render_text(message)));
     }
     transcript.push_str("Continue the conversation: answer the user's new message below.");

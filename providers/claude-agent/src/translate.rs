@@ -23,8 +23,8 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use patchbay_core::{
-    ErrorKind, Event, ExecutedBy, FinishReason, McpFailure, MetricsRecorder, ProviderError, ToolContent,
-    ToolResult, ToolStatus, Usage, Warning, kind_for_status,
+    ErrorKind, Event, ExecutedBy, FinishReason, McpFailure, MetricsRecorder, ProviderError, ToolContent, ToolResult,
+    ToolStatus, Usage, Warning, kind_for_status,
 };
 use serde_json::{Value, json};
 
@@ -56,6 +56,10 @@ pub struct Translator {
     host_calls: Vec<(String, String, Value)>,
     last_tool: Option<String>,
     host_results: HashMap<String, ToolResult>,
+    /// Host results that arrived before their call was translated: (name, input, result).
+    orphans: Vec<(String, Value, ToolResult)>,
+    /// Calls whose id came with the request before the call was translated.
+    running: HashSet<String>,
     synthetic: Vec<String>,
     recorder: MetricsRecorder,
     queue: VecDeque<Event>,
@@ -89,6 +93,8 @@ impl Translator {
             host_calls: Vec::new(),
             last_tool: None,
             host_results: HashMap::new(),
+            orphans: Vec::new(),
+            running: HashSet::new(),
             synthetic: Vec::new(),
             recorder: MetricsRecorder::start(),
             queue: VecDeque::new(),
@@ -157,7 +163,21 @@ impl Translator {
 
     /// Call `id` is being run (its id came with the request).
     pub fn forget_host_call(&mut self, id: &str) {
+        let before = self.host_calls.len();
         self.host_calls.retain(|(call, ..)| call != id);
+        if self.host_calls.len() == before {
+            self.running.insert(id.to_string());
+        }
+    }
+
+    /// A host tool's result known only by tool name and input (the HTTP path): bound to its
+    /// call now, or when the call is translated (the CLI may run a tool before it prints the
+    /// end of the block).
+    pub fn record_host_result_for(&mut self, name: &str, input: Value, result: ToolResult) {
+        match self.claim_host_call(name, &input) {
+            Some(id) => self.record_host_result(id, result),
+            None => self.orphans.push((name.to_string(), input, result)),
+        }
     }
 
     /// The host tool's own result for call `id`: the `ToolResult` event carries it (metadata
@@ -178,7 +198,9 @@ impl Translator {
     pub fn push_line(&mut self, line: &str) -> Result<(), ProviderError> {
         let value: Value = serde_json::from_str(line).map_err(|e| {
             let head: String = line.chars().take(80).collect();
-            self.fail(ProviderError::protocol(format!("the CLI wrote a line that is not JSON ({e}): {head:?}")))
+            self.fail(ProviderError::protocol(format!(
+                "the CLI wrote a line that is not JSON ({e}): {head:?}"
+            )))
         })?;
         self.push_value(&value)
     }
@@ -276,7 +298,11 @@ impl Translator {
                 text.truncate(cut);
             }
             self.warnings.push(Warning::new(
-                if subtype.is_empty() { code.to_string() } else { subtype.to_string() },
+                if subtype.is_empty() {
+                    code.to_string()
+                } else {
+                    subtype.to_string()
+                },
                 text,
             ));
         }
@@ -395,8 +421,15 @@ impl Translator {
     fn call(&mut self, id: String, name: String, input: Value, by: ExecutedBy) {
         self.tools.insert(id.clone(), (name.clone(), by));
         self.last_tool = Some(name.clone());
-        if by == ExecutedBy::Host {
-            self.host_calls.push((id.clone(), name.clone(), input.clone()));
+        if by == ExecutedBy::Host && !self.running.remove(&id) {
+            let orphan = self.orphans.iter().position(|(n, i, _)| *n == name && *i == input);
+            match orphan {
+                Some(pos) => {
+                    let (_, _, result) = self.orphans.remove(pos);
+                    self.host_results.insert(id.clone(), result);
+                }
+                None => self.host_calls.push((id.clone(), name.clone(), input.clone())),
+            }
         }
         self.emit(Event::ToolCall {
             id,
@@ -420,7 +453,11 @@ impl Translator {
 
     fn close_unstreamed(&mut self) {
         if let Some((_, _, usage, tools)) = self.unstreamed.take() {
-            let reason = if tools { FinishReason::ToolUse } else { FinishReason::Stop };
+            let reason = if tools {
+                FinishReason::ToolUse
+            } else {
+                FinishReason::Stop
+            };
             self.finished_usage.accumulate(&usage);
             self.last_reason = Some(reason.clone());
             self.pending_step = Some((reason, usage));
@@ -476,7 +513,10 @@ impl Translator {
     fn full_block(&mut self, index: usize, block: &Value) {
         let str_of = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or("").to_string();
         match block.get("type").and_then(Value::as_str).unwrap_or("") {
-            "text" => self.emit(Event::TextDelta { index, text: str_of("text") }),
+            "text" => self.emit(Event::TextDelta {
+                index,
+                text: str_of("text"),
+            }),
             "thinking" => {
                 self.emit(Event::ReasoningDelta {
                     index,
@@ -487,7 +527,10 @@ impl Translator {
                     self.emit(Event::ReasoningSignature { index, signature });
                 }
             }
-            "redacted_thinking" => self.emit(Event::RedactedReasoning { index, data: str_of("data") }),
+            "redacted_thinking" => self.emit(Event::RedactedReasoning {
+                index,
+                data: str_of("data"),
+            }),
             "tool_use" => {
                 let (name, by) = self.map_tool_name(&str_of("name"));
                 let id = str_of("id");
@@ -523,7 +566,11 @@ impl Translator {
             if block.get("type").and_then(Value::as_str) != Some("tool_result") {
                 continue;
             }
-            let id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or("").to_string();
+            let id = block
+                .get("tool_use_id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             let name = self.tools.get(&id).map(|(name, _)| name.clone()).unwrap_or_default();
             let result = self.host_results.remove(&id).unwrap_or_else(|| result_of(block));
             self.start(None, None);
@@ -578,11 +625,15 @@ impl Translator {
     }
 
     fn result_error(&self, line: &Value, subtype: &str) -> ProviderError {
-        let text = line.get("result").and_then(Value::as_str).map(str::to_string).or_else(|| {
-            line.get("errors")
-                .and_then(Value::as_array)
-                .map(|errors| errors.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "))
-        });
+        let text = line
+            .get("result")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| {
+                line.get("errors")
+                    .and_then(Value::as_array)
+                    .map(|errors| errors.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "))
+            });
         let text = match (text.filter(|t| !t.is_empty()), self.synthetic.is_empty()) {
             (Some(text), _) => text,
             (None, false) => self.synthetic.join(" "),
@@ -650,7 +701,11 @@ fn result_of(block: &Value) -> ToolResult {
                             .and_then(Value::as_str)
                             .unwrap_or("")
                             .to_string(),
-                        data: item.pointer("/source/data").and_then(Value::as_str).unwrap_or("").to_string(),
+                        data: item
+                            .pointer("/source/data")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
                     }),
                     _ => content.push(ToolContent::Json { value: item.clone() }),
                 }
@@ -660,7 +715,11 @@ fn result_of(block: &Value) -> ToolResult {
     }
     ToolResult {
         content,
-        status: if is_error { ToolStatus::Failed } else { ToolStatus::Completed },
+        status: if is_error {
+            ToolStatus::Failed
+        } else {
+            ToolStatus::Completed
+        },
         metadata: None,
     }
 }

@@ -78,7 +78,10 @@ fn replay() -> Target {
             let state = tempfile::tempdir().map_err(|e| ProviderError::config(format!("temp dir: {e}")))?;
             let config = ClaudeAgentConfig::new()
                 .with_cli_path(support::fake_cli())
-                .with_env("FAKE_CLAUDE_TRANSCRIPT", support::transcript(name).display().to_string())
+                .with_env(
+                    "FAKE_CLAUDE_TRANSCRIPT",
+                    support::transcript(name).display().to_string(),
+                )
                 .with_env("FAKE_CLAUDE_STATE", state.path().display().to_string())
                 .with_session_markers(false);
             let provider = Arc::new(ClaudeAgentProvider::new(config));

@@ -45,7 +45,11 @@ impl Fake {
         let mut files: Vec<PathBuf> = std::fs::read_dir(self.state.path())
             .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
             .unwrap_or_default();
-        files.retain(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix)));
+        files.retain(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix))
+        });
         files.sort();
         files
     }
@@ -59,9 +63,9 @@ impl Fake {
     }
 
     fn pid(&self) -> Option<i32> {
-        self.files("argv-").first().and_then(|p| {
-            p.file_stem()?.to_str()?.strip_prefix("argv-")?.parse().ok()
-        })
+        self.files("argv-")
+            .first()
+            .and_then(|p| p.file_stem()?.to_str()?.strip_prefix("argv-")?.parse().ok())
     }
 
     fn stdin(&self) -> Vec<Value> {
@@ -75,7 +79,10 @@ impl Fake {
 }
 
 fn user_turn(fake: &Fake) -> Value {
-    fake.stdin().into_iter().find(|m| m["type"] == "user").unwrap_or_default()
+    fake.stdin()
+        .into_iter()
+        .find(|m| m["type"] == "user")
+        .unwrap_or_default()
 }
 
 fn alive(pid: i32) -> bool {
@@ -99,7 +106,10 @@ async fn collect(
     tools: &ToolSet,
     context: Option<&RequestContext>,
 ) -> (Vec<Event>, Option<ProviderError>) {
-    let stream = match provider.create_response(messages, tools, "m", &Signal::new(), context).await {
+    let stream = match provider
+        .create_response(messages, tools, "m", &Signal::new(), context)
+        .await
+    {
         Ok(stream) => stream,
         Err(error) => return (Vec::new(), Some(error)),
     };
@@ -119,13 +129,17 @@ fn weather_tools() -> ToolSet {
     struct Input {
         city: String,
     }
-    ToolSet::new().with(FnTool::new("get_weather", "Weather.", |input: Input, cx: ToolContext| async move {
-        ToolResult::text(format!("Sunny in {}.", input.city)).with_metadata(json!({
-            "documents": ["forecast.pdf"],
-            "tool_use_id": cx.tool_use_id,
-            "project": cx.metadata.get("project_id"),
-        }))
-    }))
+    ToolSet::new().with(FnTool::new(
+        "get_weather",
+        "Weather.",
+        |input: Input, cx: ToolContext| async move {
+            ToolResult::text(format!("Sunny in {}.", input.city)).with_metadata(json!({
+                "documents": ["forecast.pdf"],
+                "tool_use_id": cx.tool_use_id,
+                "project": cx.metadata.get("project_id"),
+            }))
+        },
+    ))
 }
 
 #[tokio::test]
@@ -153,7 +167,10 @@ async fn a_cli_that_exits_early_is_a_process_error_with_exit_code_and_stderr() {
     let error = error.unwrap_or_else(|| panic!("no error"));
     assert_eq!(error.kind(), ErrorKind::Process, "{error}");
     assert_eq!(error.facts().exit_code, Some(3));
-    assert!(error.stderr_tail().is_some_and(|t| t.contains("simulated crash")), "{error}");
+    assert!(
+        error.stderr_tail().is_some_and(|t| t.contains("simulated crash")),
+        "{error}"
+    );
     assert!(matches!(events.first(), Some(Event::Started { .. })));
 }
 
@@ -206,7 +223,10 @@ async fn cancel_mid_turn_ends_promptly_and_leaves_no_process() {
     // stdin EOF and SIGTERM are ignored: SIGKILL after two grace periods (300 ms each).
     assert!(gone_within(pid, Duration::from_secs(5)), "pid {pid} still alive");
     assert!(at.elapsed() < Duration::from_secs(5));
-    assert!(fake.stdin().iter().any(|m| m["request"]["subtype"] == "interrupt"), "interrupt sent");
+    assert!(
+        fake.stdin().iter().any(|m| m["request"]["subtype"] == "interrupt"),
+        "interrupt sent"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -254,7 +274,12 @@ async fn command_line_and_environment_follow_the_agent_sdk() {
     let (events, error) = collect(&provider, &[Message::user("hi")], &weather_tools(), Some(&context)).await;
     assert!(error.is_none(), "{error:?}");
     let argv = fake.argv();
-    let args: Vec<&str> = argv["argv"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let args: Vec<&str> = argv["argv"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
     for expected in [
         "--output-format",
         "stream-json",
@@ -271,16 +296,26 @@ async fn command_line_and_environment_follow_the_agent_sdk() {
     ] {
         assert!(args.contains(&expected), "{expected} missing from {args:?}");
     }
-    assert!(!args.contains(&"--permission-prompt-tool"), "no approval handler, no prompt tool");
+    assert!(
+        !args.contains(&"--permission-prompt-tool"),
+        "no approval handler, no prompt tool"
+    );
     let env = &argv["env"];
     assert!(env.get("CLAUDECODE").is_none(), "CLAUDECODE dropped");
     assert_eq!(env["CLAUDE_CODE_ENTRYPOINT"], "sdk-rust");
     assert_eq!(env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"], "100");
-    assert_eq!(argv["cwd"].as_str().map(Path::new), workdir.path().canonicalize().ok().as_deref());
+    assert_eq!(
+        argv["cwd"].as_str().map(Path::new),
+        workdir.path().canonicalize().ok().as_deref()
+    );
     let Some(Event::Started { warnings, .. }) = events.first() else {
         panic!("no Started");
     };
-    assert!(warnings.iter().any(|w| w.code == "unsupported_option" && w.message.contains("temperature")));
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.code == "unsupported_option" && w.message.contains("temperature"))
+    );
     // The first stdin line is `initialize`, the user turn follows its answer.
     let stdin = fake.stdin();
     assert_eq!(stdin[0]["request"]["subtype"], "initialize");
@@ -292,15 +327,29 @@ async fn command_line_and_environment_follow_the_agent_sdk() {
 async fn session_flags_for_resume_fork_and_a_marked_history() {
     for (session, expected) in [
         (Some(Session::Resume { id: "abc".into() }), vec!["--resume=abc"]),
-        (Some(Session::Fork { from: "abc".into() }), vec!["--resume=abc", "--fork-session"]),
+        (
+            Some(Session::Fork { from: "abc".into() }),
+            vec!["--resume=abc", "--fork-session"],
+        ),
     ] {
         let fake = fake("text_only");
         let mut context = RequestContext::new();
         context.session = session;
-        let (_, error) = collect(&fake.provider(), &[Message::user("hi")], &ToolSet::new(), Some(&context)).await;
+        let (_, error) = collect(
+            &fake.provider(),
+            &[Message::user("hi")],
+            &ToolSet::new(),
+            Some(&context),
+        )
+        .await;
         assert!(error.is_none());
         let argv = fake.argv();
-        let args: Vec<&str> = argv["argv"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let args: Vec<&str> = argv["argv"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         for flag in expected {
             assert!(args.contains(&flag), "{flag} missing from {args:?}");
         }
@@ -322,17 +371,30 @@ async fn session_flags_for_resume_fork_and_a_marked_history() {
     let (_, error) = collect(&fake2.provider(), &history, &ToolSet::new(), None).await;
     assert!(error.is_none());
     let argv = fake2.argv();
-    let args: Vec<&str> = argv["argv"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let args: Vec<&str> = argv["argv"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
     let resume = format!("--resume={}", session.unwrap_or_default());
-    assert!(args.contains(&resume.as_str()) && args.contains(&"--fork-session"), "{args:?}");
+    assert!(
+        args.contains(&resume.as_str()) && args.contains(&"--fork-session"),
+        "{args:?}"
+    );
     assert_eq!(user_turn(&fake2)["message"]["content"][0]["text"], "again");
 
     // A history the CLI never saw is flattened into a new session, with a warning.
     let fake3 = self::fake("text_only");
     let history = [Message::user("hi"), Message::assistant("hello"), Message::user("again")];
     let (events, _) = collect(&fake3.provider(), &history, &ToolSet::new(), None).await;
-    assert!(matches!(events.first(), Some(Event::Started { warnings, .. }) if warnings.iter().any(|w| w.code == "history_flattened")));
-    let text = user_turn(&fake3)["message"]["content"][0]["text"].as_str().unwrap_or("").to_string();
+    assert!(
+        matches!(events.first(), Some(Event::Started { warnings, .. }) if warnings.iter().any(|w| w.code == "history_flattened"))
+    );
+    let text = user_turn(&fake3)["message"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
     assert!(text.contains("Assistant: hello"), "{text}");
 }
 
@@ -351,23 +413,39 @@ impl ApprovalHandler for Decide {
 async fn can_use_tool_is_answered_by_the_approval_handler() {
     let transcript = support::transcript("approval_synthetic");
     for (approval, expected) in [
-        (Approval::Allow, json!({"behavior": "allow", "updatedInput": {"file_path": "a.txt", "content": "hi"}})),
+        (
+            Approval::Allow,
+            json!({"behavior": "allow", "updatedInput": {"file_path": "a.txt", "content": "hi"}}),
+        ),
         (
             Approval::AllowWithInput(json!({"file_path": "b.txt", "content": "edited"})),
             json!({"behavior": "allow", "updatedInput": {"file_path": "b.txt", "content": "edited"}}),
         ),
         (
-            Approval::Deny { message: "not here".into() },
+            Approval::Deny {
+                message: "not here".into(),
+            },
             json!({"behavior": "deny", "message": "not here"}),
         ),
     ] {
         let fake = fake(&transcript.display().to_string());
         let context = RequestContext::new().with_approval(Arc::new(Decide(approval)));
-        let (events, error) = collect(&fake.provider(), &[Message::user("write")], &ToolSet::new(), Some(&context)).await;
+        let (events, error) = collect(
+            &fake.provider(),
+            &[Message::user("write")],
+            &ToolSet::new(),
+            Some(&context),
+        )
+        .await;
         assert!(error.is_none(), "{error:?}");
         assert!(matches!(events.last(), Some(Event::Finish { .. })));
         let args = fake.argv()["argv"].clone();
-        assert!(args.as_array().into_iter().flatten().any(|a| a == "--permission-prompt-tool"));
+        assert!(
+            args.as_array()
+                .into_iter()
+                .flatten()
+                .any(|a| a == "--permission-prompt-tool")
+        );
         let answer = fake
             .stdin()
             .into_iter()
@@ -381,7 +459,13 @@ async fn can_use_tool_is_answered_by_the_approval_handler() {
 async fn in_process_host_tools_get_the_context_and_keep_their_metadata() {
     let fake = fake("one_tool_call");
     let context = RequestContext::new().with_metadata("project_id", "p1");
-    let (events, error) = collect(&fake.provider(), &[Message::user("weather?")], &weather_tools(), Some(&context)).await;
+    let (events, error) = collect(
+        &fake.provider(),
+        &[Message::user("weather?")],
+        &weather_tools(),
+        Some(&context),
+    )
+    .await;
     assert!(error.is_none(), "{error:?}");
     let result = events
         .iter()
@@ -402,5 +486,9 @@ async fn in_process_host_tools_get_the_context_and_keep_their_metadata() {
         .filter_map(|m| m["response"]["response"].get("mcp_response").cloned())
         .collect();
     assert!(replies.iter().any(|r| r["result"]["tools"][0]["name"] == "get_weather"));
-    assert!(replies.iter().any(|r| r["result"]["content"][0]["text"] == "Sunny in Paris."));
+    assert!(
+        replies
+            .iter()
+            .any(|r| r["result"]["content"][0]["text"] == "Sunny in Paris.")
+    );
 }

@@ -1,1 +1,377 @@
-//! real
+//! The real Claude Code CLI against the Anthropic mock: sessions, approvals, cancel by pid,
+//! failures, host tools over HTTP. Each test returns early (printing why) without the CLI, and
+//! fails without it when CI=true.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider, HostTools};
+use patchbay_conformance::mock::anthropic::AnthropicWire;
+use patchbay_conformance::mock::{MockServer, Serve};
+use patchbay_core::{
+    Approval, ApprovalHandler, ApprovalRequest, ErrorKind, Event, ExecutedBy, FnTool, Message, Provider, ProviderError,
+    RequestContext, Session, Signal, ToolContext, ToolResult, ToolSet, ToolStatus, async_trait,
+};
+use patchbay_scripted::{End, Part, Response, Turn};
+use serde_json::{Value, json};
+
+use crate::support;
+
+struct Real {
+    server: MockServer,
+    home: tempfile::TempDir,
+    config: ClaudeAgentConfig,
+}
+
+async fn real(test: &str, turns: Vec<Serve>) -> Option<Real> {
+    let cli = support::real_cli(test)?;
+    let server = MockServer::builder(AnthropicWire)
+        .serve(turns)
+        .start()
+        .await
+        .unwrap_or_else(|e| panic!("mock: {e}"));
+    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+    let config = support::offline(&cli, &server.url(), home.path());
+    Some(Real { server, home, config })
+}
+
+fn text(text: &str) -> Serve {
+    Serve::Turn(Turn::Respond(Response::new(vec![Part::text(text)]).with_usage(10, 5)))
+}
+
+fn tool(id: &str, name: &str, input: Value) -> Serve {
+    Serve::Turn(Turn::Respond(
+        Response::new(vec![Part::tool_call(id, name, input)])
+            .with_end(End::Finish {
+                reason: patchbay_core::FinishReason::ToolUse,
+            })
+            .with_usage(10, 5),
+    ))
+}
+
+async fn collect(
+    provider: &dyn Provider,
+    messages: &[Message],
+    tools: &ToolSet,
+    context: Option<&RequestContext>,
+) -> (Vec<Event>, Option<ProviderError>) {
+    let mut stream = match provider
+        .create_response(messages, tools, "claude-test", &Signal::new(), context)
+        .await
+    {
+        Ok(stream) => stream,
+        Err(error) => return (Vec::new(), Some(error)),
+    };
+    let mut events = Vec::new();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => events.push(event),
+            Err(error) => return (events, Some(error)),
+        }
+    }
+    (events, None)
+}
+
+fn session_of(events: &[Event]) -> Option<String> {
+    events.iter().find_map(|e| match e {
+        Event::Started { session_id, .. } => session_id.clone(),
+        _ => None,
+    })
+}
+
+fn request_text(body: &Value) -> String {
+    body["messages"].to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_keeps_history_and_fork_gets_a_new_id() {
+    let Some(real) = real(
+        "resume_keeps_history_and_fork_gets_a_new_id",
+        vec![text("First answer."), text("Second answer."), text("Forked answer.")],
+    )
+    .await
+    else {
+        return;
+    };
+    let provider = ClaudeAgentProvider::new(real.config.clone());
+    let (events, error) = collect(&provider, &[Message::user("first question")], &ToolSet::new(), None).await;
+    assert!(error.is_none(), "{error:?}");
+    let session = session_of(&events).unwrap_or_else(|| panic!("no session id"));
+
+    let resume = RequestContext::new().with_session(Session::Resume { id: session.clone() });
+    let (events, error) = collect(
+        &provider,
+        &[Message::user("second question")],
+        &ToolSet::new(),
+        Some(&resume),
+    )
+    .await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(
+        session_of(&events).as_deref(),
+        Some(session.as_str()),
+        "resume keeps the id"
+    );
+
+    let fork = RequestContext::new().with_session(Session::Fork { from: session.clone() });
+    let (events, error) = collect(
+        &provider,
+        &[Message::user("third question")],
+        &ToolSet::new(),
+        Some(&fork),
+    )
+    .await;
+    assert!(error.is_none(), "{error:?}");
+    let forked = session_of(&events).unwrap_or_default();
+    assert!(!forked.is_empty() && forked != session, "fork gets a new id");
+
+    let requests = real.server.requests();
+    let posts: Vec<&Value> = requests
+        .iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| &r.body)
+        .collect();
+    assert_eq!(posts.len(), 3);
+    let second = request_text(posts[1]);
+    assert!(
+        second.contains("first question") && second.contains("First answer."),
+        "resume resent history"
+    );
+    let third = request_text(posts[2]);
+    assert!(
+        third.contains("second question") && third.contains("Second answer."),
+        "fork copied history"
+    );
+}
+
+struct Decide(Approval);
+
+#[async_trait]
+impl ApprovalHandler for Decide {
+    async fn approve(&self, _request: &ApprovalRequest, _cx: &ToolContext) -> Approval {
+        self.0.clone()
+    }
+}
+
+async fn approval_run(
+    test: &str,
+    approval: Approval,
+) -> Option<(Vec<Event>, Option<ProviderError>, PathBuf, Real, tempfile::TempDir)> {
+    let workdir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let file = workdir.path().join("note.txt");
+    let input = json!({ "file_path": file.display().to_string(), "content": "hi" });
+    let real = real(test, vec![tool("toolu_w1", "Write", input), text("Done.")]).await?;
+    let provider = ClaudeAgentProvider::new(real.config.clone());
+    let context = RequestContext::new()
+        .with_working_dir(workdir.path())
+        .with_approval(Arc::new(Decide(approval)));
+    let (events, error) = collect(
+        &provider,
+        &[Message::user("write a note")],
+        &ToolSet::new(),
+        Some(&context),
+    )
+    .await;
+    Some((events, error, file, real, workdir))
+}
+
+fn tool_result(events: &[Event], name: &str) -> Option<ToolResult> {
+    events.iter().find_map(|e| match e {
+        Event::ToolResult { name: n, result, .. } if n == name => Some(result.clone()),
+        _ => None,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_allow_runs_the_cli_tool() {
+    let Some((events, error, file, _real, _dir)) =
+        approval_run("approval_allow_runs_the_cli_tool", Approval::Allow).await
+    else {
+        return;
+    };
+    assert!(error.is_none(), "{error:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCall { name, executed_by: ExecutedBy::Provider, .. } if name == "Write"))
+    );
+    assert_eq!(
+        tool_result(&events, "Write").map(|r| r.status),
+        Some(ToolStatus::Completed)
+    );
+    assert_eq!(std::fs::read_to_string(&file).ok().as_deref(), Some("hi"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_deny_reaches_the_model_with_its_message() {
+    let deny = Approval::Deny {
+        message: "writing notes is not allowed".into(),
+    };
+    let Some((events, error, file, real, _dir)) =
+        approval_run("approval_deny_reaches_the_model_with_its_message", deny).await
+    else {
+        return;
+    };
+    assert!(error.is_none(), "{error:?}");
+    assert!(!file.exists(), "the tool did not run");
+    assert_eq!(tool_result(&events, "Write").map(|r| r.is_error()), Some(true));
+    let requests = real.server.requests();
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| r.method == "POST")
+        .map(|r| request_text(&r.body))
+        .unwrap_or_default();
+    assert!(
+        last.contains("writing notes is not allowed"),
+        "the deny message went back to the model"
+    );
+}
+
+/// Pids of processes whose environment names this CLI home (our CLI and anything it started).
+fn pids_with_home(home: &Path) -> Vec<i32> {
+    let needle = format!("CLAUDE_CONFIG_DIR={}", home.display());
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Ok(environ) = std::fs::read(entry.path().join("environ"))
+            && environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_mid_turn_ends_promptly_and_leaves_no_process() {
+    let stall = Serve::Turn(Turn::Respond(
+        Response::new(vec![Part::text("Let me think about that")]).with_end(End::Stall),
+    ));
+    let Some(real) = real("cancel_mid_turn_ends_promptly_and_leaves_no_process", vec![stall]).await else {
+        return;
+    };
+    let provider = ClaudeAgentProvider::new(real.config.clone());
+    let signal = Signal::new();
+    let mut stream = provider
+        .create_response(&[Message::user("think")], &ToolSet::new(), "claude-test", &signal, None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut text = String::new();
+    let mut pids = Vec::new();
+    let mut cancelled_at = None;
+    let mut error = None;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(Event::TextDelta { text: delta, .. }) => {
+                text.push_str(&delta);
+                if text == "Let me think about that" {
+                    pids = pids_with_home(real.home.path());
+                    cancelled_at = Some(Instant::now());
+                    signal.cancel();
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    assert_eq!(error.map(|e| e.kind()), Some(ErrorKind::Cancelled));
+    let cancelled_at = cancelled_at.unwrap_or_else(|| panic!("never cancelled"));
+    assert!(
+        cancelled_at.elapsed() < Duration::from_secs(1),
+        "the stream ended promptly"
+    );
+    assert!(!pids.is_empty(), "the CLI was found by its environment");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pids_with_home(real.home.path()).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        pids_with_home(real.home.path()).is_empty(),
+        "no process left of {pids:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_mock_is_a_transport_error_and_a_broken_one_a_typed_error() {
+    let Some(real) = real("a_dead_mock_is_a_transport_error", Vec::new()).await else {
+        return;
+    };
+    real.server.shutdown();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let provider = ClaudeAgentProvider::new(real.config.clone());
+    let (events, error) = collect(&provider, &[Message::user("hi")], &ToolSet::new(), None).await;
+    assert!(events.is_empty(), "{events:?}");
+    let error = error.unwrap_or_else(|| panic!("no error"));
+    assert_eq!(error.kind(), ErrorKind::Transport, "{error}");
+
+    let garbage = Serve::Raw {
+        status: 200,
+        headers: vec![("content-type".into(), "text/event-stream".into())],
+        body: "event: message_start\ndata: {not json\n\n".into(),
+        end: patchbay_conformance::mock::RawEnd::Reset,
+    };
+    let Some(broken) = self::real("a_broken_mock_is_a_typed_error", vec![garbage]).await else {
+        return;
+    };
+    let provider = ClaudeAgentProvider::new(broken.config.clone());
+    let (_, error) = collect(&provider, &[Message::user("hi")], &ToolSet::new(), None).await;
+    let error = error.unwrap_or_else(|| panic!("no error"));
+    assert!(
+        matches!(
+            error.kind(),
+            ErrorKind::Server | ErrorKind::Transport | ErrorKind::Protocol
+        ),
+        "{error}"
+    );
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct City {
+    city: String,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_tools_over_http_get_the_context_and_keep_metadata() {
+    let Some(real) = real(
+        "host_tools_over_http_get_the_context_and_keep_metadata",
+        vec![
+            tool("toolu_h1", "mcp__host__get_weather", json!({"city": "Oslo"})),
+            text("Cold in Oslo."),
+        ],
+    )
+    .await
+    else {
+        return;
+    };
+    let tools = ToolSet::new().with(FnTool::new(
+        "get_weather",
+        "Weather.",
+        |input: City, cx: ToolContext| async move {
+            ToolResult::text(format!("Cold in {}.", input.city))
+                .with_metadata(json!({ "project": cx.metadata.get("project_id"), "documents": ["met.no"] }))
+        },
+    ));
+    let provider = ClaudeAgentProvider::new(real.config.clone().with_host_tools(HostTools::Http));
+    let context = RequestContext::new().with_metadata("project_id", "p7");
+    let (events, error) = collect(&provider, &[Message::user("weather?")], &tools, Some(&context)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCall { name, executed_by: ExecutedBy::Host, .. } if name == "get_weather"))
+    );
+    let result = tool_result(&events, "get_weather").unwrap_or_else(|| panic!("no result"));
+    assert_eq!(
+        result.metadata,
+        Some(json!({ "project": "p7", "documents": ["met.no"] }))
+    );
+    assert_eq!(result.text_content(), "Cold in Oslo.");
+}

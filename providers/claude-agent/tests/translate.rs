@@ -28,7 +28,9 @@ fn translate_lines(lines: &[Value]) -> (Vec<Event>, Option<ProviderError>) {
 
 fn transcript(name: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(support::transcript(name)).unwrap_or_default();
-    text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
+    text.lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
 }
 
 fn translate(name: &str) -> (Vec<Event>, Option<ProviderError>) {
@@ -58,7 +60,10 @@ fn every_transcript_keeps_the_lifecycle_rules() {
     ] {
         let (events, error) = translate(name);
         check_lifecycle(&events, error.as_ref());
-        assert!(matches!(events.first(), Some(Event::Started { .. })), "{name}: Started first");
+        assert!(
+            matches!(events.first(), Some(Event::Started { .. })),
+            "{name}: Started first"
+        );
     }
 }
 
@@ -154,9 +159,11 @@ fn line(value: Value) -> Value {
 }
 
 fn init() -> Value {
-    line(json!({"type": "system", "subtype": "init", "session_id": "s-1", "model": "m", "mcp_servers": [
-        {"name": "host", "status": "connected"}, {"name": "docs", "status": "connected"}, {"name": "down", "status": "failed"}
-    ]}))
+    line(
+        json!({"type": "system", "subtype": "init", "session_id": "s-1", "model": "m", "mcp_servers": [
+            {"name": "host", "status": "connected"}, {"name": "docs", "status": "connected"}, {"name": "down", "status": "failed"}
+        ]}),
+    )
 }
 
 fn text_message(id: &str, text: &str) -> Vec<Value> {
@@ -185,9 +192,16 @@ fn api_error_statuses_become_typed_errors_with_the_turn() {
         (json!(500), ErrorKind::Server),
         (Value::Null, ErrorKind::Overloaded),
     ] {
-        let text = if status.is_null() { "API Error: Overloaded" } else { "API Error" };
+        let text = if status.is_null() {
+            "API Error: Overloaded"
+        } else {
+            "API Error"
+        };
         let (events, error) = translate_lines(&[init(), error_result(status.clone(), text)]);
-        assert!(events.is_empty(), "nothing reached the caller, so a retry layer may retry");
+        assert!(
+            events.is_empty(),
+            "nothing reached the caller, so a retry layer may retry"
+        );
         let error = error.unwrap_or_else(|| panic!("{status}: no error"));
         assert_eq!(error.kind(), kind, "{status}");
         assert_eq!(error.facts().turn, Some(0));
@@ -214,7 +228,11 @@ fn an_error_after_a_tool_call_names_the_tool_and_turn() {
     assert_eq!(error.kind(), ErrorKind::RateLimited);
     assert_eq!(error.facts().turn, Some(1));
     assert_eq!(error.facts().tool.as_deref(), Some("Bash"));
-    assert!(events.iter().any(|e| matches!(e, Event::ToolCall { name, executed_by: ExecutedBy::Provider, .. } if name == "Bash")));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCall { name, executed_by: ExecutedBy::Provider, .. } if name == "Bash"))
+    );
     check_lifecycle(&events, Some(&error));
 }
 
@@ -226,7 +244,9 @@ fn system_lines_become_warnings_before_output_and_opaque_after() {
     ];
     lines.extend(text_message("m1", "hi"));
     lines.push(json!({"type": "system", "subtype": "permission_denied", "tool_name": "Write", "session_id": "s-1"}));
-    lines.push(json!({"type": "result", "subtype": "success", "is_error": false, "session_id": "s-1", "total_cost_usd": 0.5}));
+    lines.push(
+        json!({"type": "result", "subtype": "success", "is_error": false, "session_id": "s-1", "total_cost_usd": 0.5}),
+    );
     let mut translator = Translator::new("m", "host").with_mcp_report(true);
     let mut events = Vec::new();
     for line in &lines {
@@ -240,8 +260,14 @@ fn system_lines_become_warnings_before_output_and_opaque_after() {
     };
     assert_eq!(warnings.len(), 1);
     assert_eq!(warnings[0].code, "api_retry");
-    assert!(matches!(&events[1], Event::McpConnected { servers, failed } if servers == &["docs"] && failed.len() == 1 && failed[0].name == "down"));
-    assert!(events.iter().any(|e| matches!(e, Event::Opaque { data, .. } if data["line"]["subtype"] == "permission_denied")));
+    assert!(
+        matches!(&events[1], Event::McpConnected { servers, failed } if servers == &["docs"] && failed.len() == 1 && failed[0].name == "down")
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Opaque { data, .. } if data["line"]["subtype"] == "permission_denied"))
+    );
     assert!(matches!(events.last(), Some(Event::Finish { usage, .. }) if usage.cost_usd == Some(0.5)));
 }
 
@@ -258,9 +284,24 @@ fn messages_without_partials_are_translated_from_their_blocks() {
     let (events, error) = translate_lines(&lines);
     assert!(error.is_none());
     check_lifecycle(&events, None);
-    assert!(events.iter().any(|e| matches!(e, Event::ReasoningSignature { signature, .. } if signature == "sig")));
-    assert!(events.iter().any(|e| matches!(e, Event::ToolCall { name, executed_by: ExecutedBy::Host, .. } if name == "get_weather")));
-    assert!(events.iter().any(|e| matches!(e, Event::StepFinished { step: 0, reason: FinishReason::ToolUse, .. })));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ReasoningSignature { signature, .. } if signature == "sig"))
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCall { name, executed_by: ExecutedBy::Host, .. } if name == "get_weather"))
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::StepFinished {
+            step: 0,
+            reason: FinishReason::ToolUse,
+            ..
+        }
+    )));
     assert!(matches!(events.last(), Some(Event::Finish { usage, .. }) if usage.input == Some(14)));
 }
 
@@ -272,7 +313,11 @@ fn max_turns_ends_the_run_and_subagent_lines_are_kept() {
     lines.push(json!({"type": "result", "subtype": "error_max_turns", "is_error": false, "session_id": "s-1"}));
     let (events, error) = translate_lines(&lines);
     assert!(error.is_none());
-    assert!(events.iter().any(|e| matches!(e, Event::Opaque { data, .. } if data["type"] == "subagent_message")));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Opaque { data, .. } if data["type"] == "subagent_message"))
+    );
     assert!(matches!(events.last(), Some(Event::Finish { reason: FinishReason::Other(r), .. }) if r == "max_turns"));
 }
 
