@@ -1,1 +1,200 @@
-fn main() {}
+//! Translation throughput on loopback: the provider (HTTP + translator + events) against a
+//! baseline that reads the same bytes with reqwest, splits lines and parses each `data:` line
+//! once with serde_json into a small typed struct. 50,000 text deltas, served as one large
+//! write and as one write per SSE frame. Prints the ratios at the end.
+//!
+//! Run: `cargo bench -p patchbay-openrouter --bench translate`
+
+use std::borrow::Cow;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group};
+use futures::StreamExt;
+use patchbay_conformance::mock::openai::OpenAiWire;
+use patchbay_conformance::mock::{Chunking, MockServer, Serve};
+use patchbay_core::{Event, Message, Provider, Signal, ToolSet};
+use patchbay_openrouter::{OpenRouterConfig, OpenRouterProvider};
+use serde::Deserialize;
+
+const DELTAS: usize = 50_000;
+
+fn body() -> String {
+    let mut body = String::with_capacity(DELTAS * 160);
+    for i in 0..DELTAS {
+        body.push_str(&format!(
+            "data: {{\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"bench\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"tok{} \"}},\"finish_reason\":null}}]}}\n\n",
+            i % 10
+        ));
+    }
+    body.push_str("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"bench\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
+    body.push_str("data: {\"id\":\"chatcmpl-bench\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":50000}}\n\n");
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+struct Setup {
+    _server_rt: tokio::runtime::Runtime,
+    _server: MockServer,
+    url: String,
+    client_rt: tokio::runtime::Runtime,
+    provider: Arc<OpenRouterProvider>,
+    http: reqwest::Client,
+}
+
+fn setup(chunking: Chunking) -> Setup {
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("server runtime");
+    let server = server_rt.block_on(async {
+        MockServer::builder(OpenAiWire)
+            .serve([Serve::sse(body())])
+            .repeat_last()
+            .chunking(chunking)
+            .start()
+            .await
+            .expect("mock starts")
+    });
+    let url = server.url();
+    let provider = OpenRouterConfig::new(url.clone()).build().expect("provider");
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    Setup {
+        _server_rt: server_rt,
+        _server: server,
+        url,
+        client_rt,
+        provider: Arc::new(provider),
+        http: reqwest::Client::new(),
+    }
+}
+
+/// The provider: events out, text chars counted.
+async fn ours(provider: &OpenRouterProvider) -> usize {
+    let messages = [Message::user("bench")];
+    let mut stream = provider
+        .create_response(&messages, &ToolSet::new(), "bench", &Signal::new(), None)
+        .await
+        .expect("starts");
+    let mut chars = 0;
+    while let Some(event) = stream.next().await {
+        if let Ok(Event::TextDelta { text, .. }) = event {
+            chars += text.len();
+        }
+    }
+    chars
+}
+
+#[derive(Deserialize)]
+struct BaseChunk<'a> {
+    #[serde(borrow)]
+    choices: Vec<BaseChoice<'a>>,
+}
+
+#[derive(Deserialize)]
+struct BaseChoice<'a> {
+    #[serde(borrow)]
+    delta: Option<BaseDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct BaseDelta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+}
+
+/// The baseline: reqwest bytes, one buffer, lines split, each `data:` line parsed once.
+async fn baseline(http: &reqwest::Client, url: &str) -> usize {
+    let mut response = http
+        .post(format!("{url}/chat/completions"))
+        .header("content-type", "application/json")
+        .body(r#"{"model":"bench","messages":[{"role":"user","content":"bench"}],"stream":true}"#)
+        .send()
+        .await
+        .expect("sends");
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chars = 0;
+    while let Some(chunk) = response.chunk().await.expect("reads") {
+        buf.extend_from_slice(&chunk);
+        let mut start = 0;
+        while let Some(offset) = memchr::memchr(b'\n', &buf[start..]) {
+            let line = &buf[start..start + offset];
+            start += offset + 1;
+            if let Some(data) = line.strip_prefix(b"data: ") {
+                if data == b"[DONE]" {
+                    continue;
+                }
+                let parsed: BaseChunk<'_> = serde_json::from_slice(data).expect("valid chunk");
+                for choice in parsed.choices {
+                    if let Some(content) = choice.delta.and_then(|d| d.content) {
+                        chars += content.len();
+                    }
+                }
+            }
+        }
+        buf.drain(..start);
+    }
+    chars
+}
+
+fn bench(c: &mut Criterion) {
+    for (label, chunking) in [
+        ("large_chunks", Chunking::Whole),
+        ("one_event_per_chunk", Chunking::PerFrame),
+    ] {
+        let setup = setup(chunking);
+        let expected = setup.client_rt.block_on(baseline(&setup.http, &setup.url));
+        assert_eq!(setup.client_rt.block_on(ours(&setup.provider)), expected, "same text");
+        let mut group = c.benchmark_group(format!("openai_50k_deltas/{label}"));
+        group.sample_size(10).measurement_time(Duration::from_secs(4));
+        group.bench_function("baseline_reqwest_serde", |b| {
+            b.iter(|| black_box(setup.client_rt.block_on(baseline(&setup.http, &setup.url))))
+        });
+        group.bench_function("patchbay_openrouter", |b| {
+            b.iter(|| black_box(setup.client_rt.block_on(ours(&setup.provider))))
+        });
+        group.finish();
+    }
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Interleaved runs, medians, ratios.
+fn ratios() {
+    for (label, chunking) in [
+        ("large chunks", Chunking::Whole),
+        ("one event per chunk", Chunking::PerFrame),
+    ] {
+        let setup = setup(chunking);
+        let (mut base, mut ours_t) = (Vec::new(), Vec::new());
+        for _ in 0..9 {
+            let t = Instant::now();
+            black_box(setup.client_rt.block_on(baseline(&setup.http, &setup.url)));
+            base.push(t.elapsed());
+            let t = Instant::now();
+            black_box(setup.client_rt.block_on(ours(&setup.provider)));
+            ours_t.push(t.elapsed());
+        }
+        let (b, o) = (median(base), median(ours_t));
+        println!(
+            "ratio {label}: patchbay-openrouter {o:?} / baseline {b:?} = {:.2}x",
+            o.as_secs_f64() / b.as_secs_f64()
+        );
+    }
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    benches();
+    ratios();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -218,14 +218,22 @@ impl Provider for OpenRouterProvider {
             let mut response = response;
             let mut translator = translator;
             let mut out = Vec::new();
+            // One waiter for the whole stream; it is polled only when no bytes are ready, and
+            // the flag is checked before every read and every event.
+            let cancelled = signal.cancelled();
+            tokio::pin!(cancelled);
             loop {
+                if signal.is_cancelled() {
+                    yield Err(ProviderError::cancelled().with_provider(crate::PROVIDER_NAME));
+                    return;
+                }
                 let next = tokio::select! {
                     biased;
-                    _ = signal.cancelled() => {
+                    chunk = response.chunk() => chunk,
+                    _ = &mut cancelled => {
                         yield Err(ProviderError::cancelled().with_provider(crate::PROVIDER_NAME));
                         return;
                     }
-                    chunk = response.chunk() => chunk,
                 };
                 let result = match next {
                     Ok(Some(bytes)) => translator.feed(&bytes, &mut out),

@@ -47,7 +47,9 @@
 use std::collections::HashSet;
 
 use memchr::memchr;
-use patchbay_core::{ErrorKind, Event, ExecutedBy, FinishReason, MetricsRecorder, ProviderError, Usage, Warning};
+use std::time::Instant;
+
+use patchbay_core::{ErrorKind, Event, ExecutedBy, FinishReason, Metrics, ProviderError, Usage, Warning};
 use serde_json::{Value, json};
 
 use crate::wire::{Choice, Chunk, Content, Delta, ReasoningDetail, ToolCallDelta, WireUsage};
@@ -116,7 +118,53 @@ struct State {
     used_ids: HashSet<String>,
     usage: Usage,
     extras: Vec<ExtraChoice>,
-    recorder: MetricsRecorder,
+    meter: Meter,
+}
+
+/// Counts events for `Finish` metrics; reads the clock only for the first event, the first
+/// text and the end (not once per event).
+#[derive(Debug)]
+struct Meter {
+    started: Instant,
+    metrics: Metrics,
+}
+
+impl Meter {
+    fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            metrics: Metrics::default(),
+        }
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn observe(&mut self, event: &Event) {
+        self.metrics.events += 1;
+        if self.metrics.first_event_ms.is_none() {
+            self.metrics.first_event_ms = Some(self.elapsed_ms());
+        }
+        match event {
+            Event::TextDelta { text, .. } => {
+                if self.metrics.first_text_ms.is_none() {
+                    self.metrics.first_text_ms = Some(self.elapsed_ms());
+                }
+                self.metrics.text_chars += text.chars().count() as u64;
+            }
+            Event::ReasoningDelta { text, .. } => self.metrics.reasoning_chars += text.chars().count() as u64,
+            _ => {}
+        }
+    }
+
+    fn finish(&self) -> Metrics {
+        let mut metrics = self.metrics;
+        metrics.events += 1;
+        metrics.total_ms = self.elapsed_ms();
+        metrics.first_event_ms.get_or_insert(metrics.total_ms);
+        metrics
+    }
 }
 
 impl Default for Translator {
@@ -149,7 +197,7 @@ impl Translator {
                 used_ids: HashSet::new(),
                 usage: Usage::default(),
                 extras: Vec::new(),
-                recorder: MetricsRecorder::start(),
+                meter: Meter::new(),
             },
         }
     }
@@ -180,6 +228,25 @@ impl Translator {
     /// stream: events appended before it stay valid and should reach the caller first.
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), ProviderError> {
         if self.state.ended {
+            return Ok(());
+        }
+        if self.pos == self.buf.len() {
+            // No partial line pending: slice lines straight out of `bytes` and keep only the
+            // trailing partial line (no copy of the whole chunk).
+            self.buf.clear();
+            self.pos = 0;
+            let mut start = 0;
+            while let Some(offset) = memchr(b'\n', &bytes[start..]) {
+                let end = start + offset;
+                let line = trim_cr(&bytes[start..end]);
+                start = end + 1;
+                self.state.line(line, self.framing, out)?;
+                if self.state.ended {
+                    return Ok(());
+                }
+            }
+            self.buf.extend_from_slice(&bytes[start..]);
+            self.scan = self.buf.len();
             return Ok(());
         }
         self.buf.extend_from_slice(bytes);
@@ -269,7 +336,7 @@ fn non_empty<'s>(value: &'s Option<std::borrow::Cow<'_, str>>) -> Option<&'s str
 
 impl State {
     fn emit(&mut self, out: &mut Vec<Event>, event: Event) {
-        self.recorder.observe(&event);
+        self.meter.observe(&event);
         out.push(event);
     }
 
@@ -664,7 +731,7 @@ impl State {
             self.emit(out, Event::Opaque { index, provider, data });
         }
         let reason = finish_reason(self.finish.as_deref(), self.refusal, self.tool_calls_made);
-        let metrics = self.recorder.finish();
+        let metrics = self.meter.finish();
         out.push(Event::Finish {
             reason,
             usage: self.usage,
