@@ -150,7 +150,11 @@ impl AnthropicConfig {
             config.version = version;
         }
         if let Some(betas) = env("ANTHROPIC_BETA") {
-            config.betas = betas.split(',').map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect();
+            config.betas = betas
+                .split(',')
+                .map(|b| b.trim().to_string())
+                .filter(|b| !b.is_empty())
+                .collect();
         }
         config
     }
@@ -169,14 +173,17 @@ impl AnthropicConfig {
             match map.get(key) {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(_) => Err(ProviderError::config(format!("anthropic option `{key}` must be a string")).with_provider(PROVIDER)),
+                Some(_) => Err(
+                    ProviderError::config(format!("anthropic option `{key}` must be a string")).with_provider(PROVIDER),
+                ),
             }
         };
         let millis = |key: &str| -> Result<Option<Duration>, ProviderError> {
             match map.get(key) {
                 None | Some(Value::Null) => Ok(None),
                 Some(v) => v.as_u64().map(|ms| Some(Duration::from_millis(ms))).ok_or_else(|| {
-                    ProviderError::config(format!("anthropic option `{key}` must be milliseconds")).with_provider(PROVIDER)
+                    ProviderError::config(format!("anthropic option `{key}` must be milliseconds"))
+                        .with_provider(PROVIDER)
                 }),
             }
         };

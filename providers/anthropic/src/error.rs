@@ -32,7 +32,9 @@ pub fn kind_for_error_type(error_type: &str, message: &str) -> Option<ErrorKind>
 /// The typed error of an `error` stream event.
 pub(crate) fn stream_error(error: Option<&WireError<'_>>, request_id: Option<&str>) -> ProviderError {
     let error_type = error.and_then(|e| e.kind.as_deref()).unwrap_or("unknown_error");
-    let message = error.and_then(|e| e.message.as_deref()).unwrap_or("the stream reported an error");
+    let message = error
+        .and_then(|e| e.message.as_deref())
+        .unwrap_or("the stream reported an error");
     let kind = kind_for_error_type(error_type, message).unwrap_or(ErrorKind::Server);
     let mut out = ProviderError::new(kind, message)
         .with_provider(PROVIDER)
@@ -102,7 +104,11 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderErro
     if let Some(code) = error_type {
         error = error.with_provider_code(code);
     }
-    let id = request_id(headers).or_else(|| parsed.as_ref().and_then(|b| b.request_id.as_deref().map(str::to_string)));
+    let id = request_id(headers).or_else(|| {
+        parsed
+            .as_ref()
+            .and_then(|b| b.request_id.as_deref().map(str::to_string))
+    });
     if let Some(id) = id {
         error = error.with_request_id(id);
     }

@@ -153,15 +153,22 @@ impl Provider for AnthropicProvider {
         }
         let translator = Translator::new().with_model(model);
         let parts = build_request(messages, tools, model, context, self.config.default_max_tokens)?;
-        let body = serde_json::to_vec(&parts.body)
-            .map_err(|e| ProviderError::new(patchbay_core::ErrorKind::InvalidRequest, "cannot serialize the request").with_source(e))?;
+        let body = serde_json::to_vec(&parts.body).map_err(|e| {
+            ProviderError::new(patchbay_core::ErrorKind::InvalidRequest, "cannot serialize the request").with_source(e)
+        })?;
         let mut request = self
             .client
             .post(self.url.clone())
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream");
-        let betas: Vec<&str> = self.config.betas.iter().chain(&parts.betas).map(String::as_str).collect();
+        let betas: Vec<&str> = self
+            .config
+            .betas
+            .iter()
+            .chain(&parts.betas)
+            .map(String::as_str)
+            .collect();
         if !betas.is_empty() {
             request = request.header("anthropic-beta", betas.join(","));
         }
@@ -210,8 +217,9 @@ impl Provider for AnthropicProvider {
 }
 
 fn translate_whole_message(translator: &mut Translator, body: &[u8]) -> Result<(), ProviderError> {
-    let message: Value = serde_json::from_slice(body)
-        .map_err(|e| ProviderError::protocol(format!("the JSON response is not a message: {e}")).with_provider(PROVIDER))?;
+    let message: Value = serde_json::from_slice(body).map_err(|e| {
+        ProviderError::protocol(format!("the JSON response is not a message: {e}")).with_provider(PROVIDER)
+    })?;
     translator.push_value(&json!({ "type": "message_start", "message": message }))?;
     translator.push_value(&json!({ "type": "message_stop" }))
 }

@@ -26,8 +26,8 @@ struct Kind<'a> {
     kind: Option<std::borrow::Cow<'a, str>>,
 }
 
-fn is_message_start(data: &str) -> bool {
-    serde_json::from_str::<Kind<'_>>(data)
+fn is_message_start(data: &[u8]) -> bool {
+    serde_json::from_slice::<Kind<'_>>(data)
         .ok()
         .and_then(|k| k.kind)
         .is_some_and(|k| k == "message_start")
@@ -50,7 +50,7 @@ impl Replayer {
         }
     }
 
-    fn frame(&mut self, data: &str) {
+    fn frame(&mut self, data: &[u8]) {
         let ended = self.current.as_ref().is_some_and(|(t, _)| t.is_done());
         if ended {
             if !is_message_start(data) {
@@ -59,7 +59,7 @@ impl Replayer {
             self.close();
         }
         let (translator, replayed) = self.current.get_or_insert_with(Default::default);
-        let result = translator.push_json(data);
+        let result = translator.push_slice(data);
         replayed.events.extend(translator.drain());
         if let Err(error) = result {
             let restart = translator.is_started() && is_message_start(data);

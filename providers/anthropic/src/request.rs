@@ -66,8 +66,10 @@ pub fn build_request(
     for (index, message) in messages.iter().enumerate() {
         let content = map_content(index, message, &mut warnings)?;
         if content.is_empty() {
-            return Err(ProviderError::invalid_message(index, "the message has no content the Messages API accepts")
-                .with_provider(PROVIDER));
+            return Err(
+                ProviderError::invalid_message(index, "the message has no content the Messages API accepts")
+                    .with_provider(PROVIDER),
+            );
         }
         let role = match message.role {
             Role::User => "user",
@@ -85,10 +87,10 @@ pub fn build_request(
     };
     body.insert("max_tokens".into(), json!(max_tokens));
     if let Some(t) = sampling.temperature {
-        body.insert("temperature".into(), json!(t));
+        body.insert("temperature".into(), decimal(t));
     }
     if let Some(p) = sampling.top_p {
-        body.insert("top_p".into(), json!(p));
+        body.insert("top_p".into(), decimal(p));
     }
     if let Some(k) = sampling.top_k {
         body.insert("top_k".into(), json!(k));
@@ -172,6 +174,11 @@ pub fn build_request(
     })
 }
 
+/// An `f32` as the decimal it was written as (`0.9`, not `0.8999999761581421`).
+fn decimal(value: f32) -> Value {
+    value.to_string().parse::<f64>().map_or(Value::Null, |v| json!(v))
+}
+
 /// Ids of server tool calls and results an `Opaque` block of this message carries verbatim.
 fn opaque_ids(message: &Message) -> HashSet<&str> {
     message
@@ -224,7 +231,9 @@ fn map_content(index: usize, message: &Message, warnings: &mut Vec<Warning>) -> 
                 Some(signature) => out.push(json!({ "type": "thinking", "thinking": text, "signature": signature })),
                 None => warnings.push(Warning::new(
                     "dropped_content",
-                    format!("message {index}: a thinking block without a signature cannot be sent back and was dropped"),
+                    format!(
+                        "message {index}: a thinking block without a signature cannot be sent back and was dropped"
+                    ),
                 )),
             },
             ContentBlock::RedactedThinking { data } => out.push(json!({ "type": "redacted_thinking", "data": data })),
@@ -276,7 +285,9 @@ fn map_content(index: usize, message: &Message, warnings: &mut Vec<Warning>) -> 
             }
             ContentBlock::Opaque { provider, .. } => warnings.push(Warning::new(
                 "dropped_content",
-                format!("message {index}: a block from provider `{provider}` cannot be sent to Anthropic and was dropped"),
+                format!(
+                    "message {index}: a block from provider `{provider}` cannot be sent to Anthropic and was dropped"
+                ),
             )),
         }
     }

@@ -26,6 +26,10 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 
+/// Content block indexes at or above this are a protocol error (a guard against a hostile
+/// stream making the translator allocate).
+const MAX_BLOCKS: usize = 65_536;
+
 use patchbay_core::{
     Event, ExecutedBy, FinishReason, MetricsRecorder, ProviderError, ToolContent, ToolResult, ToolStatus, Usage,
     Warning,
@@ -52,7 +56,7 @@ pub fn finish_reason(stop_reason: &str) -> FinishReason {
 #[derive(Debug, Clone, Copy)]
 pub enum RawEvent<'a> {
     /// The JSON text of the payload.
-    Json(&'a str),
+    Json(&'a [u8]),
     /// An already-parsed payload.
     Value(&'a Value),
     /// Nothing raw is available (unknown blocks keep only their typed fields).
@@ -62,7 +66,7 @@ pub enum RawEvent<'a> {
 impl RawEvent<'_> {
     fn value(&self) -> Option<Value> {
         match self {
-            RawEvent::Json(text) => serde_json::from_str(text).ok(),
+            RawEvent::Json(text) => serde_json::from_slice(text).ok(),
             RawEvent::Value(value) => Some((*value).clone()),
             RawEvent::None => None,
         }
@@ -71,7 +75,9 @@ impl RawEvent<'_> {
 
 #[derive(Debug)]
 enum Open {
-    Text { citations: Vec<Value> },
+    Text {
+        citations: Vec<Value>,
+    },
     Thinking,
     Tool {
         id: String,
@@ -81,7 +87,9 @@ enum Open {
         /// The raw block of a provider-executed call.
         raw: Option<Value>,
     },
-    Other { raw: Value },
+    Other {
+        raw: Value,
+    },
     Done,
 }
 
@@ -93,11 +101,17 @@ pub struct Translator {
     started: bool,
     content_seen: bool,
     done: bool,
-    blocks: HashMap<usize, Open>,
+    /// Open and finished blocks by index (indexes are small and dense).
+    blocks: Vec<Option<Open>>,
     provider_calls: HashMap<String, String>,
     usage: Usage,
     stop_reason: Option<String>,
     recorder: MetricsRecorder,
+    /// Counted here rather than by the recorder, which reads the clock on every event.
+    events: u64,
+    text_chars: u64,
+    reasoning_chars: u64,
+    timed_text: bool,
     queue: VecDeque<Event>,
 }
 
@@ -116,11 +130,15 @@ impl Translator {
             started: false,
             content_seen: false,
             done: false,
-            blocks: HashMap::new(),
+            blocks: Vec::new(),
             provider_calls: HashMap::new(),
             usage: Usage::default(),
             stop_reason: None,
             recorder: MetricsRecorder::start(),
+            events: 0,
+            text_chars: 0,
+            reasoning_chars: 0,
+            timed_text: false,
             queue: VecDeque::new(),
         }
     }
@@ -159,10 +177,15 @@ impl Translator {
 
     /// Feed one SSE data payload (JSON text), parsed once into borrowing typed structs.
     pub fn push_json(&mut self, data: &str) -> Result<(), ProviderError> {
+        self.push_slice(data.as_bytes())
+    }
+
+    /// Feed one SSE data payload as bytes (UTF-8 is checked by the JSON parser).
+    pub fn push_slice(&mut self, data: &[u8]) -> Result<(), ProviderError> {
         if self.done {
             return Ok(());
         }
-        let event: StreamEvent<'_> = serde_json::from_str(data).map_err(|e| self.fail_json(e, data))?;
+        let event: StreamEvent<'_> = serde_json::from_slice(data).map_err(|e| self.fail_json(e, data))?;
         self.push_event(event, RawEvent::Json(data))
     }
 
@@ -178,11 +201,16 @@ impl Translator {
         self.push_event(event, RawEvent::Value(value))
     }
 
-    fn fail_json(&mut self, error: serde_json::Error, data: &str) -> ProviderError {
+    fn fail_json(&mut self, error: serde_json::Error, data: &[u8]) -> ProviderError {
         self.done = true;
-        let head: String = data.chars().take(80).collect();
-        ProviderError::protocol(format!("an SSE data payload is not a valid stream event ({error}): {head:?}"))
-            .with_provider(PROVIDER)
+        let head: String = String::from_utf8_lossy(&data[..data.len().min(120)])
+            .chars()
+            .take(80)
+            .collect();
+        ProviderError::protocol(format!(
+            "an SSE data payload is not a valid stream event ({error}): {head:?}"
+        ))
+        .with_provider(PROVIDER)
     }
 
     /// Feed one typed stream event; `raw` is used only for blocks and events without a typed
@@ -213,8 +241,28 @@ impl Translator {
     }
 
     fn emit(&mut self, event: Event) {
-        self.recorder.observe(&event);
+        self.events += 1;
+        match &event {
+            Event::TextDelta { text, .. } => {
+                self.text_chars += text.chars().count() as u64;
+                if !self.timed_text {
+                    self.timed_text = true;
+                    self.recorder.observe(&event);
+                }
+            }
+            Event::ReasoningDelta { text, .. } => self.reasoning_chars += text.chars().count() as u64,
+            _ if self.events == 1 => self.recorder.observe(&event),
+            _ => {}
+        }
         self.queue.push_back(event);
+    }
+
+    fn open_block(&mut self, index: usize) -> Option<&mut Open> {
+        self.blocks.get_mut(index).and_then(Option::as_mut)
+    }
+
+    fn next_index(&self) -> usize {
+        self.blocks.len()
     }
 
     fn protocol(message: impl Into<String>) -> ProviderError {
@@ -224,14 +272,21 @@ impl Translator {
     fn handle(&mut self, event: StreamEvent<'_>, raw: RawEvent<'_>) -> Result<(), ProviderError> {
         match event.kind.as_ref() {
             "ping" => Ok(()),
-            "error" => Err(stream_error(event.error.as_ref(), event.request_id.as_deref())),
+            "error" => Err(stream_error(event.error.as_deref(), event.request_id.as_deref())),
             "message_start" => self.message_start(event),
             _ if !self.started => {
                 if matches!(
                     event.kind.as_ref(),
-                    "content_block_start" | "content_block_delta" | "content_block_stop" | "message_delta" | "message_stop"
+                    "content_block_start"
+                        | "content_block_delta"
+                        | "content_block_stop"
+                        | "message_delta"
+                        | "message_stop"
                 ) {
-                    return Err(Self::protocol(format!("`{}` arrived before `message_start`", event.kind)));
+                    return Err(Self::protocol(format!(
+                        "`{}` arrived before `message_start`",
+                        event.kind
+                    )));
                 }
                 tracing::debug!(kind = %event.kind, "ignoring an unknown event before message_start");
                 Ok(())
@@ -243,10 +298,13 @@ impl Translator {
             }
             "content_block_start" => {
                 let index = Self::index(&event)?;
-                let block = event
+                let block = *event
                     .content_block
                     .ok_or_else(|| Self::protocol("`content_block_start` without `content_block`"))?;
-                let raw_block = || raw.value().and_then(|mut v| v.get_mut("content_block").map(Value::take));
+                let raw_block = || {
+                    raw.value()
+                        .and_then(|mut v| v.get_mut("content_block").map(Value::take))
+                };
                 self.start_block(index, block, raw_block)
             }
             "content_block_stop" => {
@@ -257,14 +315,18 @@ impl Translator {
                 if let Some(reason) = event.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
                     self.stop_reason = Some(reason.to_string());
                 }
-                if let Some(usage) = &event.usage {
+                if let Some(usage) = event.usage.as_deref() {
                     self.usage.update(&usage.to_usage());
                     let event = Event::Usage(self.usage);
                     self.emit(event);
                     if let Some(counts) = usage.server_tool_use.as_ref().filter(|c| has_nonzero(c)) {
-                        let index = self.blocks.keys().max().map_or(0, |i| i + 1);
+                        let index = self.next_index();
                         let data = json!({ "type": "server_tool_usage", "server_tool_use": counts });
-                        self.emit(Event::Opaque { index, provider: PROVIDER.into(), data });
+                        self.emit(Event::Opaque {
+                            index,
+                            provider: PROVIDER.into(),
+                            data,
+                        });
                     }
                 }
                 Ok(())
@@ -272,9 +334,13 @@ impl Translator {
             "message_stop" => self.message_stop(),
             other => {
                 tracing::debug!(kind = other, "keeping an unknown stream event");
-                let index = self.blocks.keys().max().map_or(0, |i| i + 1);
+                let index = self.next_index();
                 let data = json!({ "type": "unknown_event", "event": raw.value().unwrap_or_else(|| json!({ "type": other })) });
-                self.emit(Event::Opaque { index, provider: PROVIDER.into(), data });
+                self.emit(Event::Opaque {
+                    index,
+                    provider: PROVIDER.into(),
+                    data,
+                });
                 Ok(())
             }
         }
@@ -287,7 +353,7 @@ impl Translator {
     }
 
     fn message_start(&mut self, event: StreamEvent<'_>) -> Result<(), ProviderError> {
-        let message = event.message.unwrap_or_default();
+        let message = event.message.map(|m| *m).unwrap_or_default();
         if self.started {
             if self.content_seen {
                 return Err(Self::protocol(
@@ -336,13 +402,21 @@ impl Translator {
         raw: impl FnOnce() -> Option<Value>,
     ) -> Result<(), ProviderError> {
         self.content_seen = true;
-        if matches!(self.blocks.get(&index), Some(open) if !matches!(open, Open::Done)) {
+        if index >= MAX_BLOCKS {
+            return Err(Self::protocol(format!(
+                "content block index {index} is beyond {MAX_BLOCKS}"
+            )));
+        }
+        if matches!(self.open_block(index), Some(open) if !matches!(open, Open::Done)) {
             return Err(Self::protocol(format!("content block {index} started twice")));
         }
         let open = match block.kind.as_ref() {
             "text" => {
                 if let Some(text) = block.text.filter(|t| !t.is_empty()) {
-                    self.emit(Event::TextDelta { index, text: text.into_owned() });
+                    self.emit(Event::TextDelta {
+                        index,
+                        text: text.into_owned(),
+                    });
                 }
                 Open::Text {
                     citations: block.citations.unwrap_or_default(),
@@ -350,10 +424,16 @@ impl Translator {
             }
             "thinking" => {
                 if let Some(text) = block.thinking.filter(|t| !t.is_empty()) {
-                    self.emit(Event::ReasoningDelta { index, text: text.into_owned() });
+                    self.emit(Event::ReasoningDelta {
+                        index,
+                        text: text.into_owned(),
+                    });
                 }
                 if let Some(signature) = block.signature.filter(|s| !s.is_empty()) {
-                    self.emit(Event::ReasoningSignature { index, signature: signature.into_owned() });
+                    self.emit(Event::ReasoningSignature {
+                        index,
+                        signature: signature.into_owned(),
+                    });
                 }
                 Open::Thinking
             }
@@ -368,8 +448,15 @@ impl Translator {
                 if id.is_empty() {
                     return Err(Self::protocol(format!("`{kind}` block {index} has no id")));
                 }
-                let raw = if kind == "tool_use" { None } else { Some(raw().unwrap_or_else(|| json!({ "type": kind, "id": id, "name": name }))) };
-                self.emit(Event::ToolCallStart { id: id.clone(), name: name.clone() });
+                let raw = if kind == "tool_use" {
+                    None
+                } else {
+                    Some(raw().unwrap_or_else(|| json!({ "type": kind, "id": id, "name": name })))
+                };
+                self.emit(Event::ToolCallStart {
+                    id: id.clone(),
+                    name: name.clone(),
+                });
                 Open::Tool {
                     id,
                     name,
@@ -382,41 +469,58 @@ impl Translator {
                 raw: raw().unwrap_or_else(|| json!({ "type": kind })),
             },
         };
-        self.blocks.insert(index, open);
+        if self.blocks.len() <= index {
+            self.blocks.resize_with(index + 1, || None);
+        }
+        self.blocks[index] = Some(open);
         Ok(())
     }
 
     fn delta(&mut self, index: usize, delta: Delta<'_>, raw: RawEvent<'_>) -> Result<(), ProviderError> {
-        let Some(open) = self.blocks.get_mut(&index) else {
-            return Err(Self::protocol(format!("a delta for content block {index}, which never started")));
+        let Some(open) = self.blocks.get_mut(index).and_then(Option::as_mut) else {
+            return Err(Self::protocol(format!(
+                "a delta for content block {index}, which never started"
+            )));
         };
         let kind = delta.kind.as_deref().unwrap_or("");
         match (kind, open) {
             ("text_delta", Open::Text { .. }) => {
-                if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
-                    self.emit(Event::TextDelta { index, text: text.into_owned() });
+                if let Some(text) = delta.payload.filter(|t| !t.is_empty()) {
+                    self.emit(Event::TextDelta {
+                        index,
+                        text: text.into_owned(),
+                    });
                 }
             }
             ("thinking_delta", Open::Thinking) => {
-                if let Some(text) = delta.thinking.filter(|t| !t.is_empty()) {
-                    self.emit(Event::ReasoningDelta { index, text: text.into_owned() });
+                if let Some(text) = delta.payload.filter(|t| !t.is_empty()) {
+                    self.emit(Event::ReasoningDelta {
+                        index,
+                        text: text.into_owned(),
+                    });
                 }
             }
             ("signature_delta", Open::Thinking) => {
-                if let Some(signature) = delta.signature.filter(|s| !s.is_empty()) {
-                    self.emit(Event::ReasoningSignature { index, signature: signature.into_owned() });
+                if let Some(signature) = delta.payload.filter(|s| !s.is_empty()) {
+                    self.emit(Event::ReasoningSignature {
+                        index,
+                        signature: signature.into_owned(),
+                    });
                 }
             }
             ("input_json_delta", Open::Tool { id, json, .. }) => {
-                if let Some(part) = delta.partial_json.filter(|p| !p.is_empty()) {
+                if let Some(part) = delta.payload.filter(|p| !p.is_empty()) {
                     json.push_str(&part);
-                    let event = Event::ToolCallDelta { id: id.clone(), partial_json: part.into_owned() };
+                    let event = Event::ToolCallDelta {
+                        id: id.clone(),
+                        partial_json: part.into_owned(),
+                    };
                     self.emit(event);
                 }
             }
             ("citations_delta", Open::Text { citations }) => {
                 if let Some(citation) = delta.citation {
-                    citations.push(citation);
+                    citations.push(*citation);
                 }
             }
             (_, Open::Other { raw: block }) => {
@@ -437,14 +541,18 @@ impl Translator {
     }
 
     fn stop_block(&mut self, index: usize) -> Result<(), ProviderError> {
-        let Some(open) = self.blocks.insert(index, Open::Done) else {
+        let Some(open) = self.blocks.get_mut(index).and_then(|slot| slot.replace(Open::Done)) else {
             tracing::debug!(index, "ignoring content_block_stop of a block that never started");
             return Ok(());
         };
         match open {
             Open::Text { citations } if !citations.is_empty() => {
                 let data = json!({ "type": "text_citations", "citations": citations });
-                self.emit(Event::Opaque { index, provider: PROVIDER.into(), data });
+                self.emit(Event::Opaque {
+                    index,
+                    provider: PROVIDER.into(),
+                    data,
+                });
             }
             Open::Text { .. } | Open::Thinking | Open::Done => {}
             Open::Tool {
@@ -455,16 +563,34 @@ impl Translator {
                 raw,
             } => {
                 let input = tool_input(&id, &json, start_input)?;
-                let executed_by = if raw.is_some() { ExecutedBy::Provider } else { ExecutedBy::Host };
+                let executed_by = if raw.is_some() {
+                    ExecutedBy::Provider
+                } else {
+                    ExecutedBy::Host
+                };
                 if let Some(mut raw) = raw {
                     if let Value::Object(map) = &mut raw {
                         map.insert("input".into(), input.clone());
                     }
                     self.provider_calls.insert(id.clone(), name.clone());
-                    self.emit(Event::ToolCall { id, name, input, executed_by });
-                    self.emit(Event::Opaque { index, provider: PROVIDER.into(), data: raw });
+                    self.emit(Event::ToolCall {
+                        id,
+                        name,
+                        input,
+                        executed_by,
+                    });
+                    self.emit(Event::Opaque {
+                        index,
+                        provider: PROVIDER.into(),
+                        data: raw,
+                    });
                 } else {
-                    self.emit(Event::ToolCall { id, name, input, executed_by });
+                    self.emit(Event::ToolCall {
+                        id,
+                        name,
+                        input,
+                        executed_by,
+                    });
                 }
             }
             Open::Other { raw } => {
@@ -473,7 +599,11 @@ impl Translator {
                     .and_then(Value::as_str)
                     .and_then(|id| self.provider_calls.get(id).map(|name| (id.to_string(), name.clone())));
                 let result = call.as_ref().map(|_| server_tool_result(&raw));
-                self.emit(Event::Opaque { index, provider: PROVIDER.into(), data: raw });
+                self.emit(Event::Opaque {
+                    index,
+                    provider: PROVIDER.into(),
+                    data: raw,
+                });
                 if let (Some((id, name)), Some(result)) = (call, result) {
                     self.emit(Event::ToolResult { id, name, result });
                 }
@@ -483,15 +613,17 @@ impl Translator {
     }
 
     fn message_stop(&mut self) -> Result<(), ProviderError> {
-        let mut open: Vec<usize> = self
+        let open: Vec<usize> = self
             .blocks
             .iter()
-            .filter(|(_, b)| !matches!(b, Open::Done))
-            .map(|(i, _)| *i)
+            .enumerate()
+            .filter(|(_, b)| matches!(b, Some(open) if !matches!(open, Open::Done)))
+            .map(|(i, _)| i)
             .collect();
-        open.sort_unstable();
         for index in open {
-            if let Some(Open::Tool { id, json, start_input, .. }) = self.blocks.get(&index)
+            if let Some(Some(Open::Tool {
+                id, json, start_input, ..
+            })) = self.blocks.get(index)
                 && tool_input(id, json, start_input.clone()).is_err()
             {
                 let reason = self.stop_reason.as_deref().unwrap_or("none");
@@ -505,7 +637,10 @@ impl Translator {
             .stop_reason
             .as_deref()
             .map_or_else(|| FinishReason::Other("unknown".into()), finish_reason);
-        let metrics = self.recorder.finish();
+        let mut metrics = self.recorder.finish();
+        metrics.events = self.events + 1;
+        metrics.text_chars = self.text_chars;
+        metrics.reasoning_chars = self.reasoning_chars;
         self.queue.push_back(Event::Finish {
             reason,
             usage: self.usage,
@@ -572,17 +707,27 @@ fn server_tool_result(raw: &Value) -> ToolResult {
             .is_some_and(|t| t.ends_with("_error"))
         || content.get("error_code").is_some();
     let pieces = match &content {
-        Value::Array(items) if items.iter().all(|i| i.get("type").and_then(Value::as_str) == Some("text")) => items
-            .iter()
-            .map(|i| ToolContent::text(i.get("text").and_then(Value::as_str).unwrap_or_default()))
-            .collect(),
+        Value::Array(items)
+            if items
+                .iter()
+                .all(|i| i.get("type").and_then(Value::as_str) == Some("text")) =>
+        {
+            items
+                .iter()
+                .map(|i| ToolContent::text(i.get("text").and_then(Value::as_str).unwrap_or_default()))
+                .collect()
+        }
         Value::String(text) => vec![ToolContent::text(text.clone())],
         Value::Null => Vec::new(),
         other => vec![ToolContent::Json { value: other.clone() }],
     };
     ToolResult {
         content: pieces,
-        status: if failed { ToolStatus::Failed } else { ToolStatus::Completed },
+        status: if failed {
+            ToolStatus::Failed
+        } else {
+            ToolStatus::Completed
+        },
         metadata: None,
     }
 }
@@ -619,13 +764,13 @@ impl StreamTranslator {
     /// first error, which is returned once.
     pub fn push_bytes(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
         let translator = &mut self.translator;
-        self.decoder.push(bytes, |data| translator.push_json(data))
+        self.decoder.push(bytes, |data| translator.push_slice(data))
     }
 
     /// End of input: delivers a last unterminated frame, then requires `message_stop`.
     pub fn finish(&mut self) -> Result<(), ProviderError> {
         let translator = &mut self.translator;
-        self.decoder.finish(|data| translator.push_json(data))?;
+        self.decoder.finish(|data| translator.push_slice(data))?;
         self.translator.finish()
     }
 

@@ -24,18 +24,18 @@ pub struct StreamEvent<'a> {
     /// `content_block_delta` and `message_delta` payload.
     #[serde(default, borrow)]
     pub delta: Option<Delta<'a>>,
-    /// `content_block_start` payload.
+    /// `content_block_start` payload (boxed: rare, and large).
     #[serde(default, borrow)]
-    pub content_block: Option<Block<'a>>,
+    pub content_block: Option<Box<Block<'a>>>,
     /// `message_start` payload.
     #[serde(default, borrow)]
-    pub message: Option<MessageHead<'a>>,
+    pub message: Option<Box<MessageHead<'a>>>,
     /// `message_delta` usage (cumulative).
     #[serde(default)]
-    pub usage: Option<WireUsage>,
+    pub usage: Option<Box<WireUsage>>,
     /// `error` payload.
     #[serde(default, borrow)]
-    pub error: Option<WireError<'a>>,
+    pub error: Option<Box<WireError<'a>>>,
     /// The request id some proxies put on `error` events.
     #[serde(default, borrow)]
     pub request_id: Option<Cow<'a, str>>,
@@ -43,27 +43,29 @@ pub struct StreamEvent<'a> {
 
 /// A delta: a content block delta (`text_delta`, `input_json_delta`...) or a message delta
 /// (`stop_reason`).
+///
+/// The payload of `text_delta` (`text`), `thinking_delta` (`thinking`), `signature_delta`
+/// (`signature`) and `input_json_delta` (`partial_json`) is one field, [`Delta::payload`]: the
+/// delta type says which it is, and the struct stays small on the hot path.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[non_exhaustive]
 pub struct Delta<'a> {
     /// The delta type (absent on `message_delta`).
     #[serde(rename = "type", default, borrow)]
     pub kind: Option<Cow<'a, str>>,
-    /// `text_delta`.
-    #[serde(default, borrow)]
-    pub text: Option<Cow<'a, str>>,
-    /// `thinking_delta`.
-    #[serde(default, borrow)]
-    pub thinking: Option<Cow<'a, str>>,
-    /// `signature_delta`.
-    #[serde(default, borrow)]
-    pub signature: Option<Cow<'a, str>>,
-    /// `input_json_delta`.
-    #[serde(default, borrow)]
-    pub partial_json: Option<Cow<'a, str>>,
+    /// `text`, `thinking`, `signature` or `partial_json`, whichever the delta carries.
+    #[serde(
+        rename = "text",
+        alias = "thinking",
+        alias = "signature",
+        alias = "partial_json",
+        default,
+        borrow
+    )]
+    pub payload: Option<Cow<'a, str>>,
     /// `citations_delta`.
     #[serde(default)]
-    pub citation: Option<Value>,
+    pub citation: Option<Box<Value>>,
     /// `message_delta`.
     #[serde(default, borrow)]
     pub stop_reason: Option<Cow<'a, str>>,

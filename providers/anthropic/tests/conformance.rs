@@ -33,6 +33,9 @@ fn target(name: &str, chunking: Chunking) -> Target {
 fn main() {
     let args = Arguments::from_args();
     let mut all = trials(&target("anthropic", Chunking::PerFrame));
-    all.extend(trials(&target("anthropic-random-chunks", Chunking::Random { seed: 7, max: 23 })));
+    all.extend(trials(&target(
+        "anthropic-random-chunks",
+        Chunking::Random { seed: 7, max: 23 },
+    )));
     libtest_mimic::run(&args, all).exit()
 }

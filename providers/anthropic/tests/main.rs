@@ -1,0 +1,9 @@
+//! Integration tests of patchbay-anthropic (one binary; the shared scenarios run in
+//! `conformance.rs`, a `harness = false` binary).
+
+mod common;
+mod fixtures;
+mod provider;
+mod requests;
+mod retry;
+mod translator;
