@@ -150,3 +150,57 @@ async fn per_call_servers_come_from_the_request_context() {
     assert_eq!(text, r#"project=Some("ctx-proj") db=none"#);
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_cancelled_run_closes_its_mcp_servers() {
+    let Some(bin) = everything() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pidfile = dir.path().join("pid");
+    let script = format!(
+        "echo $$ > {}; sleep 300 & exec {} stdio",
+        pidfile.display(),
+        bin.display()
+    );
+    let set = McpClientSet::new().with_server(stdio("everything", std::path::Path::new("sh"), &["-c", &script]));
+    let stall = patchbay_scripted::Response::new(vec![Part::text("thinking")]).with_end(patchbay_scripted::End::Stall);
+    let agent = Agent::new(provider(vec![Turn::Respond(stall)]), "scripted").with_tool_source(Arc::new(set));
+    let signal = Signal::new();
+    let mut stream = agent.stream(vec![Message::user("wait")], signal.clone());
+    let mut kinds = Vec::new();
+    while let Some(Ok(event)) = stream.next().await {
+        kinds.push(event.kind());
+        if event.kind() == "text_delta" {
+            signal.cancel();
+        }
+    }
+    assert_eq!(kinds[..2], ["started", "mcp_connected"], "{kinds:?}");
+    drop(stream);
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("pid");
+    assert!(
+        wait_group_gone(pid, Duration::from_secs(4)).await,
+        "server outlived the cancelled run"
+    );
+}
+
+#[tokio::test]
+async fn with_no_servers_the_tools_are_unchanged() {
+    let native = FnTool::new(
+        "echo",
+        "Native echo.",
+        |input: EchoInput, _cx: ToolContext| async move { ToolResult::text(input.message) },
+    );
+    let provider = provider(vec![Turn::text("hi")]);
+    let agent = Agent::new(provider.clone(), "scripted")
+        .with_tools(ToolSet::new().with(native))
+        .with_tool_source(Arc::new(McpClientSet::new()));
+    let events = events(&agent, "hello").await;
+    let Event::Started { warnings, .. } = &events[0] else {
+        panic!("started first")
+    };
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(provider.requests()[0].tools, ["echo"]);
+}
