@@ -2,12 +2,14 @@
 
 mod child;
 mod client;
+mod connection;
 mod convert;
 mod error;
 mod registry;
 mod server;
 
-pub use client::{CLOSE_GRACE, DEFAULT_CONNECT_TIMEOUT, McpClient, McpClientSet, McpConnections, ToolNaming};
+pub use client::{CLOSE_GRACE, DEFAULT_CONNECT_TIMEOUT, McpClientSet, McpConnections, ToolNaming};
+pub use connection::McpClient;
 pub use convert::{
     META_JSON, META_METADATA, META_STATUS, from_call_tool_result, spec_from_mcp, spec_to_mcp, to_call_tool_result,
 };
