@@ -26,15 +26,16 @@ async fn events(agent: &Agent, prompt: &str) -> Vec<Event> {
 
 #[tokio::test]
 async fn an_agent_calls_a_server_everything_tool() {
-    let Some(bin) = everything() else { return };
+    let Some((bin, _heavy)) = everything().await else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("temp dir");
     let pidfile = dir.path().join("pid");
     // A wrapper that records the server's pid, so we can check it is gone after the run.
     let script = format!("echo $$ > {}; exec {} stdio", pidfile.display(), bin.display());
     let set = McpClientSet::new()
         .with_server(stdio("everything", std::path::Path::new("sh"), &["-c", &script]))
-        .with_server(crate::common::http("down", "http://127.0.0.1:9/mcp", &[]))
-        .with_connect_timeout(Duration::from_secs(5));
+        .with_server(crate::common::http("down", "http://127.0.0.1:9/mcp", &[]));
     let provider = provider(vec![
         Turn::parts(vec![Part::tool_call(
             "call_1",
@@ -94,7 +95,9 @@ async fn an_agent_calls_a_server_everything_tool() {
 
 #[tokio::test]
 async fn a_native_tool_wins_a_clash_and_the_clash_is_reported() {
-    let Some(bin) = everything() else { return };
+    let Some((bin, _heavy)) = everything().await else {
+        return;
+    };
     let native = FnTool::new(
         "echo",
         "Native echo.",
@@ -153,7 +156,9 @@ async fn per_call_servers_come_from_the_request_context() {
 
 #[tokio::test]
 async fn a_cancelled_run_closes_its_mcp_servers() {
-    let Some(bin) = everything() else { return };
+    let Some((bin, _heavy)) = everything().await else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("temp dir");
     let pidfile = dir.path().join("pid");
     let script = format!(

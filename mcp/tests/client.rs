@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use patchbay_core::{McpTransport, RequestContext, Signal, ToolContent, ToolSet, ToolStatus};
-use patchbay_mcp::{McpClientSet, McpConnections, ToolNaming};
+use patchbay_mcp::{DEFAULT_CONNECT_TIMEOUT, McpClientSet, McpConnections, ToolNaming};
 use serde_json::json;
 
 use crate::common::{PeerProcess, alive, everything, free_port, http, python, stdio, wait_group_gone};
@@ -52,7 +52,9 @@ async fn exercise_everything(connections: &McpConnections) {
 
 #[tokio::test]
 async fn server_everything_over_stdio() {
-    let Some(bin) = everything() else { return };
+    let Some((bin, _heavy)) = everything().await else {
+        return;
+    };
     let set = McpClientSet::new().with_server(stdio("everything", &bin, &["stdio"]));
     let connections = set.connect().await;
     exercise_everything(&connections).await;
@@ -70,7 +72,9 @@ async fn server_everything_over_stdio() {
 
 #[tokio::test]
 async fn server_everything_over_streamable_http() {
-    let Some(bin) = everything() else { return };
+    let Some((bin, _heavy)) = everything().await else {
+        return;
+    };
     let port = free_port();
     let _peer = PeerProcess::start(&bin, &["streamableHttp"], &[("PORT", port.to_string())], port).await;
     let set = McpClientSet::new().with_server(http("everything", &format!("http://127.0.0.1:{port}/mcp"), &[]));
@@ -81,7 +85,9 @@ async fn server_everything_over_streamable_http() {
 
 #[tokio::test]
 async fn stdio_servers_get_the_context_environment_and_metadata() {
-    let Some(bin) = everything() else { return };
+    let Some((bin, _heavy)) = everything().await else {
+        return;
+    };
     let mut config = stdio("everything", &bin, &["stdio"]);
     if let McpTransport::Stdio { env, .. } = &mut config.transport {
         env.insert("PATCHBAY_PROJECT".into(), "${metadata.project_id}".into());
@@ -103,7 +109,9 @@ async fn stdio_servers_get_the_context_environment_and_metadata() {
 
 #[tokio::test]
 async fn prefixed_naming_and_clashes_between_servers() {
-    let Some(bin) = everything() else { return };
+    let Some((bin, _heavy)) = everything().await else {
+        return;
+    };
     let set = McpClientSet::new()
         .with_server(stdio("a", &bin, &["stdio"]))
         .with_server(stdio("b", &bin, &["stdio"]));
@@ -128,7 +136,7 @@ async fn prefixed_naming_and_clashes_between_servers() {
 
 #[tokio::test]
 async fn python_fastmcp_sees_forwarded_metadata_headers() {
-    let Some(py) = python() else { return };
+    let Some((py, _heavy)) = python().await else { return };
     let port = free_port();
     let script = tempfile::NamedTempFile::with_suffix(".py").expect("temp file");
     std::fs::write(script.path(), FASTMCP_ECHO_HEADER).expect("script written");
@@ -179,16 +187,17 @@ mcp.run(transport="streamable-http")
 
 #[tokio::test]
 async fn an_unreachable_port_fails_fast_and_the_rest_go_on() {
-    let Some(bin) = everything() else { return };
+    let Some((bin, _heavy)) = everything().await else {
+        return;
+    };
     let dead = free_port();
     let set = McpClientSet::new()
-        .with_connect_timeout(Duration::from_secs(3))
         .with_server(http("down", &format!("http://127.0.0.1:{dead}/mcp"), &[]))
         .with_server(stdio("everything", &bin, &["stdio"]));
     let start = Instant::now();
     let connections = set.connect().await;
     assert!(
-        start.elapsed() < Duration::from_secs(3) + MARGIN,
+        start.elapsed() < DEFAULT_CONNECT_TIMEOUT + MARGIN,
         "{:?}",
         start.elapsed()
     );
@@ -196,6 +205,15 @@ async fn an_unreachable_port_fails_fast_and_the_rest_go_on() {
     assert_eq!(connections.failed().len(), 1);
     assert_eq!(connections.failed()[0].name, "down");
     eprintln!("unreachable: {:?} after {:?}", connections.failed(), start.elapsed());
+
+    // Alone, a refused connection is reported well before any timeout.
+    let start = Instant::now();
+    let alone = McpClientSet::new()
+        .with_server(http("down", &format!("http://127.0.0.1:{dead}/mcp"), &[]))
+        .connect()
+        .await;
+    assert_eq!(alone.failed().len(), 1);
+    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
     connections.close().await;
 }
 
@@ -279,7 +297,9 @@ async fn a_missing_command_and_a_crashing_one_are_reported() {
 
 #[tokio::test]
 async fn dropping_the_connections_kills_the_server_and_its_descendants() {
-    let Some(bin) = everything() else { return };
+    let Some((bin, _heavy)) = everything().await else {
+        return;
+    };
     let script = format!("sleep 300 & exec {} stdio", bin.display());
     let connections = McpClientSet::new()
         .with_server(stdio("everything", Path::new("sh"), &["-c", &script]))
@@ -312,7 +332,9 @@ async fn cancelling_while_connecting_abandons_the_server() {
 
 #[tokio::test]
 async fn a_call_timeout_cancels_the_mcp_request() {
-    let Some(bin) = everything() else { return };
+    let Some((bin, _heavy)) = everything().await else {
+        return;
+    };
     let connections = McpClientSet::new()
         .with_call_timeout(Duration::from_millis(500))
         .with_server(stdio("everything", &bin, &["stdio"]))

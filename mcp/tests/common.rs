@@ -29,16 +29,28 @@ pub(crate) fn peer(relative: &str) -> Option<PathBuf> {
     None
 }
 
-pub(crate) fn everything() -> Option<PathBuf> {
-    peer("node_modules/.bin/mcp-server-everything")
+/// Tests that start Node or Python peers take one of these, so a 2-core machine does not
+/// start a dozen interpreters at once and push honest connects past their timeouts.
+static HEAVY: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(3);
+
+pub(crate) type Heavy = tokio::sync::SemaphorePermit<'static>;
+
+async fn heavy_peer(relative: &str) -> Option<(PathBuf, Heavy)> {
+    let path = peer(relative)?;
+    let permit = HEAVY.acquire().await.expect("never closed");
+    Some((path, permit))
 }
 
-pub(crate) fn python() -> Option<PathBuf> {
-    peer("venv/bin/python")
+pub(crate) async fn everything() -> Option<(PathBuf, Heavy)> {
+    heavy_peer("node_modules/.bin/mcp-server-everything").await
 }
 
-pub(crate) fn inspector() -> Option<PathBuf> {
-    peer("node_modules/.bin/mcp-inspector")
+pub(crate) async fn python() -> Option<(PathBuf, Heavy)> {
+    heavy_peer("venv/bin/python").await
+}
+
+pub(crate) async fn inspector() -> Option<(PathBuf, Heavy)> {
+    heavy_peer("node_modules/.bin/mcp-inspector").await
 }
 
 /// Whether a process with this pid exists (zombies count as gone).

@@ -79,7 +79,7 @@ fn header_map(guard: &ContextGuard) -> serde_json::Map<String, Value> {
 
 #[tokio::test]
 async fn the_python_sdk_client_uses_our_server() {
-    let Some(py) = python() else { return };
+    let Some((py, _heavy)) = python().await else { return };
     let server = ToolServer::start(tools()).await.expect("server");
     let guard = server.register(
         &RequestContext::new()
@@ -124,7 +124,7 @@ async fn inspector_cli(bin: &Path, url: &str, headers: &[(String, String)], meth
 
 #[tokio::test]
 async fn the_mcp_inspector_cli_uses_our_server() {
-    let Some(bin) = inspector() else { return };
+    let Some((bin, _heavy)) = inspector().await else { return };
     let server = ToolServer::start(tools()).await.expect("server");
     let guard = server.register(&RequestContext::new().with_metadata("project_id", "insp"));
     let headers: Vec<(String, String)> = guard.headers().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
