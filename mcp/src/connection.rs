@@ -106,10 +106,13 @@ impl McpClient {
                     Some(client) => StreamableHttpClientTransport::with_client(client, config),
                     None => StreamableHttpClientTransport::from_config(config),
                 };
-                let service = handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| handshake(Box::new(e), None))?;
+                let service = handler.serve(transport).await.map_err(|e| {
+                    if e.is_authorization_required() {
+                        Error::Unauthorized { server: name.clone() }
+                    } else {
+                        handshake(Box::new(e), None)
+                    }
+                })?;
                 (service, None)
             }
             McpTransport::Stdio { command, args, env } => {

@@ -38,6 +38,12 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The server refused the request's credentials (HTTP 401 or 403).
+    #[error("MCP server `{server}`: authorization refused (HTTP 401/403); check the Authorization header")]
+    Unauthorized {
+        /// The server's configured name.
+        server: String,
+    },
     /// Listing the server's tools failed.
     #[error("MCP server `{server}`: tools/list failed")]
     ListTools {
@@ -88,6 +94,7 @@ impl Error {
             Self::Config { server, .. }
             | Self::Spawn { server, .. }
             | Self::Handshake { server, .. }
+            | Self::Unauthorized { server }
             | Self::ListTools { server, .. }
             | Self::Timeout { server, .. }
             | Self::Cancelled { server } => Some(server),

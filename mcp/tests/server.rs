@@ -85,7 +85,7 @@ async fn a_wrong_token_is_refused() {
     let failure = &connections.failed()[0];
     eprintln!("wrong token: {failure:?}");
     assert_eq!(failure.name, "host");
-    assert!(failure.error.contains("handshake failed"), "{}", failure.error);
+    assert!(failure.error.contains("authorization refused"), "{}", failure.error);
     assert!(connections.warnings().iter().any(|w| w.code == "mcp_server_failed"));
 
     let no_token = McpClientSet::new()
