@@ -29,7 +29,11 @@ impl ToolError {
 impl From<ToolError> for ToolResult {
     fn from(error: ToolError) -> Self {
         match error {
-            ToolError::Denied(message) => ToolResult::with_status(ToolStatus::Denied, message),
+            ToolError::Denied(message) => {
+                // Inside the agent loop's per-tool-call span; the message names paths, never contents.
+                tracing::info!(reason = %message, "tool call denied");
+                ToolResult::with_status(ToolStatus::Denied, message)
+            }
             ToolError::Failed(message) => ToolResult::with_status(ToolStatus::Failed, message),
             ToolError::Aborted => ToolResult::aborted(),
         }

@@ -90,10 +90,11 @@ fn glob(workspace: &Workspace, cx: &ToolContext, input: &GlobInput) -> Result<To
     // A pattern without `**` cannot match deeper than it has components.
     let max_depth = (!pattern.contains("**")).then(|| pattern.matches('/').count() + 1);
     let mut found = Vec::new();
+    let mut confined = root.checker();
     let unreadable = walk(&root, &start, max_depth, &cx.signal, |entry| {
         if matcher.is_match(&entry.from_start) {
             // Checked through the handle: a path reached through a swapped-in symlink is dropped.
-            if root.confined(&entry.from_root).is_none() {
+            if !confined.contains(&entry.from_root) {
                 return Ok(true);
             }
             let mut shown = slash(&entry.from_root);

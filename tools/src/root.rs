@@ -8,6 +8,7 @@
 //! swapped symlink to slip through. Before that, a lexical pass refuses absolute paths outside
 //! the root and `..` that climbs above it, so the model gets a clear message.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -123,13 +124,45 @@ impl Root {
         Ok(self.path.join(canonical))
     }
 
-    /// Whether a walked path (relative to the root) is still there when looked up through the
-    /// handle, so an entry reached through a swapped-in symlink is dropped.
-    pub(crate) fn confined(&self, rel: &Path) -> Option<()> {
-        if rel.as_os_str().is_empty() {
-            return None;
+    /// A checker for walked paths; see [`Confined`].
+    pub(crate) fn checker(&self) -> Confined<'_> {
+        Confined {
+            root: self,
+            parents: HashMap::new(),
         }
-        self.dir.symlink_metadata(rel).ok().map(drop)
+    }
+}
+
+/// Checks walked paths against the root: a path counts only if its name exists in its parent
+/// directory opened through the root handle. Parent handles are cached (a few at a time), so
+/// a check is usually one `fstatat` on an already confined directory.
+pub(crate) struct Confined<'a> {
+    root: &'a Root,
+    parents: HashMap<PathBuf, Option<Dir>>,
+}
+
+impl Confined<'_> {
+    /// Parents kept open at once.
+    const CACHE: usize = 32;
+
+    /// Whether `rel` (relative to the root) is really there, looked up through the handle, so
+    /// an entry reached through a swapped-in symlink is dropped.
+    pub(crate) fn contains(&mut self, rel: &Path) -> bool {
+        let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+            return false;
+        };
+        if !self.parents.contains_key(parent) {
+            if self.parents.len() >= Self::CACHE {
+                self.parents.clear();
+            }
+            let dir = if parent.as_os_str().is_empty() {
+                self.root.dir.try_clone().ok()
+            } else {
+                self.root.dir.open_dir(parent).ok()
+            };
+            self.parents.insert(parent.to_path_buf(), dir);
+        }
+        matches!(self.parents.get(parent), Some(Some(dir)) if dir.symlink_metadata(name).is_ok())
     }
 }
 

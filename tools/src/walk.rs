@@ -3,7 +3,7 @@
 //!
 //! The walk works on paths, so a directory swapped for a symlink mid-walk could make it list
 //! names outside the root. Callers close that gap: `glob` checks each path it returns through
-//! the root handle ([`Root::confined`]) and `grep` opens each file through it, so neither a
+//! the root handle ([`Root::checker`]) and `grep` opens each file through it, so neither a
 //! name nor a byte from outside reaches the model.
 
 use std::path::{Path, PathBuf};
