@@ -36,6 +36,13 @@
 //! exit code).
 
 //!
+//! # Known limits
+//!
+//! - `bash` is a shell: it can reach anything the process can. It is opt-in for that reason;
+//!   [`Workspace::with_inherited_env`] keeps host secrets out of its environment.
+//! - The process-group kill cannot reach a process that left the group with `setsid`.
+//! - `..` is resolved lexically, so `link/..` names the directory holding `link`.
+//!
 //! # In a host
 //!
 //! ```no_run
