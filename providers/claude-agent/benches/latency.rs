@@ -106,9 +106,35 @@ fn main() {
             }
             five.push(start.elapsed().as_secs_f64() * 1000.0);
         }
+        // Kept alive: turn 1 cold, turns 2-5 reuse the CLI (Resume of the same session).
+        let kept = ClaudeAgentProvider::new(
+            ClaudeAgentConfig::new()
+                .with_cli_path(&cli)
+                .offline(&server.url(), home.path())
+                .with_keep_alive(std::time::Duration::from_secs(60)),
+        );
+        let mut warm = Vec::new();
+        let mut five_kept = Vec::new();
+        for _ in 0..runs {
+            let start = Instant::now();
+            let mut session = turn(&kept, "turn 1", None).await;
+            for i in 2..=5 {
+                let turn_start = Instant::now();
+                session = turn(&kept, &format!("turn {i}"), session).await;
+                warm.push(turn_start.elapsed().as_secs_f64() * 1000.0);
+            }
+            five_kept.push(start.elapsed().as_secs_f64() * 1000.0);
+        }
+        drop(kept);
+        let rust_warm = median(&mut warm);
+        let rust_five_kept = median(&mut five_kept);
         let rust_one = median(&mut one);
         let rust_five = median(&mut five);
         println!("patchbay-claude-agent: one turn {rust_one:.0} ms, five turns {rust_five:.0} ms (median of {runs})");
+        println!(
+            "patchbay-claude-agent kept alive: warm turn {rust_warm:.0} ms ({:.2}x of a cold turn), five turns {rust_five_kept:.0} ms",
+            rust_warm / rust_one
+        );
 
         let python = peers.join("claude-venv/bin/python");
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/sdk_query.py");
@@ -143,10 +169,15 @@ fn main() {
         let py_one = median(&mut list("one_turn_ms"));
         let py_five = median(&mut list("five_turn_ms"));
         println!("claude-agent-sdk query(): one turn {py_one:.0} ms, five turns {py_five:.0} ms (median of {runs})");
+        let py_warm = median(&mut list("warm_turn_ms"));
+        let py_five_kept = median(&mut list("five_turn_kept_alive_ms"));
+        println!("claude-agent-sdk ClaudeSDKClient (kept alive): warm turn {py_warm:.0} ms, five turns {py_five_kept:.0} ms");
         println!(
-            "ratio patchbay / python: one turn {:.2}x, five turns {:.2}x",
+            "ratio patchbay / python: one turn {:.2}x, five turns {:.2}x, warm turn {:.2}x, five turns kept alive {:.2}x",
             rust_one / py_one,
-            rust_five / py_five
+            rust_five / py_five,
+            rust_warm / py_warm,
+            rust_five_kept / py_five_kept
         );
     });
 }

@@ -85,6 +85,8 @@ pub struct ClaudeAgentConfig {
     pub extra_args: Vec<String>,
     /// Append every stdout line of the CLI to this file (transcripts for replay tests).
     pub record_stdout: Option<PathBuf>,
+    /// Keep a finished run's CLI alive this long for the next `Resume` of its session.
+    pub keep_alive: Option<Duration>,
 }
 
 impl Default for ClaudeAgentConfig {
@@ -108,6 +110,7 @@ impl Default for ClaudeAgentConfig {
             init_timeout: Duration::from_secs(60),
             extra_args: Vec::new(),
             record_stdout: None,
+            keep_alive: None,
         }
     }
 }
@@ -151,6 +154,8 @@ pub struct Options {
     /// See [`ClaudeAgentConfig::extra_args`] (appended).
     #[serde(default)]
     pub extra_args: Vec<String>,
+    /// See [`ClaudeAgentConfig::keep_alive`], in milliseconds (0 turns it off).
+    pub keep_alive_ms: Option<u64>,
 }
 
 impl Options {
@@ -206,6 +211,9 @@ impl ClaudeAgentConfig {
             self.stop_grace = Duration::from_millis(ms);
         }
         self.extra_args.extend(options.extra_args);
+        if let Some(ms) = options.keep_alive_ms {
+            self.keep_alive = (ms > 0).then(|| Duration::from_millis(ms));
+        }
     }
 
     /// The environment that keeps the CLI offline against a Messages API mock at `base_url`
@@ -259,6 +267,12 @@ impl ClaudeAgentConfig {
     /// Turn session markers on or off.
     pub fn with_session_markers(mut self, on: bool) -> Self {
         self.session_markers = on;
+        self
+    }
+
+    /// Keep finished CLIs alive for `idle` so the next `Resume` of their session reuses them.
+    pub fn with_keep_alive(mut self, idle: Duration) -> Self {
+        self.keep_alive = Some(idle);
         self
     }
 

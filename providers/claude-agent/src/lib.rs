@@ -13,6 +13,7 @@ mod config;
 pub mod control;
 mod error;
 pub mod lines;
+mod pool;
 mod process;
 mod provider;
 pub mod session;

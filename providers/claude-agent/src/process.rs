@@ -162,6 +162,13 @@ impl CliProcess {
     }
 }
 
+impl CliProcess {
+    /// Whether the CLI has exited already.
+    pub(crate) fn has_exited(&mut self) -> bool {
+        self.child.as_mut().is_none_or(|c| !matches!(c.try_wait(), Ok(None)))
+    }
+}
+
 impl Drop for CliProcess {
     fn drop(&mut self) {
         let Some(child) = self.child.take() else {

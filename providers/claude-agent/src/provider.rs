@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use crate::config::{ClaudeAgentConfig, HostTools, Options, SystemPrompt, find_cli};
 use crate::control::{self, McpWork};
 use crate::error::{Error, PROVIDER};
+use crate::pool::Pool;
 use crate::process::CliProcess;
 use crate::session::{SessionArgs, plan};
 use crate::translate::Translator;
@@ -31,6 +32,7 @@ use crate::translate::Translator;
 pub struct ClaudeAgentProvider {
     config: ClaudeAgentConfig,
     info: ProviderInfo,
+    pool: Arc<Pool>,
 }
 
 impl Default for ClaudeAgentProvider {
@@ -56,6 +58,7 @@ impl ClaudeAgentProvider {
         Self {
             config,
             info: ProviderInfo::new(PROVIDER, capabilities),
+            pool: Arc::new(Pool::default()),
         }
     }
 
@@ -67,6 +70,11 @@ impl ClaudeAgentProvider {
     /// The configuration.
     pub fn config(&self) -> &ClaudeAgentConfig {
         &self.config
+    }
+
+    /// How many finished CLIs wait for their session's next turn (see `keep_alive`).
+    pub fn idle_processes(&self) -> usize {
+        self.pool.len()
     }
 }
 
@@ -324,8 +332,34 @@ impl Provider for ClaudeAgentProvider {
             cwd: context.working_dir.clone(),
             inherit_env: config.inherit_env,
         };
-        let process = spawn(&launch, &config)?;
-        tracing::info!(provider = PROVIDER, model, pid = process.pid(), session = ?session, "claude-agent run started");
+        // What must match for a kept-alive CLI to serve this call: everything but the session
+        // flags and the temp file paths (their contents are in).
+        let fingerprint = format!(
+            "{model}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}",
+            launch
+                .args
+                .iter()
+                .filter(|a| !a.starts_with("--resume")
+                    && !a.starts_with("--session-id")
+                    && !a.starts_with(&dir.path().display().to_string()))
+                .collect::<Vec<_>>(),
+            launch.env,
+            launch.cwd,
+            context.system,
+            tools.specs().map(|s| &s.name).collect::<Vec<_>>(),
+            context.mcp_servers,
+            context.approval.is_some(),
+            config.host_tools == HostTools::InProcess,
+        );
+        let reused = match (&session, config.keep_alive) {
+            (SessionArgs::Resume(id), Some(_)) => self.pool.take(id, &fingerprint),
+            _ => None,
+        };
+        let (process, reused_keep) = match reused {
+            Some(parked) => (parked.process, Some(parked.keep)),
+            None => (spawn(&launch, &config)?, None),
+        };
+        tracing::info!(provider = PROVIDER, model, pid = process.pid(), session = ?session, reused = reused_keep.is_some(), "claude-agent run started");
 
         let marker = config.session_markers.then_some(messages.len() + 1);
         let translator = Translator::new(model, config.host_server_name.clone())
@@ -336,6 +370,7 @@ impl Provider for ClaudeAgentProvider {
             SessionArgs::New(Some(id)) | SessionArgs::Resume(id) => id.clone(),
             _ => String::new(),
         };
+        let translator = translator.with_session_id((!session_id.is_empty()).then(|| session_id.clone()));
         let bridge = Arc::new(Bridge {
             tools: tools.clone(),
             context: context.clone(),
@@ -347,10 +382,19 @@ impl Provider for ClaudeAgentProvider {
             initialize: initialize_request(&config),
             user: control::user_line(content, &session_id),
             init_timeout: config.init_timeout,
+            reused: reused_keep.is_some(),
+            park: config
+                .keep_alive
+                .filter(|_| config.host_tools == HostTools::InProcess)
+                .map(|idle| (self.pool.clone(), fingerprint, idle)),
         };
-        let keep = Keep {
-            _dir: dir,
-            _context: context_guard,
+        let keep: Box<dyn std::any::Any + Send> = match reused_keep {
+            // A reused CLI keeps the files it was started with.
+            Some(old) => Box::new((old, dir, context_guard)),
+            None => Box::new(Keep {
+                _dir: dir,
+                _context: context_guard,
+            }),
         };
         Ok(run(process, translator, bridge, start, report_rx, keep))
     }
@@ -402,6 +446,8 @@ fn record_line(path: &std::path::Path, line: &[u8]) {
 }
 
 struct Start {
+    reused: bool,
+    park: Option<(Arc<Pool>, String, std::time::Duration)>,
     record: Option<PathBuf>,
     initialize: Value,
     user: String,
@@ -429,21 +475,23 @@ fn run(
     bridge: Arc<Bridge>,
     start: Start,
     mut reports: mpsc::UnboundedReceiver<(String, Value, ToolResult)>,
-    keep: Keep,
+    keep: Box<dyn std::any::Any + Send>,
 ) -> EventStream {
     let stream = async_stream::stream! {
-        let _keep = keep;
+        let keep = keep;
         let record = start.record.clone();
         let signal = bridge.signal.clone();
         let mut handlers: FuturesUnordered<Handler> = FuturesUnordered::new();
         let init_id = "patchbay_init";
         let mut next_request = 0u32;
-        if let Err(error) = process.write_line(&control::request_line(init_id, start.initialize.clone())).await {
+        // A reused CLI was initialized by its first run: the user turn goes at once.
+        let first = if start.reused { &start.user } else { &control::request_line(init_id, start.initialize.clone()) };
+        if let Err(error) = process.write_line(first).await {
             let status = process.stop().await;
             yield Err(process_error(ProviderError::from(error), &process, status));
             return;
         }
-        let mut init_done = false;
+        let mut init_done = start.reused;
         let init_deadline = tokio::time::sleep(start.init_timeout);
         tokio::pin!(init_deadline);
         let mut reports_open = true;
@@ -555,6 +603,17 @@ fn run(
                 Some("control_cancel_request") => tracing::debug!("the CLI cancelled a control request"),
                 _ => {
                     let pushed = translator.push_value(&line);
+                    let finished = pushed.is_ok() && translator.is_done();
+                    if finished
+                        && let (Some((pool, fingerprint, idle)), Some(session)) = (&start.park, translator.session_id())
+                    {
+                        // Park before `Finish` reaches the caller: the next Resume finds it.
+                        pool.park(session.to_string(), process, keep, fingerprint.clone(), *idle);
+                        while let Some(event) = translator.next_event() {
+                            yield Ok(event);
+                        }
+                        return;
+                    }
                     while let Some(event) = translator.next_event() {
                         yield Ok(event);
                     }

@@ -107,6 +107,12 @@ impl Translator {
         self
     }
 
+    /// The session id known before the CLI says it (a resumed or fixed session).
+    pub fn with_session_id(mut self, id: Option<String>) -> Self {
+        self.session_id = id;
+        self
+    }
+
     /// Emit `McpConnected` after `Started` (when the caller attached MCP servers).
     pub fn with_mcp_report(mut self, on: bool) -> Self {
         self.report_mcp = on;

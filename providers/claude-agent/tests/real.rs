@@ -375,3 +375,57 @@ async fn host_tools_over_http_get_the_context_and_keep_metadata() {
     );
     assert_eq!(result.text_content(), "Cold in Oslo.");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_alive_cli_serves_the_next_turn_of_its_session() {
+    let Some(real) = real(
+        "a_kept_alive_cli_serves_the_next_turn_of_its_session",
+        vec![text("One."), text("Two."), text("Three.")],
+    )
+    .await
+    else {
+        return;
+    };
+    let provider = ClaudeAgentProvider::new(real.config.clone().with_keep_alive(Duration::from_secs(30)));
+    let (events, error) = collect(&provider, &[Message::user("first")], &ToolSet::new(), None).await;
+    assert!(error.is_none(), "{error:?}");
+    let session = session_of(&events).unwrap_or_else(|| panic!("no session"));
+    assert_eq!(provider.idle_processes(), 1);
+    let pids = pids_with_home(real.home.path());
+    for (i, prompt) in ["second", "third"].into_iter().enumerate() {
+        let resume = RequestContext::new().with_session(Session::Resume { id: session.clone() });
+        let (events, error) = collect(&provider, &[Message::user(prompt)], &ToolSet::new(), Some(&resume)).await;
+        assert!(error.is_none(), "turn {i}: {error:?}");
+        assert_eq!(session_of(&events).as_deref(), Some(session.as_str()));
+        let text: String = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::TextDelta { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, ["Two.", "Three."][i]);
+    }
+    assert_eq!(
+        pids_with_home(real.home.path()),
+        pids,
+        "the same process served every turn"
+    );
+    let last = real
+        .server
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.method == "POST")
+        .map(|r| request_text(&r.body));
+    assert!(last.unwrap_or_default().contains("first"), "history kept");
+    drop(provider);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pids_with_home(real.home.path()).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        pids_with_home(real.home.path()).is_empty(),
+        "dropping the provider stops idle CLIs"
+    );
+}
