@@ -250,7 +250,7 @@ impl McpClient {
             .unwrap_or_default()
     }
 
-    /// Close this connection and wait (see [`McpConnections::close`]).
+    /// Close this connection and wait (see [`McpConnections::close`](crate::McpConnections::close)).
     pub async fn close(&self) {
         self.take_parts().close().await;
     }
