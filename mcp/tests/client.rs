@@ -399,3 +399,31 @@ async fn tools_list_changed_refreshes_the_tool_list() {
     connections.close().await;
     stop.cancel();
 }
+
+#[test]
+fn dropping_outside_any_runtime_still_kills_the_group() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (connections, pid) = runtime.block_on(async {
+        let Some((bin, _heavy)) = everything().await else {
+            return (None, 0);
+        };
+        let script = format!("sleep 300 & exec {} stdio", bin.display());
+        let connections = McpClientSet::new()
+            .with_server(stdio("everything", Path::new("sh"), &["-c", &script]))
+            .connect()
+            .await;
+        let pid = connections.client("everything").and_then(|c| c.pid()).expect("pid");
+        (Some(connections), pid)
+    });
+    let Some(connections) = connections else { return };
+    drop(runtime);
+    drop(connections);
+    let start = Instant::now();
+    while !crate::common::group_members(pid).is_empty() && start.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(crate::common::group_members(pid).is_empty(), "left running");
+}
