@@ -38,6 +38,7 @@ pub struct ToolServerBuilder {
     require_context: bool,
     stateful: bool,
     token: Option<String>,
+    origins: Vec<String>,
 }
 
 impl fmt::Debug for ToolServerBuilder {
@@ -46,6 +47,7 @@ impl fmt::Debug for ToolServerBuilder {
             .field("tools", &self.tools)
             .field("require_context", &self.require_context)
             .field("stateful", &self.stateful)
+            .field("origins", &self.origins)
             .finish_non_exhaustive()
     }
 }
@@ -63,6 +65,14 @@ impl ToolServerBuilder {
     /// POST is answered on its own with JSON, which is faster and needs no session cleanup.
     pub fn stateful(mut self, stateful: bool) -> Self {
         self.stateful = stateful;
+        self
+    }
+
+    /// Accept requests from these browser origins (`http://localhost:5173`, `:*` for any port).
+    /// By default a request carrying any `Origin` header is refused: the server is for local
+    /// programs, and a web page should not reach it.
+    pub fn allow_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.origins.extend(origins.into_iter().map(Into::into));
         self
     }
 
@@ -138,6 +148,8 @@ impl ToolServerBuilder {
         let port = addr.port();
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts([format!("127.0.0.1:{port}"), format!("localhost:{port}")])
+            .with_allowed_origins(self.origins)
+            .enforce_origin_validation()
             .with_legacy_session_mode(self.stateful)
             .with_json_response(!self.stateful)
             .with_cancellation_token(shutdown.child_token());
@@ -169,7 +181,8 @@ impl ToolServerBuilder {
 /// A running MCP tool server on `127.0.0.1`, serving a [`ToolSet`] over streamable HTTP.
 ///
 /// Every request must carry `Authorization: Bearer <token>`; the `Host` header must name the
-/// server's own loopback address. A caller registers its request context
+/// server's own loopback address; a request from a browser (`Origin` header) is refused unless
+/// its origin was allowed. A caller registers its request context
 /// ([`register`](Self::register)) and hands the guard's headers to its MCP client; each call
 /// then runs with that context's metadata, extensions and working directory in its
 /// [`ToolContext`], exactly as in-process. Calls with an unknown or expired context id are
@@ -204,6 +217,7 @@ impl ToolServer {
             require_context: true,
             stateful: false,
             token: None,
+            origins: Vec::new(),
         }
     }
 

@@ -204,6 +204,18 @@ async fn a_foreign_host_header_is_refused() {
     assert!(good.status().is_success(), "{}", good.status());
     let evil = send(Some("evil.example")).await.expect("reachable");
     assert!(evil.status().is_client_error(), "{}", evil.status());
+
+    // A web page's request (it carries an Origin) is refused too.
+    let from_page = client
+        .post(server.url())
+        .bearer_auth(server.token())
+        .header("accept", "application/json, text/event-stream")
+        .header("origin", "https://evil.example")
+        .json(&body)
+        .send()
+        .await
+        .expect("reachable");
+    assert!(from_page.status().is_client_error(), "{}", from_page.status());
 }
 
 #[tokio::test]
