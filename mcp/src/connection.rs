@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use http::{HeaderName, HeaderValue};
-use patchbay_core::{
-    McpServerConfig, McpTransport, RequestContext, Signal, Tool, ToolContext, ToolResult, ToolSpec, Warning,
+use patchbay_core::{McpServerConfig, McpTransport, RequestContext, Tool, ToolContext, ToolResult, ToolSpec, Warning};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation, JsonObject,
+    RequestMetaObject,
 };
-use rmcp::model::{CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -21,7 +22,7 @@ use tracing::Instrument;
 
 use crate::child::{ChildProcess, Spawn, StderrTail};
 use crate::client::{CLOSE_GRACE, ToolNaming};
-use crate::convert::{from_call_tool_result, spec_from_mcp};
+use crate::convert::{META_TOOL_USE_ID, from_call_tool_result, spec_from_mcp};
 use crate::error::Error;
 #[derive(Clone)]
 pub(crate) struct Handler {
@@ -204,7 +205,10 @@ impl McpClient {
 
     /// Call the server's tool `name` (its own, unprefixed name). The call is cancelled (the
     /// server gets `notifications/cancelled`) when `signal` fires or `timeout` runs out.
-    pub async fn call_tool(&self, name: &str, input: Value, signal: &Signal, timeout: Option<Duration>) -> ToolResult {
+    ///
+    /// The call id in `cx.tool_use_id`, if any, travels in `_meta["patchbay/toolUseId"]`.
+    pub async fn call_tool(&self, name: &str, input: Value, cx: &ToolContext, timeout: Option<Duration>) -> ToolResult {
+        let signal = &cx.signal;
         if self.closed.load(Ordering::SeqCst) {
             return ToolResult::error(format!("MCP server `{}` is closed", self.name));
         }
@@ -220,6 +224,11 @@ impl McpClient {
         };
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
+        if let Some(id) = &cx.tool_use_id {
+            let mut meta = JsonObject::new();
+            meta.insert(META_TOOL_USE_ID.into(), Value::from(id.as_str()));
+            params.meta = Some(RequestMetaObject::from(meta));
+        }
         // Dropping the request future sends `notifications/cancelled` to the server.
         let span = tracing::info_span!("patchbay.mcp.call", server = %self.name, tool = %name);
         let call = maybe_timeout(timeout, self.peer.call_tool_once(params)).instrument(span);
@@ -300,9 +309,7 @@ impl Tool for McpTool {
     }
 
     async fn execute(&self, input: Value, cx: &ToolContext) -> ToolResult {
-        self.client
-            .call_tool(&self.remote, input, &cx.signal, self.call_timeout)
-            .await
+        self.client.call_tool(&self.remote, input, cx, self.call_timeout).await
     }
 }
 

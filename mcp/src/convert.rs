@@ -26,6 +26,10 @@ use serde_json::Value;
 pub const META_STATUS: &str = "patchbay/status";
 /// `_meta` key holding [`ToolResult::metadata`].
 pub const META_METADATA: &str = "patchbay/metadata";
+/// Request `_meta` key carrying the caller's tool-call id (`ToolContext::tool_use_id`).
+pub const META_TOOL_USE_ID: &str = "patchbay/toolUseId";
+/// The same, as the Claude Code CLI sends it.
+pub const META_CLAUDE_TOOL_USE_ID: &str = "claudecode/toolUseId";
 /// Content-block `_meta` key marking a text block that carries [`ToolContent::Json`].
 pub const META_JSON: &str = "patchbay/json";
 

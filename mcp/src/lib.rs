@@ -11,7 +11,8 @@ mod server;
 pub use client::{CLOSE_GRACE, DEFAULT_CONNECT_TIMEOUT, McpClientSet, McpConnections, ToolNaming};
 pub use connection::McpClient;
 pub use convert::{
-    META_JSON, META_METADATA, META_STATUS, from_call_tool_result, spec_from_mcp, spec_to_mcp, to_call_tool_result,
+    META_CLAUDE_TOOL_USE_ID, META_JSON, META_METADATA, META_STATUS, META_TOOL_USE_ID, from_call_tool_result,
+    spec_from_mcp, spec_to_mcp, to_call_tool_result,
 };
 pub use error::Error;
 pub use registry::{CONTEXT_HEADER, ContextGuard, META_HEADER_PREFIX};

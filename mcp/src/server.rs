@@ -24,7 +24,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::convert::{spec_to_mcp, to_call_tool_result};
+use crate::convert::{META_CLAUDE_TOOL_USE_ID, META_TOOL_USE_ID, spec_to_mcp, to_call_tool_result};
 use crate::error::Error;
 use crate::registry::{CONTEXT_HEADER, ContextGuard, ContextRegistry, HostContext, fresh_id, metadata_from_headers};
 
@@ -465,6 +465,18 @@ impl ServerHandler for Handler {
             .with_extensions(host.extensions.clone());
         if let Some(dir) = &host.working_dir {
             cx = cx.with_working_dir(dir.clone());
+        }
+        // rmcp moves a request's `_meta` into the context; look in both places.
+        let tool_use_id = [Some(&context.meta), request.meta.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|meta| {
+                [META_TOOL_USE_ID, META_CLAUDE_TOOL_USE_ID]
+                    .iter()
+                    .find_map(|key| meta.get(*key).and_then(|value| value.as_str()))
+            });
+        if let Some(id) = tool_use_id {
+            cx = cx.with_tool_use_id(id);
         }
         let input = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
         let span = tracing::info_span!("patchbay.mcp.tool", tool = %name);

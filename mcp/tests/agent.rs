@@ -143,14 +143,18 @@ async fn per_call_servers_come_from_the_request_context() {
         .with_tool_source(Arc::new(McpClientSet::new()));
     let events = events(&agent, "who am i").await;
     assert!(matches!(&events[1], Event::McpConnected { servers, .. } if servers == &["host"]));
-    let text = events
+    let result = events
         .iter()
         .find_map(|e| match e {
-            Event::ToolResult { result, .. } => Some(result.text_content()),
+            Event::ToolResult { result, .. } => Some(result),
             _ => None,
         })
         .expect("tool result");
-    assert_eq!(text, r#"project=Some("ctx-proj") db=none"#);
+    assert_eq!(result.text_content(), r#"project=Some("ctx-proj") db=none"#);
+    // The host's metadata and the model's call id reach the ToolResult event unchanged.
+    let metadata = result.metadata.as_ref().expect("metadata");
+    assert_eq!(metadata["tool_use_id"], "c1");
+    assert_eq!(metadata["metadata"]["project_id"], "ctx-proj");
     server.shutdown().await;
 }
 

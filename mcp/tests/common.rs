@@ -126,7 +126,7 @@ pub(crate) fn tools() -> ToolSet {
             |_: Empty, cx: ToolContext| async move {
                 let db = cx.extensions.get::<Db>().map(|db| db.0).unwrap_or("none");
                 ToolResult::text(format!("project={:?} db={db}", cx.metadata.get("project_id")))
-                    .with_metadata(serde_json::json!({ "metadata": cx.metadata }))
+                    .with_metadata(serde_json::json!({ "metadata": cx.metadata, "tool_use_id": cx.tool_use_id }))
             },
         ))
         .with(FnTool::new(

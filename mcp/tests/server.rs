@@ -28,12 +28,13 @@ async fn registered_context_reaches_the_tool() {
     assert_eq!(names, ["echo", "whoami", "fail", "rich"]);
 
     let whoami = tools.get("whoami").expect("whoami listed");
-    let result = whoami.execute(json!({}), &Default::default()).await;
+    let cx = patchbay_core::ToolContext::new().with_tool_use_id("call-7");
+    let result = whoami.execute(json!({}), &cx).await;
     assert_eq!(result.status, ToolStatus::Completed);
     assert_eq!(result.text_content(), r#"project=Some("p1") db=main"#);
     assert_eq!(
         result.metadata,
-        Some(json!({"metadata": {"project_id": "p1", "thread_id": "t9"}}))
+        Some(json!({"metadata": {"project_id": "p1", "thread_id": "t9"}, "tool_use_id": "call-7"}))
     );
 
     connections.close().await;
