@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use futures::StreamExt;
-use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
+use patchbay_anthropic::{AnthropicConfig, AnthropicProvider, StreamTranslator};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::{Chunking, MockServer, Serve};
 use patchbay_core::{Event, Message, Provider, Signal, ToolSet};
@@ -87,6 +87,59 @@ async fn patchbay(provider: &AnthropicProvider) -> usize {
     texts
 }
 
+/// The baseline's parsing alone, over chunks already in memory.
+fn baseline_parse(chunks: &[&[u8]]) -> usize {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut texts = 0;
+    for chunk in chunks {
+        buf.extend_from_slice(chunk);
+        let mut start = 0;
+        while let Some(offset) = memchr::memchr(b'\n', &buf[start..]) {
+            let line = &buf[start..start + offset];
+            start += offset + 1;
+            if let Some(data) = line.strip_prefix(b"data: ") {
+                let chunk: BaselineChunk = serde_json::from_slice(data).expect("json");
+                if chunk.kind == "content_block_delta" && chunk.delta.and_then(|d| d.text).is_some() {
+                    texts += 1;
+                }
+            }
+        }
+        buf.drain(..start);
+    }
+    texts
+}
+
+/// The translator alone (SSE framing + translation), over chunks already in memory.
+fn translate_only(chunks: &[&[u8]]) -> usize {
+    let mut translator = StreamTranslator::default();
+    let mut texts = 0;
+    for chunk in chunks {
+        translator.push_bytes(chunk).expect("translates");
+        while let Some(event) = translator.next_event() {
+            if let Event::TextDelta { .. } = event {
+                texts += 1;
+            }
+        }
+    }
+    translator.finish().expect("finishes");
+    texts
+}
+
+fn bench_in_memory(c: &mut Criterion) {
+    let body = body();
+    let chunks: Vec<&[u8]> = body.as_bytes().chunks(64 * 1024).collect();
+    let mut group = c.benchmark_group("anthropic_50k_deltas_in_memory");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1));
+    assert_eq!(baseline_parse(&chunks), DELTAS);
+    assert_eq!(translate_only(&chunks), DELTAS);
+    group.bench_function("baseline", |b| b.iter(|| baseline_parse(&chunks)));
+    group.bench_function("patchbay", |b| b.iter(|| translate_only(&chunks)));
+    group.finish();
+}
+
 fn bench(c: &mut Criterion) {
     // The servers run on their own threads; the client reads on a current-thread runtime.
     let server_runtime = tokio::runtime::Builder::new_multi_thread()
@@ -141,5 +194,71 @@ fn bench(c: &mut Criterion) {
     server_runtime.shutdown_timeout(Duration::from_secs(1));
 }
 
-criterion_group!(benches, bench);
-criterion_main!(benches);
+criterion_group!(benches, bench, bench_in_memory);
+
+/// Minimum of alternating runs: on a shared, loaded machine the minimum is the steadiest
+/// estimate of what each reader costs. Prints one ratio per mode.
+fn min_ratios() {
+    const ROUNDS: usize = 15;
+    let server_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("server runtime");
+    let client_runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    let body = body();
+    let time = |f: &mut dyn FnMut() -> usize| {
+        let started = std::time::Instant::now();
+        assert_eq!(f(), DELTAS);
+        started.elapsed()
+    };
+    for (name, chunking) in [
+        ("large_chunks", Chunking::Whole),
+        ("event_per_chunk", Chunking::PerFrame),
+    ] {
+        let server = server_runtime.block_on(async {
+            MockServer::builder(AnthropicWire)
+                .serve([Serve::sse(body.clone())])
+                .repeat_last()
+                .chunking(chunking)
+                .start()
+                .await
+                .expect("mock starts")
+        });
+        let url = format!("{}/v1/messages", server.url());
+        let provider =
+            AnthropicProvider::new(AnthropicConfig::new("bench").with_base_url(server.url())).expect("provider");
+        let client = reqwest::Client::new();
+        let (mut base, mut ours) = (Duration::MAX, Duration::MAX);
+        for _ in 0..ROUNDS {
+            base = base.min(time(&mut || client_runtime.block_on(baseline(&client, &url))));
+            ours = ours.min(time(&mut || client_runtime.block_on(patchbay(&provider))));
+        }
+        println!(
+            "min of {ROUNDS}: {name}: baseline {base:?}, patchbay {ours:?}, ratio {:.2}",
+            ours.as_secs_f64() / base.as_secs_f64()
+        );
+    }
+    let chunks: Vec<&[u8]> = body.as_bytes().chunks(64 * 1024).collect();
+    let (mut base, mut ours) = (Duration::MAX, Duration::MAX);
+    for _ in 0..ROUNDS {
+        base = base.min(time(&mut || baseline_parse(&chunks)));
+        ours = ours.min(time(&mut || translate_only(&chunks)));
+    }
+    println!(
+        "min of {ROUNDS}: in_memory: baseline {base:?}, patchbay {ours:?}, ratio {:.2}",
+        ours.as_secs_f64() / base.as_secs_f64()
+    );
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--test" || a == "--list");
+    benches();
+    if !quick {
+        min_ratios();
+    }
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -257,6 +257,14 @@ impl Stream for HttpEventStream {
             if this.signal.is_cancelled() {
                 return this.end(Some(Err(ProviderError::cancelled().with_provider(PROVIDER))));
             }
+            match this.translator.pull() {
+                Ok(Some(event)) => return Poll::Ready(Some(Ok(event))),
+                Ok(None) => {}
+                Err(error) => {
+                    // Events queued before the error go first.
+                    this.pending = Some(error);
+                }
+            }
             if let Some(event) = this.translator.next_event() {
                 return Poll::Ready(Some(Ok(event)));
             }
@@ -275,7 +283,7 @@ impl Stream for HttpEventStream {
             }
             match body.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(bytes))) => {
-                    if let Err(error) = this.translator.push_bytes(&bytes) {
+                    if let Err(error) = this.translator.feed(&bytes) {
                         this.pending = Some(error);
                     }
                 }

@@ -1,9 +1,10 @@
 //! An incremental SSE framing parser: one buffer, frames sliced out of it, no per-chunk copies.
 //!
 //! Bytes are appended to one `Vec<u8>`; complete lines are found with `memchr` from where the
-//! last scan stopped (a huge line arriving in small pieces is scanned once); a frame's `data:`
-//! value is handed to the caller as a byte slice of the buffer (the JSON parser checks UTF-8). Consumed bytes are dropped
-//! only when a new chunk arrives, so at most the unfinished tail is moved, once per chunk.
+//! last search stopped (a huge line arriving in small pieces is scanned once); a frame's `data:`
+//! value is handed to the caller as a byte slice of the buffer (the JSON parser checks UTF-8).
+//! Consumed bytes are dropped only when a new chunk arrives, so at most the unfinished tail is
+//! moved, once per chunk.
 //!
 //! Lines end with LF or CRLF. `event:`, `id:`, `retry:` and comment lines are ignored: the
 //! Anthropic payload names its own type. Several `data:` lines of one frame are joined with
@@ -18,6 +19,11 @@ use crate::error::PROVIDER;
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 
 /// Incremental SSE decoder; see the module docs.
+///
+/// Pull-based: [`feed`](Self::feed) bytes, then take frames with
+/// [`next_frame`](Self::next_frame) until it returns `None`, then feed again; at the end of
+/// input, [`end`](Self::end) delivers what is left. [`push`](Self::push) and
+/// [`finish`](Self::finish) do the same with a callback.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
     buf: Vec<u8>,
@@ -25,13 +31,19 @@ pub struct SseDecoder {
     frame_start: usize,
     /// Start of the line being read.
     line_start: usize,
-    /// Where the next search for a newline starts.
+    /// No newline lies between `line_start` and this.
     scan: usize,
     /// Byte ranges of the current frame's `data:` values.
     data: Vec<(usize, usize)>,
     /// Scratch space for frames with several `data:` lines.
     joined: Vec<u8>,
     json_lines: bool,
+}
+
+/// Where a delivered frame's data is.
+enum Frame {
+    Slice(usize, usize),
+    Joined,
 }
 
 impl SseDecoder {
@@ -46,57 +58,67 @@ impl SseDecoder {
         self
     }
 
+    /// Append bytes (after taking every frame of the bytes before). Fails when the unfinished
+    /// frame already exceeds [`MAX_FRAME_BYTES`].
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), ProviderError> {
+        self.compact();
+        if self.buf.len() > MAX_FRAME_BYTES {
+            return Err(ProviderError::protocol(format!(
+                "an SSE frame exceeded {MAX_FRAME_BYTES} bytes without ending"
+            ))
+            .with_provider(PROVIDER));
+        }
+        self.buf.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// The data of the next complete frame in what was fed, if any.
+    pub fn next_frame(&mut self) -> Option<&[u8]> {
+        let frame = self.advance(false)?;
+        Some(self.slice(frame))
+    }
+
+    /// End of input: the frames left, including a last line without its newline and a last
+    /// frame without its blank line. Call until it returns `None`.
+    pub fn end(&mut self) -> Option<&[u8]> {
+        let frame = self.advance(true)?;
+        Some(self.slice(frame))
+    }
+
     /// Feed bytes; `on_data` gets the data of every frame they complete, in order. The first
     /// error (from the framing or from `on_data`) stops decoding and is returned.
     pub fn push<F>(&mut self, chunk: &[u8], mut on_data: F) -> Result<(), ProviderError>
     where
         F: FnMut(&[u8]) -> Result<(), ProviderError>,
     {
-        self.compact();
-        self.buf.extend_from_slice(chunk);
-        while let Some(offset) = memchr::memchr(b'\n', &self.buf[self.scan..]) {
-            let newline = self.scan + offset;
-            let mut end = newline;
-            if end > self.line_start && self.buf[end - 1] == b'\r' {
-                end -= 1;
-            }
-            let start = self.line_start;
-            self.line_start = newline + 1;
-            self.scan = newline + 1;
-            self.line(start, end, &mut on_data)?;
-        }
-        self.scan = self.buf.len();
-        if self.buf.len() - self.frame_start > MAX_FRAME_BYTES {
-            return Err(ProviderError::protocol(format!(
-                "an SSE frame exceeded {MAX_FRAME_BYTES} bytes without ending"
-            ))
-            .with_provider(PROVIDER));
+        self.feed(chunk)?;
+        while let Some(frame) = self.next_frame() {
+            on_data(frame)?;
         }
         Ok(())
     }
 
-    /// End of input: a last line without its newline and a last frame without its blank line
-    /// are still delivered.
+    /// End of input with a callback (see [`end`](Self::end)).
     pub fn finish<F>(&mut self, mut on_data: F) -> Result<(), ProviderError>
     where
         F: FnMut(&[u8]) -> Result<(), ProviderError>,
     {
-        if self.line_start < self.buf.len() {
-            let start = self.line_start;
-            let mut end = self.buf.len();
-            if self.buf[end - 1] == b'\r' {
-                end -= 1;
-            }
-            self.line_start = self.buf.len();
-            self.scan = self.buf.len();
-            self.line(start, end, &mut on_data)?;
+        while let Some(frame) = self.end() {
+            on_data(frame)?;
         }
-        self.dispatch(&mut on_data)
+        Ok(())
     }
 
     /// Bytes received but not yet part of a delivered frame.
     pub fn pending(&self) -> usize {
         self.buf.len() - self.frame_start
+    }
+
+    fn slice(&self, frame: Frame) -> &[u8] {
+        match frame {
+            Frame::Slice(start, end) => &self.buf[start..end],
+            Frame::Joined => &self.joined,
+        }
     }
 
     fn compact(&mut self) {
@@ -110,7 +132,7 @@ impl SseDecoder {
         }
         let shift = self.frame_start;
         self.line_start -= shift;
-        self.scan -= shift;
+        self.scan = self.scan.saturating_sub(shift);
         for (start, end) in &mut self.data {
             *start -= shift;
             *end -= shift;
@@ -118,36 +140,58 @@ impl SseDecoder {
         self.frame_start = 0;
     }
 
-    fn line<F>(&mut self, start: usize, end: usize, on_data: &mut F) -> Result<(), ProviderError>
-    where
-        F: FnMut(&[u8]) -> Result<(), ProviderError>,
-    {
-        let line = &self.buf[start..end];
-        if line.is_empty() {
-            return self.dispatch(on_data);
+    fn advance(&mut self, at_end: bool) -> Option<Frame> {
+        loop {
+            let from = self.scan.max(self.line_start);
+            let (start, next) = match memchr::memchr(b'\n', &self.buf[from..]) {
+                Some(offset) => (self.line_start, from + offset + 1),
+                None if at_end && self.line_start < self.buf.len() => (self.line_start, self.buf.len() + 1),
+                None if at_end => return self.take_frame(),
+                None => {
+                    self.scan = self.buf.len();
+                    return None;
+                }
+            };
+            let mut end = (next - 1).min(self.buf.len());
+            if end > start && self.buf[end - 1] == b'\r' {
+                end -= 1;
+            }
+            let next = next.min(self.buf.len());
+            let line = &self.buf[start..end];
+            if line.is_empty() {
+                self.line_start = next;
+                match self.take_frame() {
+                    Some(frame) => return Some(frame),
+                    None => continue,
+                }
+            }
+            if let Some(value) = line.strip_prefix(b"data:") {
+                let skip = usize::from(value.first() == Some(&b' '));
+                self.data.push((end - value.len() + skip, end));
+                self.line_start = next;
+                continue;
+            }
+            if self.json_lines && line[0] == b'{' {
+                if !self.data.is_empty() {
+                    // Deliver the pending frame first; this line is read again next time.
+                    return self.take_frame();
+                }
+                self.line_start = next;
+                self.frame_start = next;
+                return Some(Frame::Slice(start, end));
+            }
+            // `event:`, `id:`, `retry:`, comments and unknown fields are ignored.
+            self.line_start = next;
+            if self.data.is_empty() {
+                self.frame_start = next;
+            }
         }
-        if let Some(value) = line.strip_prefix(b"data:") {
-            let skip = usize::from(value.first() == Some(&b' '));
-            self.data.push((end - value.len() + skip, end));
-        } else if self.json_lines && line[0] == b'{' {
-            self.dispatch(on_data)?;
-            self.data.push((start, end));
-            return self.dispatch(on_data);
-        }
-        // `event:`, `id:`, `retry:`, comments and unknown fields are ignored.
-        if self.data.is_empty() {
-            self.frame_start = self.line_start;
-        }
-        Ok(())
     }
 
-    fn dispatch<F>(&mut self, on_data: &mut F) -> Result<(), ProviderError>
-    where
-        F: FnMut(&[u8]) -> Result<(), ProviderError>,
-    {
-        let result = match self.data.as_slice() {
-            [] => Ok(()),
-            [(start, end)] => on_data(&self.buf[*start..*end]),
+    fn take_frame(&mut self) -> Option<Frame> {
+        let frame = match self.data.as_slice() {
+            [] => None,
+            [(start, end)] => Some(Frame::Slice(*start, *end)),
             ranges => {
                 self.joined.clear();
                 for (i, (start, end)) in ranges.iter().enumerate() {
@@ -156,12 +200,12 @@ impl SseDecoder {
                     }
                     self.joined.extend_from_slice(&self.buf[*start..*end]);
                 }
-                on_data(&self.joined)
+                Some(Frame::Joined)
             }
         };
         self.data.clear();
         self.frame_start = self.line_start;
-        result
+        frame
     }
 }
 
@@ -216,7 +260,7 @@ mod tests {
         let mut decoder = SseDecoder::new();
         let chunk = vec![b'x'; 1024 * 1024];
         let mut result = Ok(());
-        for _ in 0..=MAX_FRAME_BYTES / chunk.len() {
+        for _ in 0..MAX_FRAME_BYTES / chunk.len() + 2 {
             result = decoder.push(&chunk, |_| Ok(()));
             if result.is_err() {
                 break;

@@ -271,8 +271,19 @@ impl Translator {
 
     fn handle(&mut self, event: StreamEvent<'_>, raw: RawEvent<'_>) -> Result<(), ProviderError> {
         match event.kind.as_ref() {
+            // The hot path first (a delta before `message_start` finds no open block: an error).
+            "content_block_delta" => {
+                let index = Self::index(&event)?;
+                let delta = event.delta.unwrap_or_default();
+                self.delta(index, delta, raw)
+            }
             "ping" => Ok(()),
-            "error" => Err(stream_error(event.error.as_deref(), event.request_id.as_deref())),
+            "error" => {
+                let request_id = raw
+                    .value()
+                    .and_then(|v| v.get("request_id").and_then(Value::as_str).map(str::to_string));
+                Err(stream_error(event.error.as_deref(), request_id.as_deref()))
+            }
             "message_start" => self.message_start(event),
             _ if !self.started => {
                 if matches!(
@@ -291,11 +302,6 @@ impl Translator {
                 tracing::debug!(kind = %event.kind, "ignoring an unknown event before message_start");
                 Ok(())
             }
-            "content_block_delta" => {
-                let index = Self::index(&event)?;
-                let delta = event.delta.unwrap_or_default();
-                self.delta(index, delta, raw)
-            }
             "content_block_start" => {
                 let index = Self::index(&event)?;
                 let block = *event
@@ -312,7 +318,11 @@ impl Translator {
                 self.stop_block(index)
             }
             "message_delta" => {
-                if let Some(reason) = event.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
+                if let Some(reason) = event
+                    .delta
+                    .as_ref()
+                    .and_then(|d| d.stop_reason.as_deref().map(|r| r.as_ref()))
+                {
                     self.stop_reason = Some(reason.to_string());
                 }
                 if let Some(usage) = event.usage.as_deref() {
@@ -349,6 +359,7 @@ impl Translator {
     fn index(event: &StreamEvent<'_>) -> Result<usize, ProviderError> {
         event
             .index
+            .map(|i| i as usize)
             .ok_or_else(|| Self::protocol(format!("`{}` without an `index`", event.kind)))
     }
 
@@ -765,6 +776,28 @@ impl StreamTranslator {
     pub fn push_bytes(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
         let translator = &mut self.translator;
         self.decoder.push(bytes, |data| translator.push_slice(data))
+    }
+
+    /// Feed bytes without translating them yet: [`pull`](Self::pull) takes one event at a time,
+    /// decoding frames only as needed (what the provider's stream does).
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+        self.decoder.feed(bytes)
+    }
+
+    /// The next event from what was fed: `Ok(None)` when more bytes are needed.
+    pub fn pull(&mut self) -> Result<Option<Event>, ProviderError> {
+        loop {
+            if let Some(event) = self.translator.next_event() {
+                return Ok(Some(event));
+            }
+            if self.translator.is_done() {
+                return Ok(None);
+            }
+            match self.decoder.next_frame() {
+                Some(frame) => self.translator.push_slice(frame)?,
+                None => return Ok(None),
+            }
+        }
     }
 
     /// End of input: delivers a last unterminated frame, then requires `message_stop`.

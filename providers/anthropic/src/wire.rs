@@ -7,8 +7,20 @@
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+
+/// An optional string that borrows from the input when it has no escapes. (serde borrows a
+/// bare `Cow<str>` field, but an `Option<Cow<str>>` would always allocate.)
+fn borrowed<'de, 'a, D>(deserializer: D) -> Result<Option<Cow<'a, str>>, D::Error>
+where
+    D: Deserializer<'de>,
+    'de: 'a,
+{
+    #[derive(Deserialize)]
+    struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
+    Ok(Option::<Borrowed<'a>>::deserialize(deserializer)?.map(|b| b.0))
+}
 
 /// One stream event (`message_start`, `content_block_delta`, `error`...), as a flat struct: the
 /// `type` plus every field any event type carries. Unknown types parse too.
@@ -20,7 +32,7 @@ pub struct StreamEvent<'a> {
     pub kind: Cow<'a, str>,
     /// The content block index (block events).
     #[serde(default)]
-    pub index: Option<usize>,
+    pub index: Option<u32>,
     /// `content_block_delta` and `message_delta` payload.
     #[serde(default, borrow)]
     pub delta: Option<Delta<'a>>,
@@ -33,12 +45,10 @@ pub struct StreamEvent<'a> {
     /// `message_delta` usage (cumulative).
     #[serde(default)]
     pub usage: Option<Box<WireUsage>>,
-    /// `error` payload.
+    /// `error` payload (the event's `request_id`, when a proxy adds one, is read from the raw
+    /// event on this rare path).
     #[serde(default, borrow)]
     pub error: Option<Box<WireError<'a>>>,
-    /// The request id some proxies put on `error` events.
-    #[serde(default, borrow)]
-    pub request_id: Option<Cow<'a, str>>,
 }
 
 /// A delta: a content block delta (`text_delta`, `input_json_delta`...) or a message delta
@@ -51,7 +61,7 @@ pub struct StreamEvent<'a> {
 #[non_exhaustive]
 pub struct Delta<'a> {
     /// The delta type (absent on `message_delta`).
-    #[serde(rename = "type", default, borrow)]
+    #[serde(rename = "type", default, borrow, deserialize_with = "borrowed")]
     pub kind: Option<Cow<'a, str>>,
     /// `text`, `thinking`, `signature` or `partial_json`, whichever the delta carries.
     #[serde(
@@ -60,15 +70,16 @@ pub struct Delta<'a> {
         alias = "signature",
         alias = "partial_json",
         default,
-        borrow
+        borrow,
+        deserialize_with = "borrowed"
     )]
     pub payload: Option<Cow<'a, str>>,
     /// `citations_delta`.
     #[serde(default)]
     pub citation: Option<Box<Value>>,
-    /// `message_delta`.
+    /// `message_delta` (boxed: once per message, and it keeps the struct small).
     #[serde(default, borrow)]
-    pub stop_reason: Option<Cow<'a, str>>,
+    pub stop_reason: Option<Box<Cow<'a, str>>>,
 }
 
 /// The head of a content block (`content_block_start`, or a block of a pre-filled message).
@@ -79,25 +90,25 @@ pub struct Block<'a> {
     #[serde(rename = "type", borrow)]
     pub kind: Cow<'a, str>,
     /// Tool call id.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub id: Option<Cow<'a, str>>,
     /// Tool name.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub name: Option<Cow<'a, str>>,
     /// Initial text.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub text: Option<Cow<'a, str>>,
     /// Initial thinking.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub thinking: Option<Cow<'a, str>>,
     /// Initial signature.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub signature: Option<Cow<'a, str>>,
     /// Redacted thinking data.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub data: Option<Cow<'a, str>>,
     /// The call a server tool result answers.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub tool_use_id: Option<Cow<'a, str>>,
     /// Initial tool input (usually `{}`; complete for pre-filled blocks).
     #[serde(default)]
@@ -112,10 +123,10 @@ pub struct Block<'a> {
 #[non_exhaustive]
 pub struct MessageHead<'a> {
     /// The message id.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub id: Option<Cow<'a, str>>,
     /// The model that answers.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub model: Option<Cow<'a, str>>,
     /// Usage so far.
     #[serde(default)]
@@ -124,7 +135,7 @@ pub struct MessageHead<'a> {
     #[serde(default)]
     pub content: Vec<Value>,
     /// A stop reason already known (pre-filled messages).
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub stop_reason: Option<Cow<'a, str>>,
 }
 
@@ -167,9 +178,29 @@ impl WireUsage {
 #[non_exhaustive]
 pub struct WireError<'a> {
     /// The error type (`overloaded_error`...).
-    #[serde(rename = "type", default, borrow)]
+    #[serde(rename = "type", default, borrow, deserialize_with = "borrowed")]
     pub kind: Option<Cow<'a, str>>,
     /// The message.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "borrowed")]
     pub message: Option<Cow<'a, str>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_borrow_unless_escaped() {
+        let data = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}"#;
+        let event: StreamEvent<'_> = serde_json::from_str(data).expect("parses");
+        let delta = event.delta.expect("a delta");
+        assert!(matches!(delta.kind, Some(Cow::Borrowed("text_delta"))));
+        assert!(matches!(delta.payload, Some(Cow::Borrowed("hi"))));
+        let escaped = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\"b"}}"#;
+        let event: StreamEvent<'_> = serde_json::from_str(escaped).expect("parses");
+        assert_eq!(event.delta.and_then(|d| d.payload).as_deref(), Some("a\"b"));
+        let value: Value = serde_json::from_str(data).expect("parses");
+        let event = StreamEvent::deserialize(&value).expect("from a value");
+        assert!(matches!(event.delta.and_then(|d| d.payload), Some(Cow::Borrowed("hi"))));
+    }
 }
