@@ -84,21 +84,31 @@ fn main() -> ExitCode {
             println!("{event}");
         }
         if let Some(error) = &recording.error {
-            println!("{}", json!({ "type": "error", "kind": error.kind().as_str(), "message": error.to_string() }));
+            println!(
+                "{}",
+                json!({ "type": "error", "kind": error.kind().as_str(), "message": error.to_string() })
+            );
             if error.kind() == ErrorKind::Protocol {
                 // The stream broke the wire format: valid events, invalid stream.
                 violations.push(json!({ "response": index + 1, "violation": error.to_string() }));
             }
         }
         if let Err(found) = recording.validate() {
-            violations.extend(found.into_iter().map(|v| json!({ "response": index + 1, "violation": v.to_string() })));
+            violations.extend(
+                found
+                    .into_iter()
+                    .map(|v| json!({ "response": index + 1, "violation": v.to_string() })),
+            );
         }
     }
     if violations.is_empty() {
         println!("{}", json!({ "verdict": "valid", "responses": recordings.len() }));
         ExitCode::SUCCESS
     } else {
-        println!("{}", json!({ "verdict": "invalid", "responses": recordings.len(), "violations": violations }));
+        println!(
+            "{}",
+            json!({ "verdict": "invalid", "responses": recordings.len(), "violations": violations })
+        );
         ExitCode::from(1)
     }
 }

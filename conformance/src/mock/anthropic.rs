@@ -80,7 +80,9 @@ fn word_deltas(text: &str) -> Vec<&str> {
 /// Split JSON text into `parts` pieces at character boundaries.
 fn pieces(text: &str, parts: usize) -> Vec<&str> {
     let chars: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-    let mut cuts: Vec<usize> = (1..parts).map(|k| chars.get(chars.len() * k / parts).copied().unwrap_or(text.len())).collect();
+    let mut cuts: Vec<usize> = (1..parts)
+        .map(|k| chars.get(chars.len() * k / parts).copied().unwrap_or(text.len()))
+        .collect();
     cuts.dedup();
     let mut out = Vec::new();
     let mut start = 0;
@@ -112,7 +114,12 @@ fn usage_json(response: &Response, start: bool) -> Value {
 }
 
 fn block_frames(out: &mut Vec<String>, index: usize, part: &Part) {
-    let delta = |delta: Value| frame("content_block_delta", &json!({ "type": "content_block_delta", "index": index, "delta": delta }));
+    let delta = |delta: Value| {
+        frame(
+            "content_block_delta",
+            &json!({ "type": "content_block_delta", "index": index, "delta": delta }),
+        )
+    };
     match part {
         Part::Text { text } => {
             let start = json!({ "type": "content_block_start", "index": index, "content_block": { "type": "text", "text": "" } });
@@ -123,7 +130,10 @@ fn block_frames(out: &mut Vec<String>, index: usize, part: &Part) {
         }
         Part::Thinking { text, signature } => {
             let block = json!({ "type": "thinking", "thinking": "", "signature": "" });
-            out.push(frame("content_block_start", &json!({ "type": "content_block_start", "index": index, "content_block": block })));
+            out.push(frame(
+                "content_block_start",
+                &json!({ "type": "content_block_start", "index": index, "content_block": block }),
+            ));
             for piece in word_deltas(text) {
                 out.push(delta(json!({ "type": "thinking_delta", "thinking": piece })));
             }
@@ -133,7 +143,10 @@ fn block_frames(out: &mut Vec<String>, index: usize, part: &Part) {
         }
         Part::ToolCall { id, name, input } => {
             let block = json!({ "type": "tool_use", "id": id, "name": name, "input": {} });
-            out.push(frame("content_block_start", &json!({ "type": "content_block_start", "index": index, "content_block": block })));
+            out.push(frame(
+                "content_block_start",
+                &json!({ "type": "content_block_start", "index": index, "content_block": block }),
+            ));
             let text = input.to_string();
             for piece in pieces(&text, 3) {
                 out.push(delta(json!({ "type": "input_json_delta", "partial_json": piece })));
@@ -167,7 +180,10 @@ impl WireFormat for AnthropicWire {
             block_frames(&mut out, index, part);
             let cut_here = index == last && !matches!(response.end, End::Finish { .. });
             if !cut_here {
-                out.push(frame("content_block_stop", &json!({ "type": "content_block_stop", "index": index })));
+                out.push(frame(
+                    "content_block_stop",
+                    &json!({ "type": "content_block_stop", "index": index }),
+                ));
             }
         }
         match &response.end {
@@ -255,7 +271,10 @@ mod tests {
 
     #[test]
     fn word_deltas_match_the_scripted_provider() {
-        assert_eq!(word_deltas("héllo  wörld 🎉 end"), vec!["héllo  ", "wörld ", "🎉 ", "end"]);
+        assert_eq!(
+            word_deltas("héllo  wörld 🎉 end"),
+            vec!["héllo  ", "wörld ", "🎉 ", "end"]
+        );
     }
 
     #[test]
@@ -270,7 +289,9 @@ mod tests {
         let body = fixture_body(b"{\"type\":\"ping\"}\n{\"type\":\"message_stop\"}\n");
         assert_eq!(
             body,
-            Bytes::from("event: ping\ndata: {\"type\":\"ping\"}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+            Bytes::from(
+                "event: ping\ndata: {\"type\":\"ping\"}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+            )
         );
         assert_eq!(split_responses(&body).len(), 1);
     }
