@@ -482,7 +482,9 @@ impl ServerHandler for Handler {
         let span = tracing::info_span!("patchbay.mcp.tool", tool = %name);
         let execute = AssertUnwindSafe(tool.execute(input, &cx)).catch_unwind();
         let result = async {
+            // Biased: a tool that watches its signal gets to return its own result first.
             tokio::select! {
+                biased;
                 result = execute => result.unwrap_or_else(|_| {
                     tracing::error!("tool panicked");
                     ToolResult::error(format!("tool `{name}` panicked"))

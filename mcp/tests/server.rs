@@ -316,3 +316,50 @@ async fn a_stateful_server_keeps_sessions_and_still_checks_every_request() {
     connections.close().await;
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_client_timeout_cancels_the_tool_on_our_server() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use patchbay_core::{FnTool, ToolContext, ToolResult, ToolSet};
+
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let seen = cancelled.clone();
+    let slow = FnTool::new("slow", "Waits.", move |_: crate::common::Empty, cx: ToolContext| {
+        let seen = seen.clone();
+        async move {
+            tokio::select! {
+                _ = cx.signal.cancelled() => {
+                    seen.store(true, Ordering::SeqCst);
+                    ToolResult::aborted()
+                }
+                _ = tokio::time::sleep(Duration::from_secs(30)) => ToolResult::text("finished"),
+            }
+        }
+    });
+    let server = ToolServer::start(ToolSet::new().with(slow)).await.expect("server");
+    let guard = server.register(&RequestContext::new());
+    let connections = McpClientSet::new()
+        .with_call_timeout(Duration::from_millis(300))
+        .with_server(guard.server_config("host"))
+        .connect()
+        .await;
+    let tools = connections.tools().await;
+    let result = tools
+        .get("slow")
+        .expect("slow")
+        .execute(json!({}), &Default::default())
+        .await;
+    assert!(result.text_content().contains("timed out"), "{result:?}");
+    let start = Instant::now();
+    while !cancelled.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(3) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        cancelled.load(Ordering::SeqCst),
+        "the tool on the server never saw the cancellation"
+    );
+    connections.close().await;
+    server.shutdown().await;
+}
