@@ -290,3 +290,64 @@ async fn bad_input_is_rejected_before_any_io() {
         .await;
     assert_eq!(result.err().map(|e| e.kind()), Some(ErrorKind::InvalidRequest));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fixture_served_over_http_gives_the_same_events_as_the_translator() {
+    use patchbay_conformance::mock::Chunking;
+    use patchbay_conformance::mock::anthropic::{load_fixture, split_responses};
+
+    let mut paths = Vec::new();
+    let mut dirs = vec![crate::common::fixtures_dir()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("fixture dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path)
+            } else {
+                paths.push(path)
+            }
+        }
+    }
+    paths.sort();
+    for (seed, path) in paths.iter().enumerate() {
+        let body = load_fixture(path).expect("fixture");
+        let bodies = split_responses(&body);
+        let expected = patchbay_anthropic::replay::replay(&std::fs::read(path).expect("fixture"));
+        let server = MockServer::builder(AnthropicWire)
+            .serve(bodies.iter().cloned().map(Serve::sse))
+            .chunking(Chunking::Random {
+                seed: seed as u64,
+                max: 97,
+            })
+            .start()
+            .await
+            .expect("mock starts");
+        let provider = provider(&server.url());
+        for (index, want) in expected.iter().enumerate().take(bodies.len()) {
+            let got = record(&*provider, &Signal::new()).await;
+            let model_of = |events: &[Event]| match events.first() {
+                Some(Event::Started { model, .. }) => model.clone(),
+                _ => String::new(),
+            };
+            let mut got_events = crate::common::without_timings(&got.events);
+            if model_of(&want.events).is_empty() {
+                // The translator alone has no requested model to fall back on.
+                if let Some(Event::Started { model, .. }) = got_events.first_mut() {
+                    model.clear();
+                }
+            }
+            assert_eq!(
+                got_events,
+                crate::common::without_timings(&want.events),
+                "{}, response {index}",
+                path.display()
+            );
+            assert_eq!(
+                got.error.map(|e| e.kind()),
+                want.error.as_ref().map(|e| e.kind()),
+                "{}",
+                path.display()
+            );
+        }
+    }
+}
