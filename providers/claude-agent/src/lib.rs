@@ -9,6 +9,7 @@
 // `ProviderError` is core's type; its size is core's decision, not this crate's.
 #![allow(clippy::result_large_err)]
 
+mod blocks;
 mod config;
 pub mod control;
 mod error;
@@ -16,6 +17,7 @@ pub mod lines;
 mod pool;
 mod process;
 mod provider;
+mod run;
 pub mod session;
 pub mod translate;
 

@@ -67,18 +67,13 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 self.buf.drain(..self.start);
                 self.start = 0;
             }
-            let len = self.buf.len();
-            self.buf.resize(len + 64 * 1024, 0);
-            let read = self.inner.read(&mut self.buf[len..]).await;
-            match read {
-                Ok(n) => {
-                    self.buf.truncate(len + n);
-                    if n == 0 {
-                        self.eof = true;
-                    }
-                }
+            // `read_buf` fills spare capacity and grows the length only once a read completes,
+            // so a call dropped mid-read (inside `select!`) leaves the buffer as it was.
+            self.buf.reserve(64 * 1024);
+            match self.inner.read_buf(&mut self.buf).await {
+                Ok(0) => self.eof = true,
+                Ok(_) => {}
                 Err(source) => {
-                    self.buf.truncate(len);
                     return Err(Error::Io {
                         what: "reading the CLI's stdout",
                         source,
@@ -115,6 +110,20 @@ mod tests {
         let mut exact = vec![b'y'; 10];
         exact.push(b'\n');
         assert_eq!(lines(&exact, 10).await.ok().map(|l| l.len()), Some(1));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_read_loses_nothing() {
+        let (mut tx, rx) = tokio::io::duplex(16);
+        let mut reader = LineReader::new(rx, 1024);
+        // Start a read that cannot finish, and drop it (as `select!` does).
+        let pending = tokio::time::timeout(std::time::Duration::from_millis(20), reader.next_line()).await;
+        assert!(pending.is_err());
+        use tokio::io::AsyncWriteExt;
+        let _ = tx.write_all(b"abc\n").await;
+        drop(tx);
+        let line = reader.next_line().await.ok().flatten().map(<[u8]>::to_vec);
+        assert_eq!(line.as_deref(), Some(&b"abc"[..]));
     }
 
     #[tokio::test]
