@@ -75,8 +75,10 @@ pub struct AnthropicConfig {
     pub headers: Vec<(String, String)>,
     /// Connection timeout (default 10 s).
     pub connect_timeout: Duration,
-    /// Longest silence between two reads of the response before it counts as dead
-    /// (default 5 minutes; `None`: wait forever, cancellation still works).
+    /// Longest silence before the response headers, and between two reads of the body,
+    /// before the call counts as dead: a `Transport` error (default 5 minutes; `None`: wait
+    /// forever, cancellation still works). Checked without a timer reset per chunk, so a silent
+    /// stream fails after between one and two times this.
     pub read_timeout: Option<Duration>,
     /// Longest whole request, streaming included (default none).
     pub request_timeout: Option<Duration>,

@@ -4,13 +4,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::Stream;
 use patchbay_core::{
-    Capabilities, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
-    check_conversation,
+    Capabilities, ErrorKind, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext,
+    Signal, ToolSet, check_conversation,
 };
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
@@ -79,9 +80,6 @@ impl AnthropicProvider {
         let mut builder = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .user_agent(concat!("patchbay-anthropic/", env!("CARGO_PKG_VERSION")));
-        if let Some(timeout) = config.read_timeout {
-            builder = builder.read_timeout(timeout);
-        }
         if let Some(timeout) = config.request_timeout {
             builder = builder.timeout(timeout);
         }
@@ -173,9 +171,14 @@ impl Provider for AnthropicProvider {
             request = request.header("anthropic-beta", betas.join(","));
         }
         let span = tracing::info_span!("patchbay.anthropic.request", model, bytes = body.len());
-        let response = or_cancel(signal, request.body(body).send().instrument(span.clone()))
-            .await?
-            .map_err(|e| transport_error(e, "sending the request"))?;
+        let send = request.body(body).send().instrument(span.clone());
+        let response = match self.config.read_timeout {
+            Some(limit) => or_cancel(signal, tokio::time::timeout(limit, send))
+                .await?
+                .map_err(|_| idle_timeout(limit, "waiting for the response headers"))?,
+            None => or_cancel(signal, send).await?,
+        }
+        .map_err(|e| transport_error(e, "sending the request"))?;
         let status = response.status();
         if !status.is_success() {
             let headers = response.headers().clone();
@@ -201,15 +204,18 @@ impl Provider for AnthropicProvider {
                 translator,
                 signal: signal.clone(),
                 cancelled: Box::pin(signal.token().clone().cancelled_owned()),
+                idle: None,
                 pending,
                 terminated: false,
             }));
         }
+        let idle = self.config.read_timeout.map(|limit| Idle::new(limit));
         Ok(Box::pin(HttpEventStream {
             body: Some(Box::pin(response.bytes_stream())),
             translator,
             signal: signal.clone(),
             cancelled: Box::pin(signal.token().clone().cancelled_owned()),
+            idle,
             pending: None,
             terminated: false,
         }))
@@ -226,6 +232,42 @@ fn translate_whole_message(translator: &mut Translator, body: &[u8]) -> Result<(
 
 type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
+fn idle_timeout(limit: Duration, what: &str) -> ProviderError {
+    ProviderError::new(ErrorKind::Transport, format!("{what}: nothing arrived for {limit:?}")).with_provider(PROVIDER)
+}
+
+/// The idle read timeout, without touching a timer per chunk: a chunk only sets a flag, and a
+/// timer that fires once per period checks it. A stream is declared dead after between one and
+/// two periods of silence.
+struct Idle {
+    limit: Duration,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    activity: bool,
+}
+
+impl Idle {
+    fn new(limit: Duration) -> Self {
+        Self {
+            limit,
+            timer: Box::pin(tokio::time::sleep(limit)),
+            activity: false,
+        }
+    }
+
+    /// Poll the timer: `true` when the stream has been silent too long.
+    fn expired(&mut self, cx: &mut Context<'_>) -> bool {
+        while self.timer.as_mut().poll(cx).is_ready() {
+            if !self.activity {
+                return true;
+            }
+            self.activity = false;
+            let next = tokio::time::Instant::now() + self.limit;
+            self.timer.as_mut().reset(next);
+        }
+        false
+    }
+}
+
 /// The event stream of one call: reads the body only when polled, translates in place, and
 /// drops the connection on cancel, on error and after `message_stop`.
 struct HttpEventStream {
@@ -233,6 +275,7 @@ struct HttpEventStream {
     translator: StreamTranslator,
     signal: Signal,
     cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
+    idle: Option<Idle>,
     pending: Option<ProviderError>,
     terminated: bool,
 }
@@ -283,6 +326,9 @@ impl Stream for HttpEventStream {
             }
             match body.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(bytes))) => {
+                    if let Some(idle) = &mut this.idle {
+                        idle.activity = true;
+                    }
                     if let Err(error) = this.translator.feed(&bytes) {
                         this.pending = Some(error);
                     }
@@ -299,6 +345,13 @@ impl Stream for HttpEventStream {
                 }
                 Poll::Pending => {
                     if this.cancelled.as_mut().poll(cx).is_ready() {
+                        continue;
+                    }
+                    if let Some(idle) = &mut this.idle
+                        && idle.expired(cx)
+                    {
+                        this.body = None;
+                        this.pending = Some(idle_timeout(idle.limit, "reading the stream"));
                         continue;
                     }
                     return Poll::Pending;

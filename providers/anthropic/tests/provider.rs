@@ -160,6 +160,20 @@ async fn a_stalled_stream_hits_the_read_timeout() {
     let provider = AnthropicProvider::new(config).expect("config");
     let recording = record(&provider, &Signal::new()).await;
     assert_eq!(recording.error.map(|e| e.kind()), Some(ErrorKind::Transport));
+    assert!(recording.events.iter().any(|e| matches!(e, Event::TextDelta { .. })));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_that_never_come_hit_the_read_timeout() {
+    let server = serve(vec![Serve::Delay(Duration::from_secs(30), Box::new(Serve::sse(HELLO)))]).await;
+    let config = AnthropicConfig::new("k")
+        .with_base_url(server.url())
+        .with_read_timeout(Some(Duration::from_millis(200)));
+    let provider = AnthropicProvider::new(config).expect("config");
+    let started = std::time::Instant::now();
+    let recording = record(&provider, &Signal::new()).await;
+    assert_eq!(recording.error.map(|e| e.kind()), Some(ErrorKind::Transport));
+    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
