@@ -492,3 +492,60 @@ async fn in_process_host_tools_get_the_context_and_keep_their_metadata() {
             .any(|r| r["result"]["content"][0]["text"] == "Sunny in Paris.")
     );
 }
+
+#[tokio::test]
+async fn per_call_options_set_permissions_agents_and_the_preset_prompt() {
+    let fake = fake("text_only");
+    let agents = json!({ "reviewer": { "description": "Reviews code.", "prompt": "You review.", "tools": ["Read"] } });
+    let context = RequestContext::new()
+        .with_system("Also be brief.")
+        .with_provider_options(
+            "claude-agent",
+            json!({
+                "permission_mode": "plan",
+                "allowed_tools": ["Bash(echo:*)"],
+                "disallowed_tools": ["WebFetch"],
+                "agents": agents,
+                "system_prompt": { "type": "preset" },
+                "max_turns": 3
+            }),
+        );
+    let (_, error) = collect(
+        &fake.provider(),
+        &[Message::user("hi")],
+        &ToolSet::new(),
+        Some(&context),
+    )
+    .await;
+    assert!(error.is_none(), "{error:?}");
+    let argv = fake.argv();
+    let args: Vec<&str> = argv["argv"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let after = |flag: &str| {
+        args.iter()
+            .position(|a| *a == flag)
+            .and_then(|i| args.get(i + 1))
+            .copied()
+    };
+    assert_eq!(after("--permission-mode"), Some("plan"));
+    assert_eq!(after("--allowedTools"), Some("Bash(echo:*)"));
+    assert_eq!(after("--disallowedTools"), Some("WebFetch"));
+    assert_eq!(after("--append-system-prompt"), Some("Also be brief."));
+    assert_eq!(after("--max-turns"), Some("3"));
+    assert!(
+        !args.contains(&"--system-prompt"),
+        "the preset keeps the CLI's own prompt"
+    );
+    assert_eq!(fake.stdin()[0]["request"]["agents"], agents);
+
+    let bad = RequestContext::new().with_provider_options("claude-agent", json!({ "permision_mode": "plan" }));
+    let (_, error) = collect(&fake.provider(), &[Message::user("hi")], &ToolSet::new(), Some(&bad)).await;
+    assert_eq!(error.map(|e| e.kind()), Some(ErrorKind::Config));
+    let built = patchbay_claude_agent::build(&json!({ "cli_path": "/x/claude", "keep_alive_ms": 500 }));
+    assert!(built.is_ok());
+    assert!(patchbay_claude_agent::build(&json!({ "nope": 1 })).is_err());
+}
