@@ -12,6 +12,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use patchbay_core::{ErrorKind, EventStream, ProviderError, RequestContext, Signal, ToolResult, ToolSet};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::control::{self, McpWork};
 use crate::error::{Error, PROVIDER};
@@ -292,7 +293,8 @@ fn control_request(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, 
                     };
                     let bridge = bridge.clone();
                     let id = id.to_string();
-                    Reply::Later(Box::pin(async move {
+                    let span = tracing::info_span!("patchbay.tool", tool = %name, call = ?call_id);
+                    let work = async move {
                         let mut cx = bridge.context.tool_context(&bridge.signal);
                         if let Some(call) = &call_id {
                             cx = cx.with_tool_use_id(call.clone());
@@ -307,7 +309,8 @@ fn control_request(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, 
                             line: control::success_line(&id, json!({ "mcp_response": reply })),
                             record: call_id.map(|call| (call, result)),
                         }
-                    }))
+                    };
+                    Reply::Later(Box::pin(work.instrument(span)))
                 }
             }
         }
