@@ -155,7 +155,10 @@ fn main() {
             serde_json::from_slice::<serde_json::Value>(&o.stdout).ok()
         });
         let Some(parsed) = parsed else {
-            println!("claude-agent-sdk (Python): not available at {}", python.display());
+            println!(
+                "claude-agent-sdk (Python): not available at {} (PATCHBAY_BENCH=1 bash .ci/peers/claude.sh)",
+                python.display()
+            );
             return;
         };
         let list = |key: &str| -> Vec<f64> {
