@@ -148,7 +148,7 @@ pub(crate) fn run(
                     Ok(None) => {
                         let status = process.stop().await;
                         let error = match translator.finish() {
-                            Ok(()) => continue,
+                            Ok(()) => return,
                             Err(error) => error,
                         };
                         yield Err(process_error(error, &process, status));
