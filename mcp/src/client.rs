@@ -50,8 +50,13 @@ struct Options {
 /// Connecting starts every server concurrently, each bounded by the connect timeout (10 s by
 /// default). A server that is down, refuses, hangs or fails its handshake is reported (a
 /// `mcp_server_failed` warning and an entry in `McpConnected.failed`) and the rest go on.
-/// Header values may ask for request metadata: `${metadata.project_id}` is replaced by the
-/// request's `project_id` (the header is left out, with a warning, when the key is missing).
+/// Header values (and stdio env values) may ask for request metadata: `${metadata.project_id}`
+/// is replaced by the request's `project_id` (left out, with a warning, when the key is missing).
+///
+/// Stdio servers run in their own process group, with the request's environment and working
+/// directory. Closing is guaranteed: [`McpConnections::close`] closes stdin, waits, then sends
+/// SIGTERM and SIGKILL to the group; dropping the connections does the same in the background,
+/// or kills the group at once outside a runtime. Unix only.
 ///
 /// ```no_run
 /// # async fn demo() {

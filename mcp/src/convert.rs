@@ -1,19 +1,4 @@
 //! Conversions between patchbay's tool types and MCP's (`Tool`, `CallToolResult`).
-//!
-//! The mapping, both ways:
-//!
-//! | patchbay | MCP |
-//! | --- | --- |
-//! | `ToolContent::Text` | `text` block |
-//! | `ToolContent::Image` | `image` block |
-//! | `ToolContent::Resource` | embedded `resource` block (text or blob) |
-//! | `ToolContent::Json` | `text` block holding the JSON, marked `_meta["patchbay/json"]`; a result whose only content is one JSON object also sets `structuredContent` |
-//! | `status: Completed` / anything else | `isError: false` / `true`; `Denied` and `Aborted` are kept in `_meta["patchbay/status"]` |
-//! | `metadata` | `_meta["patchbay/metadata"]` |
-//!
-//! From a foreign server: `structuredContent` becomes `metadata` (unless the patchbay key is
-//! present), a `resource_link` becomes a `Resource` without contents, and `audio` (which
-//! patchbay has no kind for) is kept as `Json` holding the MCP block, so nothing is dropped.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -34,6 +19,21 @@ pub const META_CLAUDE_TOOL_USE_ID: &str = "claudecode/toolUseId";
 pub const META_JSON: &str = "patchbay/json";
 
 /// A patchbay [`ToolResult`] as an MCP `CallToolResult`.
+///
+/// The mapping, both ways:
+///
+/// | patchbay | MCP |
+/// | --- | --- |
+/// | `ToolContent::Text` | `text` block |
+/// | `ToolContent::Image` | `image` block |
+/// | `ToolContent::Resource` | embedded `resource` block (text or blob) |
+/// | `ToolContent::Json` | `text` block holding the JSON, marked `_meta["patchbay/json"]`; a result whose only content is one JSON object also sets `structuredContent` |
+/// | `status: Completed` / anything else | `isError: false` / `true`; `Denied` and `Aborted` are kept in `_meta["patchbay/status"]` |
+/// | `metadata` | `_meta["patchbay/metadata"]` |
+///
+/// From a foreign server: `structuredContent` becomes `metadata` (unless the patchbay key is
+/// present), a `resource_link` becomes a `Resource` without contents, and `audio` (which
+/// patchbay has no kind for) is kept as `Json` holding the MCP block, so nothing is dropped.
 ///
 /// ```
 /// use patchbay_core::ToolResult;
@@ -76,7 +76,7 @@ pub fn to_call_tool_result(result: &ToolResult) -> CallToolResult {
     out
 }
 
-/// An MCP `CallToolResult` as a patchbay [`ToolResult`] (see the module docs for the mapping).
+/// An MCP `CallToolResult` as a patchbay [`ToolResult`] (the mapping is on [`to_call_tool_result`]).
 pub fn from_call_tool_result(result: CallToolResult) -> ToolResult {
     let meta = result.meta.map(|meta| meta.0).unwrap_or_default();
     let status = match meta.get(META_STATUS).and_then(Value::as_str) {
