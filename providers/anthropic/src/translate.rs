@@ -39,7 +39,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{PROVIDER, stream_error};
 use crate::sse::SseDecoder;
-use crate::wire::{Block, Delta, StreamEvent};
+use crate::wire::{Block, Delta, HotEvent, StreamEvent};
 
 /// The patchbay finish reason of an Anthropic `stop_reason`.
 pub fn finish_reason(stop_reason: &str) -> FinishReason {
@@ -182,11 +182,32 @@ impl Translator {
 
     /// Feed one SSE data payload as bytes (UTF-8 is checked by the JSON parser).
     pub fn push_slice(&mut self, data: &[u8]) -> Result<(), ProviderError> {
+        if let Some(event) = self.step(data)? {
+            self.queue.push_back(event);
+        }
+        Ok(())
+    }
+
+    /// Translate one payload. A content block delta (nearly all the traffic) is parsed into the
+    /// small [`HotEvent`] and its event returned directly, bypassing the queue; anything else is
+    /// parsed again as a full [`StreamEvent`] (a handful per message) and queues its events.
+    pub(crate) fn step(&mut self, data: &[u8]) -> Result<Option<Event>, ProviderError> {
         if self.done {
-            return Ok(());
+            return Ok(None);
+        }
+        let hot: HotEvent<'_> = serde_json::from_slice(data).map_err(|e| self.fail_json(e, data))?;
+        if hot.kind == "content_block_delta" {
+            let result = match hot.index {
+                Some(index) => self.delta(index as usize, hot.delta.unwrap_or_default(), RawEvent::Json(data)),
+                None => Err(Self::protocol("`content_block_delta` without an `index`")),
+            };
+            if result.is_err() {
+                self.done = true;
+            }
+            return result;
         }
         let event: StreamEvent<'_> = serde_json::from_slice(data).map_err(|e| self.fail_json(e, data))?;
-        self.push_event(event, RawEvent::Json(data))
+        self.push_event(event, RawEvent::Json(data)).map(|()| None)
     }
 
     /// Feed one already-parsed stream event (as the Claude Code CLI's `stream_event.event`).
@@ -241,20 +262,25 @@ impl Translator {
     }
 
     fn emit(&mut self, event: Event) {
+        self.count(&event);
+        self.queue.push_back(event);
+    }
+
+    /// Count an event for the metrics of `Finish`.
+    fn count(&mut self, event: &Event) {
         self.events += 1;
         match &event {
             Event::TextDelta { text, .. } => {
                 self.text_chars += text.chars().count() as u64;
                 if !self.timed_text {
                     self.timed_text = true;
-                    self.recorder.observe(&event);
+                    self.recorder.observe(event);
                 }
             }
             Event::ReasoningDelta { text, .. } => self.reasoning_chars += text.chars().count() as u64,
-            _ if self.events == 1 => self.recorder.observe(&event),
+            _ if self.events == 1 => self.recorder.observe(event),
             _ => {}
         }
-        self.queue.push_back(event);
     }
 
     fn open_block(&mut self, index: usize) -> Option<&mut Open> {
@@ -275,7 +301,10 @@ impl Translator {
             "content_block_delta" => {
                 let index = Self::index(&event)?;
                 let delta = event.delta.unwrap_or_default();
-                self.delta(index, delta, raw)
+                if let Some(event) = self.delta(index, delta, raw)? {
+                    self.queue.push_back(event);
+                }
+                Ok(())
             }
             "ping" => Ok(()),
             "error" => {
@@ -487,52 +516,51 @@ impl Translator {
         Ok(())
     }
 
-    fn delta(&mut self, index: usize, delta: Delta<'_>, raw: RawEvent<'_>) -> Result<(), ProviderError> {
+    /// The event of a content block delta, counted but not queued.
+    fn delta(&mut self, index: usize, delta: Delta<'_>, raw: RawEvent<'_>) -> Result<Option<Event>, ProviderError> {
         let Some(open) = self.blocks.get_mut(index).and_then(Option::as_mut) else {
             return Err(Self::protocol(format!(
                 "a delta for content block {index}, which never started"
             )));
         };
-        let kind = delta.kind.as_deref().unwrap_or("");
-        match (kind, open) {
-            ("text_delta", Open::Text { .. }) => {
-                if let Some(text) = delta.payload.filter(|t| !t.is_empty()) {
-                    self.emit(Event::TextDelta {
-                        index,
-                        text: text.into_owned(),
-                    });
-                }
-            }
-            ("thinking_delta", Open::Thinking) => {
-                if let Some(text) = delta.payload.filter(|t| !t.is_empty()) {
-                    self.emit(Event::ReasoningDelta {
-                        index,
-                        text: text.into_owned(),
-                    });
-                }
-            }
-            ("signature_delta", Open::Thinking) => {
-                if let Some(signature) = delta.payload.filter(|s| !s.is_empty()) {
-                    self.emit(Event::ReasoningSignature {
-                        index,
-                        signature: signature.into_owned(),
-                    });
-                }
-            }
+        let Delta {
+            kind,
+            payload,
+            citation,
+            ..
+        } = delta;
+        if payload.is_empty()
+            && kind != "citations_delta"
+            && matches!(open, Open::Text { .. } | Open::Thinking | Open::Tool { .. })
+        {
+            // An empty delta (`thinking_delta` with "" before a signature...) carries nothing.
+            return Ok(None);
+        }
+        let event = match (kind.as_ref(), open) {
+            ("text_delta", Open::Text { .. }) => Event::TextDelta {
+                index,
+                text: payload.into_owned(),
+            },
+            ("thinking_delta", Open::Thinking) => Event::ReasoningDelta {
+                index,
+                text: payload.into_owned(),
+            },
+            ("signature_delta", Open::Thinking) => Event::ReasoningSignature {
+                index,
+                signature: payload.into_owned(),
+            },
             ("input_json_delta", Open::Tool { id, json, .. }) => {
-                if let Some(part) = delta.payload.filter(|p| !p.is_empty()) {
-                    json.push_str(&part);
-                    let event = Event::ToolCallDelta {
-                        id: id.clone(),
-                        partial_json: part.into_owned(),
-                    };
-                    self.emit(event);
+                json.push_str(&payload);
+                Event::ToolCallDelta {
+                    id: id.clone(),
+                    partial_json: payload.into_owned(),
                 }
             }
             ("citations_delta", Open::Text { citations }) => {
-                if let Some(citation) = delta.citation {
+                if let Some(citation) = citation {
                     citations.push(*citation);
                 }
+                return Ok(None);
             }
             (_, Open::Other { raw: block }) => {
                 // Unknown block kinds (`compaction`...): merge the delta's fields into the block.
@@ -540,6 +568,7 @@ impl Translator {
                 if let (Some(Value::Object(fields)), Value::Object(target)) = (value, block) {
                     merge_delta(target, fields);
                 }
+                return Ok(None);
             }
             (kind, open) => {
                 return Err(Self::protocol(format!(
@@ -547,8 +576,9 @@ impl Translator {
                     open_name(open)
                 )));
             }
-        }
-        Ok(())
+        };
+        self.count(&event);
+        Ok(Some(event))
     }
 
     fn stop_block(&mut self, index: usize) -> Result<(), ProviderError> {
@@ -794,7 +824,11 @@ impl StreamTranslator {
                 return Ok(None);
             }
             match self.decoder.next_frame() {
-                Some(frame) => self.translator.push_slice(frame)?,
+                Some(frame) => {
+                    if let Some(event) = self.translator.step(frame)? {
+                        return Ok(Some(event));
+                    }
+                }
                 None => return Ok(None),
             }
         }

@@ -51,6 +51,22 @@ pub struct StreamEvent<'a> {
     pub error: Option<Box<WireError<'a>>>,
 }
 
+/// The fields of the hottest event, `content_block_delta`: parsed first, so the common case
+/// fills a small struct (the full [`StreamEvent`] is parsed only for the other events).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[non_exhaustive]
+pub struct HotEvent<'a> {
+    /// The event type.
+    #[serde(rename = "type", borrow)]
+    pub kind: Cow<'a, str>,
+    /// The content block index.
+    #[serde(default)]
+    pub index: Option<u32>,
+    /// The delta.
+    #[serde(default, borrow)]
+    pub delta: Option<Delta<'a>>,
+}
+
 /// A delta: a content block delta (`text_delta`, `input_json_delta`...) or a message delta
 /// (`stop_reason`).
 ///
@@ -60,20 +76,20 @@ pub struct StreamEvent<'a> {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[non_exhaustive]
 pub struct Delta<'a> {
-    /// The delta type (absent on `message_delta`).
-    #[serde(rename = "type", default, borrow, deserialize_with = "borrowed")]
-    pub kind: Option<Cow<'a, str>>,
-    /// `text`, `thinking`, `signature` or `partial_json`, whichever the delta carries.
+    /// The delta type (empty on `message_delta`).
+    #[serde(rename = "type", default, borrow)]
+    pub kind: Cow<'a, str>,
+    /// `text`, `thinking`, `signature` or `partial_json`, whichever the delta carries (empty
+    /// when none).
     #[serde(
         rename = "text",
         alias = "thinking",
         alias = "signature",
         alias = "partial_json",
         default,
-        borrow,
-        deserialize_with = "borrowed"
+        borrow
     )]
-    pub payload: Option<Cow<'a, str>>,
+    pub payload: Cow<'a, str>,
     /// `citations_delta`.
     #[serde(default)]
     pub citation: Option<Box<Value>>,
@@ -194,13 +210,13 @@ mod tests {
         let data = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}"#;
         let event: StreamEvent<'_> = serde_json::from_str(data).expect("parses");
         let delta = event.delta.expect("a delta");
-        assert!(matches!(delta.kind, Some(Cow::Borrowed("text_delta"))));
-        assert!(matches!(delta.payload, Some(Cow::Borrowed("hi"))));
+        assert!(matches!(delta.kind, Cow::Borrowed("text_delta")));
+        assert!(matches!(delta.payload, Cow::Borrowed("hi")));
         let escaped = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\"b"}}"#;
         let event: StreamEvent<'_> = serde_json::from_str(escaped).expect("parses");
-        assert_eq!(event.delta.and_then(|d| d.payload).as_deref(), Some("a\"b"));
+        assert_eq!(event.delta.map(|d| d.payload).as_deref(), Some("a\"b"));
         let value: Value = serde_json::from_str(data).expect("parses");
         let event = StreamEvent::deserialize(&value).expect("from a value");
-        assert!(matches!(event.delta.and_then(|d| d.payload), Some(Cow::Borrowed("hi"))));
+        assert!(matches!(event.delta.map(|d| d.payload), Some(Cow::Borrowed("hi"))));
     }
 }
