@@ -49,7 +49,8 @@ impl fmt::Debug for AttachedTools {
 }
 
 /// Something that attaches tools to a run when it starts (patchbay-mcp's client set).
-/// When any source is attached, the run emits one `McpConnected` event after `Started`.
+/// When a source attached any server (connected or failed), the run emits one `McpConnected`
+/// event after `Started`; with no servers at all the run is exactly as without the source.
 #[async_trait]
 pub trait ToolSource: Send + Sync {
     /// Attach for one run. Failures are reported in the result, never as an error.
@@ -195,9 +196,11 @@ impl Agent {
                 let attached = source.attach(&context, &signal).await;
                 pending_warnings.extend(attached.warnings);
                 pending_warnings.extend(tools.merge(attached.tools));
-                let (servers, failed) = connected.get_or_insert_with(|| (Vec::new(), Vec::new()));
-                servers.extend(attached.connected);
-                failed.extend(attached.failed);
+                if !attached.connected.is_empty() || !attached.failed.is_empty() {
+                    let (servers, failed) = connected.get_or_insert_with(|| (Vec::new(), Vec::new()));
+                    servers.extend(attached.connected);
+                    failed.extend(attached.failed);
+                }
                 _guards.extend(attached.guard);
             }
 
@@ -361,7 +364,9 @@ async fn run_tools(
             }
             let signal = cx.signal.clone();
             let execute = AssertUnwindSafe(tool.execute(input, &cx)).catch_unwind();
+            // Biased: a tool that watches its signal gets to return its own result first.
             tokio::select! {
+                biased;
                 result = execute => result.unwrap_or_else(|_| {
                     tracing::error!("tool panicked");
                     ToolResult::error(format!("tool `{name}` panicked"))
