@@ -114,8 +114,8 @@ fn translate_only(chunks: &[&[u8]]) -> usize {
     let mut translator = StreamTranslator::default();
     let mut texts = 0;
     for chunk in chunks {
-        translator.push_bytes(chunk).expect("translates");
-        while let Some(event) = translator.next_event() {
+        translator.feed(chunk).expect("feeds");
+        while let Some(event) = translator.pull().expect("translates") {
             if let Event::TextDelta { .. } = event {
                 texts += 1;
             }

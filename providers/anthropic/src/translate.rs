@@ -195,7 +195,13 @@ impl Translator {
         if self.done {
             return Ok(None);
         }
-        let hot: HotEvent<'_> = serde_json::from_slice(data).map_err(|e| self.fail_json(e, data))?;
+        // One UTF-8 check of the whole payload is cheaper than serde_json's check of every
+        // string (keys included) that `from_slice` does.
+        let Ok(text) = std::str::from_utf8(data) else {
+            self.done = true;
+            return Err(Self::protocol("an SSE data payload is not valid UTF-8"));
+        };
+        let hot: HotEvent<'_> = serde_json::from_str(text).map_err(|e| self.fail_json(e, data))?;
         if hot.kind == "content_block_delta" {
             let result = match hot.index {
                 Some(index) => self.delta(index as usize, hot.delta.unwrap_or_default(), RawEvent::Json(data)),
@@ -206,7 +212,7 @@ impl Translator {
             }
             return result;
         }
-        let event: StreamEvent<'_> = serde_json::from_slice(data).map_err(|e| self.fail_json(e, data))?;
+        let event: StreamEvent<'_> = serde_json::from_str(text).map_err(|e| self.fail_json(e, data))?;
         self.push_event(event, RawEvent::Json(data)).map(|()| None)
     }
 
