@@ -8,6 +8,21 @@
 //! - [`request`]: request mapping ([`build_request`], [`tool_result_block`]);
 //! - [`replay`]: recorded streams in, events out.
 //!
+//! # Decisions
+//! - `max_tokens` defaults to [`DEFAULT_MAX_TOKENS`] (4096; configurable), raised above a
+//!   thinking budget; the last message may come from the assistant (a prefill).
+//! - Citations arrive as one `Opaque {"type": "text_citations"}` after their text block, and
+//!   server tool counts as `Opaque {"type": "server_tool_usage"}` (core's `Usage` has no field for
+//!   them); both go back to the API correctly (citations re-attached to their text, counts dropped).
+//! - `model_context_window_exceeded` ends with `Length`; `pause_turn` with `Other("pause_turn")`.
+//! - A response that stops inside a tool call's input (max tokens) ends with a `Protocol` error
+//!   rather than a `ToolCall` with broken input.
+//! - Context fields a stateless API cannot use (`session`, `env`) give a warning on `Started`;
+//!   MCP servers are the agent's tool sources' business (`mcp_servers` in provider options
+//!   reaches the API's own MCP connector).
+//! - Timeouts: connect (10 s), idle read (5 min, also bounds the wait for headers), whole request
+//!   (none). Cancelling the signal ends the stream with `Cancelled` and drops the connection.
+//!
 //! # Registry
 //! The facade registers [`build`] (`fn(&serde_json::Value) -> Result<Arc<dyn Provider>, _>`):
 //! options `api_key`, `auth_token`, `base_url`, `version`, `betas`, `headers`,

@@ -209,7 +209,7 @@ impl Provider for AnthropicProvider {
                 terminated: false,
             }));
         }
-        let idle = self.config.read_timeout.map(|limit| Idle::new(limit));
+        let idle = self.config.read_timeout.map(Idle::new);
         Ok(Box::pin(HttpEventStream {
             body: Some(Box::pin(response.bytes_stream())),
             translator,
