@@ -123,7 +123,7 @@ pub(crate) fn from_http(
         }
         Some(ErrorBody {
             message: Some(message), ..
-        }) => ProviderError::new(kind_for_status(status), message.into_owned())
+        }) => ProviderError::new(kind_for_status(status), message.0.into_owned())
             .with_provider(crate::PROVIDER_NAME)
             .with_status(status),
         _ => {

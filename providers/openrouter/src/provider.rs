@@ -1,15 +1,22 @@
 //! The provider: one POST to `{base_url}/chat/completions` per call, the body streamed through
 //! the [`Translator`](crate::translate::Translator) in the caller's task.
 
+use std::collections::VecDeque;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use async_trait::async_trait;
+use bytes::Bytes;
+use futures::Stream;
 use patchbay_core::{
-    Capabilities, ErrorKind, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal,
-    ToolSet, check_conversation,
+    Capabilities, ErrorKind, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext,
+    Signal, ToolSet, check_conversation,
 };
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::config::OpenRouterConfig;
 use crate::error::{self, Error};
@@ -213,51 +220,91 @@ impl Provider for OpenRouterProvider {
         let translator = Translator::new(Framing::Sse)
             .with_model(model)
             .with_warnings(built.warnings);
-        let signal = signal.clone();
-        Ok(Box::pin(async_stream::stream! {
-            let mut response = response;
-            let mut translator = translator;
-            let mut out = Vec::new();
-            // One waiter for the whole stream; it is polled only when no bytes are ready, and
-            // the flag is checked before every read and every event.
-            let cancelled = signal.cancelled();
-            tokio::pin!(cancelled);
-            loop {
-                if signal.is_cancelled() {
-                    yield Err(ProviderError::cancelled().with_provider(crate::PROVIDER_NAME));
-                    return;
-                }
-                let next = tokio::select! {
-                    biased;
-                    chunk = response.chunk() => chunk,
-                    _ = &mut cancelled => {
-                        yield Err(ProviderError::cancelled().with_provider(crate::PROVIDER_NAME));
-                        return;
-                    }
-                };
-                let result = match next {
-                    Ok(Some(bytes)) => translator.feed(&bytes, &mut out),
-                    Ok(None) => translator.finish(&mut out),
-                    Err(error) => Err(transport(error)),
-                };
-                for event in out.drain(..) {
-                    if signal.is_cancelled() {
-                        yield Err(ProviderError::cancelled().with_provider(crate::PROVIDER_NAME));
-                        return;
-                    }
-                    yield Ok(event);
-                }
-                if let Err(mut error) = result {
-                    if let Some(id) = &request_id {
-                        error = error.with_request_id(id.clone());
-                    }
-                    yield Err(error);
-                    return;
-                }
-                if translator.is_done() {
-                    return;
-                }
-            }
+        Ok(Box::pin(ChatStream {
+            body: Box::pin(response.bytes_stream()),
+            cancelled: Box::pin(signal.token().clone().cancelled_owned()),
+            signal: signal.clone(),
+            translator,
+            out: VecDeque::new(),
+            error: None,
+            request_id,
+            done: false,
         }))
+    }
+}
+
+type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+/// The event stream of one response: reads the body in the caller's task (no spawned task, no
+/// channel), translates each network chunk as it comes and hands out its events one by one.
+struct ChatStream {
+    body: Body,
+    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
+    signal: Signal,
+    translator: Translator,
+    out: VecDeque<Event>,
+    error: Option<ProviderError>,
+    request_id: Option<String>,
+    done: bool,
+}
+
+impl ChatStream {
+    fn cancel(&mut self) -> Poll<Option<Result<Event, ProviderError>>> {
+        self.done = true;
+        self.out.clear();
+        // Drop the response now: the connection closes even if the caller keeps the stream.
+        self.body = Box::pin(futures::stream::empty());
+        Poll::Ready(Some(
+            Err(ProviderError::cancelled().with_provider(crate::PROVIDER_NAME)),
+        ))
+    }
+
+    fn fail(&mut self, mut error: ProviderError) {
+        if let Some(id) = &self.request_id {
+            error = error.with_request_id(id.clone());
+        }
+        self.error = Some(error);
+    }
+}
+
+impl Stream for ChatStream {
+    type Item = Result<Event, ProviderError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if this.done {
+                return Poll::Ready(None);
+            }
+            if this.signal.is_cancelled() {
+                return this.cancel();
+            }
+            if let Some(event) = this.out.pop_front() {
+                return Poll::Ready(Some(Ok(event)));
+            }
+            if let Some(error) = this.error.take() {
+                this.done = true;
+                this.body = Box::pin(futures::stream::empty());
+                return Poll::Ready(Some(Err(error)));
+            }
+            if this.translator.is_done() {
+                this.done = true;
+                return Poll::Ready(None);
+            }
+            let result = match this.body.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(bytes))) => this.translator.feed(&bytes, &mut this.out),
+                Poll::Ready(Some(Err(error))) => Err(transport(error)),
+                Poll::Ready(None) => this.translator.finish(&mut this.out),
+                Poll::Pending => {
+                    return match this.cancelled.as_mut().poll(cx) {
+                        Poll::Ready(()) => this.cancel(),
+                        Poll::Pending => Poll::Pending,
+                    };
+                }
+            };
+            if let Err(error) = result {
+                this.fail(error);
+            }
+        }
     }
 }

@@ -12,8 +12,8 @@
 //! ```
 //!
 //! # What it does with the wire
-//! - **Framing**: one growing buffer; complete lines are sliced out of it and each `data:` line
-//!   is parsed once, in place, into borrowing typed structs. `\n` and `\r\n` line ends; comment
+//! - **Framing**: complete lines are sliced out of the incoming bytes and each `data:` line is
+//!   parsed once, in place, into borrowing typed structs; only a partial line is buffered. `\n` and `\r\n` line ends; comment
 //!   lines (`: OPENROUTER PROCESSING`) and `event:`/`id:`/`retry:` fields are ignored; each
 //!   `data:` line is one payload (chat-completions servers never split a payload across lines).
 //!   [`Framing::JsonLines`] reads one payload per line without SSE fields (recorded captures).
@@ -52,7 +52,26 @@ use std::time::Instant;
 use patchbay_core::{ErrorKind, Event, ExecutedBy, FinishReason, Metrics, ProviderError, Usage, Warning};
 use serde_json::{Value, json};
 
-use crate::wire::{Choice, Chunk, Content, Delta, ReasoningDetail, ToolCallDelta, WireUsage};
+use crate::wire::{Choice, Chunk, Content, Delta, IgnoredAny, ReasoningDetail, Str, ToolCallDelta, WireUsage};
+
+/// Where the translator puts events: a `Vec` or a `VecDeque` (the provider hands events out
+/// from the front without moving them twice).
+pub trait EventSink {
+    /// Append one event.
+    fn push_event(&mut self, event: Event);
+}
+
+impl EventSink for Vec<Event> {
+    fn push_event(&mut self, event: Event) {
+        self.push(event);
+    }
+}
+
+impl EventSink for std::collections::VecDeque<Event> {
+    fn push_event(&mut self, event: Event) {
+        self.push_back(event);
+    }
+}
 
 /// How payloads are framed in the byte stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -92,11 +111,8 @@ struct ExtraChoice {
 #[derive(Debug)]
 pub struct Translator {
     framing: Framing,
-    buf: Vec<u8>,
-    /// Start of the unconsumed bytes.
-    pos: usize,
-    /// Where the search for the next line end resumes.
-    scan: usize,
+    /// The bytes of a line whose end has not arrived yet.
+    partial: Vec<u8>,
     state: State,
 }
 
@@ -178,9 +194,7 @@ impl Translator {
     pub fn new(framing: Framing) -> Self {
         Self {
             framing,
-            buf: Vec::new(),
-            pos: 0,
-            scan: 0,
+            partial: Vec::new(),
             state: State {
                 model: String::new(),
                 warnings: Vec::new(),
@@ -226,72 +240,47 @@ impl Translator {
 
     /// Feed bytes cut anywhere; complete events are appended to `out`. An error ends the
     /// stream: events appended before it stay valid and should reach the caller first.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), ProviderError> {
+    ///
+    /// Complete lines are parsed straight from `bytes`; only a trailing partial line is kept
+    /// (in one buffer, which then grows until its line ends: linear even for a huge line).
+    pub fn feed(&mut self, bytes: &[u8], out: &mut impl EventSink) -> Result<(), ProviderError> {
         if self.state.ended {
             return Ok(());
         }
-        if self.pos == self.buf.len() {
-            // No partial line pending: slice lines straight out of `bytes` and keep only the
-            // trailing partial line (no copy of the whole chunk).
-            self.buf.clear();
-            self.pos = 0;
-            let mut start = 0;
-            while let Some(offset) = memchr(b'\n', &bytes[start..]) {
-                let end = start + offset;
-                let line = trim_cr(&bytes[start..end]);
-                start = end + 1;
-                self.state.line(line, self.framing, out)?;
-                if self.state.ended {
-                    return Ok(());
-                }
-            }
-            self.buf.extend_from_slice(&bytes[start..]);
-            self.scan = self.buf.len();
-            return Ok(());
+        let mut rest = bytes;
+        if !self.partial.is_empty() {
+            let Some(offset) = memchr(b'\n', rest) else {
+                self.partial.extend_from_slice(rest);
+                return Ok(());
+            };
+            self.partial.extend_from_slice(&rest[..offset]);
+            rest = &rest[offset + 1..];
+            let result = self.state.line(trim_cr(&self.partial), self.framing, out);
+            self.partial.clear();
+            result?;
         }
-        self.buf.extend_from_slice(bytes);
-        let result = self.drain_lines(out);
-        if self.pos == self.buf.len() {
-            self.buf.clear();
-            self.pos = 0;
-            self.scan = 0;
-        } else if self.pos > 0 && self.pos >= self.buf.len() / 2 {
-            // Keep only the partial line; amortized linear (at most half the buffer moves).
-            self.buf.drain(..self.pos);
-            self.scan -= self.pos;
-            self.pos = 0;
-        }
-        result
-    }
-
-    fn drain_lines(&mut self, out: &mut Vec<Event>) -> Result<(), ProviderError> {
-        while let Some(offset) = memchr(b'\n', &self.buf[self.scan..]) {
-            let end = self.scan + offset;
-            let start = self.pos;
-            self.pos = end + 1;
-            self.scan = end + 1;
-            let line = trim_cr(&self.buf[start..end]);
-            self.state.line(line, self.framing, out)?;
+        while let Some(offset) = memchr(b'\n', rest) {
             if self.state.ended {
-                break;
+                return Ok(());
             }
+            self.state.line(trim_cr(&rest[..offset]), self.framing, out)?;
+            rest = &rest[offset + 1..];
         }
         if !self.state.ended {
-            self.scan = self.buf.len();
+            self.partial.extend_from_slice(rest);
         }
         Ok(())
     }
 
     /// The body ended: translate a last line without a line end, then close the stream
     /// (`Finish`, or a `Protocol` error if the response never finished).
-    pub fn finish(&mut self, out: &mut Vec<Event>) -> Result<(), ProviderError> {
+    pub fn finish(&mut self, out: &mut impl EventSink) -> Result<(), ProviderError> {
         if self.state.ended {
             return Ok(());
         }
-        if self.pos < self.buf.len() {
-            let line = trim_cr(&self.buf[self.pos..]);
-            let result = self.state.line(line, self.framing, out);
-            self.pos = self.buf.len();
+        if !self.partial.is_empty() {
+            let result = self.state.line(trim_cr(&self.partial), self.framing, out);
+            self.partial.clear();
             result?;
             if self.state.ended {
                 return Ok(());
@@ -330,14 +319,14 @@ fn trim_ascii(bytes: &[u8]) -> &[u8] {
     bytes.trim_ascii()
 }
 
-fn non_empty<'s>(value: &'s Option<std::borrow::Cow<'_, str>>) -> Option<&'s str> {
+fn non_empty<'s>(value: &'s Option<crate::wire::Str<'_>>) -> Option<&'s str> {
     value.as_deref().filter(|s| !s.is_empty())
 }
 
 impl State {
-    fn emit(&mut self, out: &mut Vec<Event>, event: Event) {
+    fn emit(&mut self, out: &mut impl EventSink, event: Event) {
         self.meter.observe(&event);
-        out.push(event);
+        out.push_event(event);
     }
 
     fn fail(&mut self, error: ProviderError) -> Result<(), ProviderError> {
@@ -345,7 +334,7 @@ impl State {
         Err(error)
     }
 
-    fn line(&mut self, line: &[u8], framing: Framing, out: &mut Vec<Event>) -> Result<(), ProviderError> {
+    fn line(&mut self, line: &[u8], framing: Framing, out: &mut impl EventSink) -> Result<(), ProviderError> {
         let payload = match framing {
             Framing::JsonLines => trim_ascii(line),
             Framing::Sse => {
@@ -362,39 +351,56 @@ impl State {
         if payload == b"[DONE]" {
             return self.end(true, out);
         }
-        let chunk: Chunk<'_> = match serde_json::from_slice(payload) {
-            Ok(chunk) => chunk,
-            Err(error) => {
-                let shown = String::from_utf8_lossy(&payload[..payload.len().min(200)]).into_owned();
-                return self.fail(
-                    ProviderError::protocol(format!("a stream payload is not a valid chunk: {shown}"))
-                        .with_provider(crate::PROVIDER_NAME)
-                        .with_source(error),
-                );
+        if self.started {
+            match serde_json::from_slice::<Chunk<'_, IgnoredAny>>(payload) {
+                Ok(chunk) => self.chunk(chunk, None, out),
+                Err(error) => self.bad_payload(payload, error),
             }
-        };
-        self.chunk(chunk, out)
+        } else {
+            match serde_json::from_slice::<Chunk<'_, Str<'_>>>(payload) {
+                Ok(mut chunk) => {
+                    let head = (chunk.id.take(), chunk.model.take());
+                    self.chunk(chunk, Some(head), out)
+                }
+                Err(error) => self.bad_payload(payload, error),
+            }
+        }
     }
 
-    fn chunk(&mut self, chunk: Chunk<'_>, out: &mut Vec<Event>) -> Result<(), ProviderError> {
+    fn bad_payload(&mut self, payload: &[u8], error: serde_json::Error) -> Result<(), ProviderError> {
+        let shown = String::from_utf8_lossy(&payload[..payload.len().min(200)]).into_owned();
+        self.fail(
+            ProviderError::protocol(format!("a stream payload is not a valid chunk: {shown}"))
+                .with_provider(crate::PROVIDER_NAME)
+                .with_source(error),
+        )
+    }
+
+    fn chunk<S>(
+        &mut self,
+        chunk: Chunk<'_, S>,
+        head: Option<(Option<Str<'_>>, Option<Str<'_>>)>,
+        out: &mut impl EventSink,
+    ) -> Result<(), ProviderError> {
         if let Some(error) = &chunk.error {
             return self.fail(crate::error::from_error_object(error, None));
         }
         if !self.started {
             self.started = true;
-            let model = match chunk.model.as_deref() {
+            let (id, model) = head.unwrap_or((None, None));
+            let model = match model.as_deref() {
                 Some(model) if !model.is_empty() => model.to_string(),
                 _ => self.model.clone(),
             };
             let event = Event::Started {
-                response_id: chunk.id.as_deref().map(str::to_string),
+                response_id: id.as_deref().map(str::to_string),
                 model,
                 session_id: None,
                 warnings: std::mem::take(&mut self.warnings),
             };
             self.emit(out, event);
         }
-        for choice in chunk.choices {
+        for choice in &chunk.choices {
             let primary = *self.primary.get_or_insert(choice.index);
             if choice.index == primary {
                 self.primary_choice(choice, out)?;
@@ -402,7 +408,7 @@ impl State {
                 self.extra_choice(choice);
             }
         }
-        let usage = chunk.usage.or_else(|| chunk.x_groq.and_then(|x| x.usage));
+        let usage = chunk.usage.or_else(|| chunk.x_groq.and_then(|x| x.usage.map(Box::new)));
         if let Some(usage) = usage {
             self.usage.update(&convert_usage(&usage));
             let event = Event::Usage(self.usage);
@@ -425,7 +431,7 @@ impl State {
         index
     }
 
-    fn reasoning_text(&mut self, text: &str, detail: Option<u32>, out: &mut Vec<Event>) {
+    fn reasoning_text(&mut self, text: &str, detail: Option<u32>, out: &mut impl EventSink) {
         let index = match self.current {
             Some((BlockKind::Reasoning, index)) if detail.is_none() || detail == self.detail_index => index,
             _ => {
@@ -442,7 +448,7 @@ impl State {
         );
     }
 
-    fn signature(&mut self, signature: &str, detail: Option<u32>, out: &mut Vec<Event>) {
+    fn signature(&mut self, signature: &str, detail: Option<u32>, out: &mut impl EventSink) {
         let index = match self.current {
             Some((BlockKind::Reasoning, index)) if detail.is_none() || detail == self.detail_index => index,
             _ => self.open(BlockKind::Reasoning),
@@ -458,7 +464,7 @@ impl State {
         self.current = None;
     }
 
-    fn text(&mut self, text: &str, out: &mut Vec<Event>) {
+    fn text(&mut self, text: &str, out: &mut impl EventSink) {
         let index = match self.current {
             Some((BlockKind::Text, index)) => index,
             _ => self.open(BlockKind::Text),
@@ -472,7 +478,7 @@ impl State {
         );
     }
 
-    fn detail(&mut self, detail: &ReasoningDetail<'_>, out: &mut Vec<Event>) {
+    fn detail(&mut self, detail: &ReasoningDetail<'_>, out: &mut impl EventSink) {
         match detail.kind.as_ref() {
             "reasoning.text" => {
                 if let Some(text) = non_empty(&detail.text) {
@@ -501,11 +507,11 @@ impl State {
         }
     }
 
-    fn primary_choice(&mut self, choice: Choice<'_>, out: &mut Vec<Event>) -> Result<(), ProviderError> {
+    fn primary_choice(&mut self, choice: &Choice<'_>, out: &mut impl EventSink) -> Result<(), ProviderError> {
         if let Some(delta) = &choice.delta {
             self.primary_delta(delta, out);
         }
-        if let Some(reason) = non_empty(&choice.finish_reason) {
+        if let Some(reason) = crate::wire::boxed_text(&choice.finish_reason) {
             if reason == "error" {
                 return self.fail(
                     ProviderError::new(ErrorKind::Server, "the model stopped with finish_reason `error`")
@@ -518,9 +524,9 @@ impl State {
         Ok(())
     }
 
-    fn primary_delta(&mut self, delta: &Delta<'_>, out: &mut Vec<Event>) {
-        if !delta.reasoning_details.is_empty() {
-            for detail in &delta.reasoning_details {
+    fn primary_delta(&mut self, delta: &Delta<'_>, out: &mut impl EventSink) {
+        if !delta.reasoning_details().is_empty() {
+            for detail in delta.reasoning_details() {
                 self.detail(detail, out);
             }
         } else if let Some(text) = non_empty(&delta.reasoning).or_else(|| non_empty(&delta.reasoning_content)) {
@@ -531,17 +537,17 @@ impl State {
             Some(Content::Parts(parts)) => self.parts(parts, false, out),
             _ => {}
         }
-        if let Some(text) = non_empty(&delta.refusal) {
+        if let Some(text) = crate::wire::boxed_text(&delta.refusal) {
             self.refusal = true;
             self.text(text, out);
         }
-        for call in &delta.tool_calls {
+        for call in delta.tool_calls() {
             accumulate(&mut self.tools, call);
         }
     }
 
     /// Array content (Mistral): text parts and thinking parts holding text parts.
-    fn parts(&mut self, parts: &[crate::wire::ContentPart<'_>], thinking: bool, out: &mut Vec<Event>) {
+    fn parts(&mut self, parts: &[crate::wire::ContentPart<'_>], thinking: bool, out: &mut impl EventSink) {
         for part in parts {
             match (part.kind.as_ref(), &part.thinking) {
                 ("thinking", Some(Content::Parts(inner))) => self.parts(inner, true, out),
@@ -557,7 +563,7 @@ impl State {
                 }
                 (kind, _) => {
                     let index = self.new_block();
-                    let data = json!({ "type": "content_part", "part_type": kind, "text": part.text });
+                    let data = json!({ "type": "content_part", "part_type": kind, "text": part.text.as_deref() });
                     let provider = crate::PROVIDER_NAME.to_string();
                     self.emit(out, Event::Opaque { index, provider, data });
                 }
@@ -565,7 +571,7 @@ impl State {
         }
     }
 
-    fn extra_choice(&mut self, choice: Choice<'_>) {
+    fn extra_choice(&mut self, choice: &Choice<'_>) {
         let position = match self.extras.iter().position(|e| e.index == choice.index) {
             Some(position) => position,
             None => {
@@ -578,12 +584,12 @@ impl State {
         };
         let extra = &mut self.extras[position];
         if let Some(delta) = &choice.delta {
-            for detail in &delta.reasoning_details {
+            for detail in delta.reasoning_details() {
                 if let Some(text) = non_empty(&detail.text).or_else(|| non_empty(&detail.summary)) {
                     extra.reasoning.push_str(text);
                 }
             }
-            if delta.reasoning_details.is_empty()
+            if delta.reasoning_details().is_empty()
                 && let Some(text) = non_empty(&delta.reasoning).or_else(|| non_empty(&delta.reasoning_content))
             {
                 extra.reasoning.push_str(text);
@@ -599,14 +605,14 @@ impl State {
                 }
                 None => {}
             }
-            if let Some(text) = non_empty(&delta.refusal) {
+            if let Some(text) = crate::wire::boxed_text(&delta.refusal) {
                 extra.text.push_str(text);
             }
-            for call in &delta.tool_calls {
+            for call in delta.tool_calls() {
                 accumulate(&mut extra.tools, call);
             }
         }
-        if let Some(reason) = non_empty(&choice.finish_reason) {
+        if let Some(reason) = crate::wire::boxed_text(&choice.finish_reason) {
             extra.finish = Some(reason.to_string());
         }
     }
@@ -626,7 +632,7 @@ impl State {
         candidate
     }
 
-    fn finalize_tools(&mut self, out: &mut Vec<Event>) {
+    fn finalize_tools(&mut self, out: &mut impl EventSink) {
         let truncated = matches!(self.finish.as_deref(), Some("length" | "max_tokens"));
         let tools = std::mem::take(&mut self.tools);
         for (position, mut call) in tools.into_iter().enumerate() {
@@ -699,7 +705,7 @@ impl State {
         }
     }
 
-    fn end(&mut self, done_marker: bool, out: &mut Vec<Event>) -> Result<(), ProviderError> {
+    fn end(&mut self, done_marker: bool, out: &mut impl EventSink) -> Result<(), ProviderError> {
         if !self.started {
             return self.fail(
                 ProviderError::protocol("the stream ended before its first chunk").with_provider(crate::PROVIDER_NAME),
@@ -732,7 +738,7 @@ impl State {
         }
         let reason = finish_reason(self.finish.as_deref(), self.refusal, self.tool_calls_made);
         let metrics = self.meter.finish();
-        out.push(Event::Finish {
+        out.push_event(Event::Finish {
             reason,
             usage: self.usage,
             metrics,

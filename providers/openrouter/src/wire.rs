@@ -10,21 +10,70 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// One `chat.completion.chunk` (or an error payload).
+///
+/// `S` is [`Str`] for the first chunk, whose `id` and `model` go into `Started`, and
+/// [`IgnoredAny`] afterwards, so later chunks skip those strings without validating them.
 #[derive(Debug, Deserialize)]
-pub(crate) struct Chunk<'a> {
-    #[serde(default, borrow)]
-    pub(crate) id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    pub(crate) model: Option<Cow<'a, str>>,
+pub(crate) struct Chunk<'a, S> {
+    #[serde(default = "none")]
+    pub(crate) id: Option<S>,
+    #[serde(default = "none")]
+    pub(crate) model: Option<S>,
     #[serde(default, borrow, deserialize_with = "null_as_empty")]
     pub(crate) choices: Vec<Choice<'a>>,
+    /// Boxed: rare, and a small struct moves cheaply through the parser's layers.
     #[serde(default)]
-    pub(crate) usage: Option<WireUsage>,
+    pub(crate) usage: Option<Box<WireUsage>>,
     #[serde(default)]
-    pub(crate) x_groq: Option<XGroq>,
+    pub(crate) x_groq: Option<Box<XGroq>>,
     /// Kept as a value: rare, and some servers send a string instead of an object.
     #[serde(default)]
-    pub(crate) error: Option<Value>,
+    pub(crate) error: Option<Box<Value>>,
+}
+
+fn none<S>() -> Option<S> {
+    None
+}
+
+pub(crate) use serde::de::IgnoredAny;
+
+/// A string borrowed from the frame when it has no escapes. (`Option<Cow<str>>` fields never
+/// borrow with serde's derive: every one of them would allocate.)
+#[derive(Debug)]
+pub(crate) struct Str<'a>(pub(crate) Cow<'a, str>);
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Str<'a>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_string())))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(Visit(std::marker::PhantomData))
+    }
 }
 
 fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
@@ -48,24 +97,28 @@ pub(crate) struct Choice<'a> {
     pub(crate) index: u32,
     #[serde(default, borrow)]
     pub(crate) delta: Option<Delta<'a>>,
+    /// Boxed (rare) to keep `Choice` small: small structs move without `memcpy` calls.
     #[serde(default, borrow)]
-    pub(crate) finish_reason: Option<Cow<'a, str>>,
+    pub(crate) finish_reason: Option<Box<Str<'a>>>,
 }
 
+/// Rare fields are boxed so that a text delta stays small (at most 128 bytes, moved without a
+/// `memcpy` call); that is worth the extra allocation when they are present.
 #[derive(Debug, Default, Deserialize)]
+#[allow(clippy::box_collection)]
 pub(crate) struct Delta<'a> {
     #[serde(default, borrow)]
     pub(crate) content: Option<Content<'a>>,
     #[serde(default, borrow)]
-    pub(crate) refusal: Option<Cow<'a, str>>,
+    pub(crate) refusal: Option<Box<Str<'a>>>,
     #[serde(default, borrow)]
-    pub(crate) reasoning: Option<Cow<'a, str>>,
+    pub(crate) reasoning: Option<Str<'a>>,
     #[serde(default, borrow)]
-    pub(crate) reasoning_content: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "null_as_empty")]
-    pub(crate) reasoning_details: Vec<ReasoningDetail<'a>>,
-    #[serde(default, borrow, deserialize_with = "null_as_empty")]
-    pub(crate) tool_calls: Vec<ToolCallDelta<'a>>,
+    pub(crate) reasoning_content: Option<Str<'a>>,
+    #[serde(default, borrow)]
+    pub(crate) reasoning_details: Option<Box<Vec<ReasoningDetail<'a>>>>,
+    #[serde(default, borrow)]
+    pub(crate) tool_calls: Option<Box<Vec<ToolCallDelta<'a>>>>,
 }
 
 /// One entry of OpenRouter's `reasoning_details`.
@@ -74,17 +127,17 @@ pub(crate) struct ReasoningDetail<'a> {
     #[serde(rename = "type", borrow)]
     pub(crate) kind: Cow<'a, str>,
     #[serde(default, borrow)]
-    pub(crate) text: Option<Cow<'a, str>>,
+    pub(crate) text: Option<Str<'a>>,
     #[serde(default, borrow)]
-    pub(crate) summary: Option<Cow<'a, str>>,
+    pub(crate) summary: Option<Str<'a>>,
     #[serde(default, borrow)]
-    pub(crate) signature: Option<Cow<'a, str>>,
+    pub(crate) signature: Option<Str<'a>>,
     #[serde(default, borrow)]
-    pub(crate) data: Option<Cow<'a, str>>,
+    pub(crate) data: Option<Str<'a>>,
     #[serde(default, borrow)]
-    pub(crate) id: Option<Cow<'a, str>>,
+    pub(crate) id: Option<Str<'a>>,
     #[serde(default, borrow)]
-    pub(crate) format: Option<Cow<'a, str>>,
+    pub(crate) format: Option<Str<'a>>,
     #[serde(default)]
     pub(crate) index: Option<u32>,
 }
@@ -94,7 +147,7 @@ pub(crate) struct ToolCallDelta<'a> {
     #[serde(default)]
     pub(crate) index: Option<u32>,
     #[serde(default, borrow)]
-    pub(crate) id: Option<Cow<'a, str>>,
+    pub(crate) id: Option<Str<'a>>,
     #[serde(default, borrow)]
     pub(crate) function: Option<FunctionDelta<'a>>,
 }
@@ -102,9 +155,9 @@ pub(crate) struct ToolCallDelta<'a> {
 #[derive(Debug, Deserialize)]
 pub(crate) struct FunctionDelta<'a> {
     #[serde(default, borrow)]
-    pub(crate) name: Option<Cow<'a, str>>,
+    pub(crate) name: Option<Str<'a>>,
     #[serde(default, borrow)]
-    pub(crate) arguments: Option<Cow<'a, str>>,
+    pub(crate) arguments: Option<Str<'a>>,
 }
 
 /// Usage as OpenAI, OpenRouter, DeepSeek and friends report it.
@@ -144,9 +197,9 @@ pub(crate) struct CompletionDetails {
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireError<'a> {
     #[serde(default, borrow)]
-    pub(crate) message: Option<Cow<'a, str>>,
+    pub(crate) message: Option<Str<'a>>,
     #[serde(default, rename = "type", borrow)]
-    pub(crate) kind: Option<Cow<'a, str>>,
+    pub(crate) kind: Option<Str<'a>>,
     #[serde(default)]
     pub(crate) code: Option<Value>,
 }
@@ -157,7 +210,7 @@ pub(crate) struct ErrorBody<'a> {
     #[serde(default, borrow)]
     pub(crate) error: Option<WireError<'a>>,
     #[serde(default, borrow)]
-    pub(crate) message: Option<Cow<'a, str>>,
+    pub(crate) message: Option<Str<'a>>,
 }
 
 /// `content`: a string, or (Mistral) an array of parts.
@@ -174,7 +227,7 @@ pub(crate) struct ContentPart<'a> {
     #[serde(rename = "type", borrow)]
     pub(crate) kind: Cow<'a, str>,
     #[serde(default, borrow)]
-    pub(crate) text: Option<Cow<'a, str>>,
+    pub(crate) text: Option<Str<'a>>,
     #[serde(default, borrow)]
     pub(crate) thinking: Option<Content<'a>>,
 }
@@ -211,4 +264,19 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
         }
         deserializer.deserialize_any(Visit(std::marker::PhantomData))
     }
+}
+
+impl<'a> Delta<'a> {
+    pub(crate) fn reasoning_details(&self) -> &[ReasoningDetail<'a>] {
+        self.reasoning_details.as_deref().map_or(&[], Vec::as_slice)
+    }
+
+    pub(crate) fn tool_calls(&self) -> &[ToolCallDelta<'a>] {
+        self.tool_calls.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The text of an optional boxed string, if not empty.
+pub(crate) fn boxed_text<'s>(value: &'s Option<Box<Str<'_>>>) -> Option<&'s str> {
+    value.as_deref().map(|s| &*s.0).filter(|s| !s.is_empty())
 }
