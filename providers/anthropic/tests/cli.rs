@@ -1,0 +1,79 @@
+//! The real Claude Code CLI against the mock Messages server speaking [`AnthropicWire`]: the
+//! mock must satisfy the program the agent-runtime provider drives.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use patchbay_conformance::mock::MockServer;
+use patchbay_conformance::mock::anthropic::AnthropicWire;
+use patchbay_scripted::{Script, Turn};
+
+fn claude() -> Option<PathBuf> {
+    let peers = std::env::var_os("PATCHBAY_PEERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/peers")));
+    let path = peers.join("node_modules/.bin/claude");
+    path.exists().then_some(path)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_claude_code_cli_reads_the_mock_wire() {
+    let Some(claude) = claude() else {
+        assert!(
+            std::env::var("CI").is_err(),
+            "the Claude Code CLI peer is missing (run .ci/peers/claude.sh)"
+        );
+        eprintln!("skipped: the Claude Code CLI is not installed under $PATCHBAY_PEERS");
+        return;
+    };
+    let script = Script::new(vec![Turn::text("Hello from the mock wire!")]).repeating();
+    let server = MockServer::builder(AnthropicWire)
+        .script(&script)
+        .start()
+        .await
+        .expect("mock starts");
+    let home = tempfile::tempdir().expect("temp dir");
+    let mut command = tokio::process::Command::new(claude);
+    command
+        .args(["-p", "Say hello.", "--output-format", "stream-json", "--verbose"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("ENABLE_TOOL_SEARCH", "false")
+        .env("CLAUDE_CODE_MAX_RETRIES", "0")
+        .env("CLAUDE_CONFIG_DIR", home.path())
+        .env("HOME", home.path())
+        .env("TMPDIR", home.path())
+        .current_dir(home.path())
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("the CLI finishes within a minute")
+        .expect("the CLI runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let result = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|line| line["type"] == "result");
+    let Some(result) = result else {
+        panic!(
+            "no result line; stdout:\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    assert_eq!(result["is_error"], false, "{result}");
+    assert_eq!(result["result"], "Hello from the mock wire!", "{result}");
+    let requests = server.requests();
+    assert!(
+        requests.iter().any(|r| r.path.starts_with("/v1/messages")),
+        "{:?}",
+        requests.iter().map(|r| &r.path).collect::<Vec<_>>()
+    );
+}
