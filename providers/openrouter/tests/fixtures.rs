@@ -39,6 +39,11 @@ fn every_fixture_is_valid_snapshotted_and_split_invariant() {
             failures.push(format!("{name}: recorded stream ended with an error: {error}"));
         }
         settings().bind(|| insta::assert_json_snapshot!(name.clone(), recording.outcome()));
+        // What `replay --family openai` prints: the same single response.
+        let replayed = patchbay_openrouter::translate::replay(&bytes);
+        if replayed.len() != 1 || replayed[0].error.is_some() || replayed[0].events.len() != events.len() {
+            failures.push(format!("{name}: replay found {} responses", replayed.len()));
+        }
         for seed in 0..6u64 {
             let max = [1, 2, 7, 64, 512, 4096][seed as usize];
             let chunks = split_randomly(&bytes, seed, max);

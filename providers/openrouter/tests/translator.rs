@@ -355,3 +355,21 @@ fn json_lines_framing_without_done() {
     assert!(error.is_none());
     assert_eq!(finish(&events), Some(FinishReason::Stop));
 }
+
+#[test]
+fn replay_detects_framing_and_splits_several_responses() {
+    let one = sse(&[chunk(json!({"content": "a"}), Some("stop"))]);
+    let mut two = one.clone();
+    two.extend_from_slice(&one);
+    let responses = patchbay_openrouter::translate::replay(&two);
+    assert_eq!(responses.len(), 2);
+    assert!(responses.iter().all(|r| r.error.is_none() && r.events.len() == 3));
+    let lines = format!(
+        "{}\n{}\n",
+        chunk(json!({"content": "b"}), None),
+        chunk(json!({}), Some("stop"))
+    );
+    let responses = patchbay_openrouter::translate::replay(lines.as_bytes());
+    assert_eq!(responses.len(), 1);
+    assert!(responses[0].error.is_none());
+}
