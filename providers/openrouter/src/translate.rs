@@ -867,6 +867,21 @@ fn finish_reason(raw: Option<&str>, refusal: bool, tool_calls: bool) -> FinishRe
     }
 }
 
+/// A payload after the end of a response that starts no new one: no choices, no error (some
+/// servers send a last `{"choices": [], "cost": ...}` after `[DONE]`).
+fn trailer(payload: &[u8], framing: Framing) -> bool {
+    let json = match framing {
+        Framing::JsonLines => payload,
+        Framing::Sse => payload.strip_prefix(b"data:").unwrap_or(payload).trim_ascii(),
+    };
+    match serde_json::from_slice::<Value>(json) {
+        Ok(value) => {
+            value.get("error").is_none() && value.get("choices").and_then(Value::as_array).is_none_or(Vec::is_empty)
+        }
+        Err(_) => json == b"[DONE]",
+    }
+}
+
 /// One response of a recorded body, as [`replay`] translates it.
 #[derive(Debug)]
 pub struct Replayed {
@@ -878,7 +893,8 @@ pub struct Replayed {
 
 /// Translate a recorded body (the `replay` command's `--family openai`): raw SSE or one JSON
 /// payload per line (detected from the first non-blank line); a body holding several responses
-/// (more payloads after a `[DONE]`, a finish or an error) gives one [`Replayed`] per response.
+/// (more payloads after a `[DONE]`, a finish or an error) gives one [`Replayed`] per response;
+/// trailing payloads without choices are not a new response.
 pub fn replay(body: &[u8]) -> Vec<Replayed> {
     let first = body
         .split(|&b| b == b'\n')
@@ -899,7 +915,7 @@ pub fn replay(body: &[u8]) -> Vec<Replayed> {
                 Framing::JsonLines => !payload.is_empty(),
                 Framing::Sse => payload.starts_with(b"data:"),
             };
-            if !is_payload {
+            if !is_payload || trailer(payload, framing) {
                 continue;
             }
             responses.push(Replayed {
