@@ -10,13 +10,13 @@ use patchbay_openrouter::translate::{Framing, Translator};
 use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider};
 
 /// The shared recorded streams, by path relative to the repository root.
-pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
+pub(crate) const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
 
 /// The OpenAI-family fixture families.
-pub const FAMILIES: [&str; 3] = ["openai-chat", "openai-compatible", "openrouter"];
+pub(crate) const FAMILIES: [&str; 3] = ["openai-chat", "openai-compatible", "openrouter"];
 
 /// Every OpenAI-family fixture file, sorted.
-pub fn fixture_files() -> Vec<PathBuf> {
+pub(crate) fn fixture_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
     for family in FAMILIES {
         let root = Path::new(FIXTURES).join(family);
@@ -39,13 +39,13 @@ pub fn fixture_files() -> Vec<PathBuf> {
 }
 
 /// The snapshot name of a fixture: its path below the fixtures root, `/` as `__`.
-pub fn fixture_name(path: &Path) -> String {
+pub(crate) fn fixture_name(path: &Path) -> String {
     let relative = path.strip_prefix(FIXTURES).unwrap_or(path);
     relative.to_string_lossy().replace('/', "__")
 }
 
 /// The framing of a fixture file.
-pub fn framing(path: &Path) -> Framing {
+pub(crate) fn framing(path: &Path) -> Framing {
     if is_json_lines(path) {
         Framing::JsonLines
     } else {
@@ -54,7 +54,7 @@ pub fn framing(path: &Path) -> Framing {
 }
 
 /// Translate a body given as chunks; `Finish` metrics are zeroed so runs compare equal.
-pub fn translate<'a>(
+pub(crate) fn translate<'a>(
     framing: Framing,
     chunks: impl IntoIterator<Item = &'a [u8]>,
 ) -> (Vec<Event>, Option<ProviderError>) {
@@ -74,7 +74,7 @@ pub fn translate<'a>(
 }
 
 /// A provider pointed at a mock server speaking the OpenAI wire.
-pub async fn mock(items: Vec<Serve>) -> (MockServer, Arc<OpenRouterProvider>) {
+pub(crate) async fn mock(items: Vec<Serve>) -> (MockServer, Arc<OpenRouterProvider>) {
     let server = MockServer::builder(OpenAiWire)
         .serve(items)
         .start()
