@@ -64,7 +64,9 @@ impl Registry {
         #[cfg(feature = "anthropic")]
         registry.register(ProviderFactory {
             name: "anthropic",
-            description: "Anthropic Messages API; ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, options override",
+            description: "Anthropic Messages API; options: api_key, auth_token, base_url, version, betas, headers, \
+                          connect_timeout_ms, read_timeout_ms, request_timeout_ms, default_max_tokens \
+                          (on top of ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL)",
             build: patchbay_anthropic::build,
         });
         #[cfg(feature = "openrouter")]

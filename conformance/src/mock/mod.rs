@@ -283,6 +283,12 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     if method == Method::HEAD || method == Method::GET {
         return StatusCode::OK.into_response();
     }
+    if path.contains("/count_tokens") {
+        // Token counting is not a model call: answer it without using up a scripted turn.
+        let body = Bytes::from_static(br#"{"input_tokens":10}"#);
+        let headers = [("content-type".to_string(), "application/json".to_string())];
+        return body_response(200, &headers, vec![body], RawEnd::Close, &shared);
+    }
     let headers: Vec<(String, String)> = request
         .headers()
         .iter()

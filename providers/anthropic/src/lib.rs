@@ -30,7 +30,6 @@
 //! of the environment; `null` means the environment alone.
 
 // `ProviderError` is core's type; its size is core's decision, not this crate's.
-#![allow(clippy::result_large_err)]
 
 mod config;
 mod error;

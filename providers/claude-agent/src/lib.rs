@@ -7,7 +7,6 @@
 //! - [`lines`]: size-limited line reading.
 
 // `ProviderError` is core's type; its size is core's decision, not this crate's.
-#![allow(clippy::result_large_err)]
 
 mod blocks;
 mod config;
