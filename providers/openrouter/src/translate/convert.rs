@@ -1,0 +1,131 @@
+//! Small pure conversions of the translator: tool-call fragments, reasoning details, usage,
+//! finish reasons.
+
+use patchbay_core::{FinishReason, Usage};
+use serde_json::Value;
+
+use super::state::ToolAcc;
+use crate::wire::{ReasoningDetail, ToolCallDelta, WireUsage};
+
+fn non_empty<'s>(value: &'s Option<crate::wire::Str<'_>>) -> Option<&'s str> {
+    value.as_deref().filter(|s| !s.is_empty())
+}
+
+/// Add one tool-call fragment to the calls of a choice.
+pub(super) fn accumulate(tools: &mut Vec<ToolAcc>, call: &ToolCallDelta<'_>) {
+    let id = non_empty(&call.id);
+    let function = call.function.as_ref();
+    let name = function.and_then(|f| non_empty(&f.name));
+    let slot = match call.index {
+        Some(index) => tools.iter().rposition(|t| t.wire_index == Some(index)).filter(|&at| {
+            // A new id on an index whose call already has a name and another id: a new call
+            // (servers that number every call 0).
+            let known = &tools[at];
+            !matches!((id, known.id.as_deref()), (Some(new), Some(old)) if new != old && !known.name.is_empty())
+        }),
+        None => match id {
+            Some(id) => tools.iter().rposition(|t| t.id.as_deref() == Some(id)),
+            None => tools.len().checked_sub(1),
+        },
+    };
+    let slot = match slot {
+        Some(slot) if !tools[slot].done => slot,
+        _ => {
+            tools.push(ToolAcc {
+                wire_index: call.index,
+                ..ToolAcc::default()
+            });
+            tools.len() - 1
+        }
+    };
+    let acc = &mut tools[slot];
+    if let Some(id) = id
+        && acc.id.is_none()
+    {
+        acc.id = Some(id.to_string());
+    }
+    if let Some(name) = name {
+        // Servers repeat the whole name on every fragment, or stream it in pieces.
+        if acc.name != name {
+            acc.name.push_str(name);
+        }
+    }
+    if let Some(arguments) = function.and_then(|f| f.arguments.as_deref()) {
+        acc.arguments.push_str(arguments);
+    }
+}
+
+pub(super) fn detail_json(detail: &ReasoningDetail<'_>) -> Value {
+    let mut map = serde_json::Map::new();
+    map.insert("type".into(), Value::String(detail.kind.to_string()));
+    let fields = [
+        ("id", &detail.id),
+        ("format", &detail.format),
+        ("data", &detail.data),
+        ("text", &detail.text),
+        ("summary", &detail.summary),
+        ("signature", &detail.signature),
+    ];
+    for (key, value) in fields {
+        if let Some(value) = value {
+            map.insert(key.into(), Value::String(value.to_string()));
+        }
+    }
+    if let Some(index) = detail.index {
+        map.insert("index".into(), Value::from(index));
+    }
+    Value::Object(map)
+}
+
+pub(super) fn convert_usage(wire: &WireUsage) -> Usage {
+    let details = wire.prompt_tokens_details.as_ref();
+    let cache_read = details.and_then(|d| d.cached_tokens).or(wire.prompt_cache_hit_tokens);
+    let cache_write = details.and_then(|d| d.cache_write_tokens);
+    let input = wire.prompt_tokens.map(|prompt| {
+        prompt
+            .saturating_sub(cache_read.unwrap_or(0))
+            .saturating_sub(cache_write.unwrap_or(0))
+    });
+    let cost_usd = wire.cost.as_ref().and_then(|cost| match cost {
+        Value::Number(n) => n.as_f64(),
+        Value::Object(map) => map.get("total_cost").and_then(Value::as_f64),
+        _ => None,
+    });
+    Usage {
+        input,
+        output: wire.completion_tokens,
+        cache_read,
+        cache_write,
+        reasoning: wire.completion_tokens_details.as_ref().and_then(|d| d.reasoning_tokens),
+        cost_usd,
+    }
+}
+
+/// Map a chat-completions finish reason.
+pub(super) fn finish_reason(raw: Option<&str>, refusal: bool, tool_calls: bool) -> FinishReason {
+    match raw {
+        None => {
+            if tool_calls {
+                FinishReason::ToolUse
+            } else if refusal {
+                FinishReason::Refusal
+            } else {
+                FinishReason::Stop
+            }
+        }
+        Some("stop" | "end_turn" | "stop_sequence" | "eos" | "eos_token") => {
+            if refusal {
+                FinishReason::Refusal
+            } else if tool_calls {
+                FinishReason::ToolUse
+            } else {
+                FinishReason::Stop
+            }
+        }
+        Some("length" | "max_tokens" | "model_length") => FinishReason::Length,
+        Some("tool_calls" | "function_call" | "tool_use") => FinishReason::ToolUse,
+        Some("content_filter") => FinishReason::ContentFilter,
+        Some("refusal") => FinishReason::Refusal,
+        Some(other) => FinishReason::Other(other.to_string()),
+    }
+}
