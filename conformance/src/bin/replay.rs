@@ -28,7 +28,17 @@ type Translate = fn(&[u8]) -> Vec<Recording>;
 
 /// Every family compiled in, by name.
 fn families() -> Vec<(&'static str, Translate)> {
-    vec![("anthropic", anthropic)]
+    vec![("anthropic", anthropic), ("openai", openai)]
+}
+
+fn openai(body: &[u8]) -> Vec<Recording> {
+    patchbay_openrouter::translate::replay(body)
+        .into_iter()
+        .map(|r| Recording {
+            events: r.events,
+            error: r.error,
+        })
+        .collect()
 }
 
 fn anthropic(body: &[u8]) -> Vec<Recording> {
