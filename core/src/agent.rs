@@ -2,11 +2,10 @@
 
 use std::any::Any;
 use std::fmt;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use tracing::Instrument;
 
 use crate::context::{Approval, ApprovalRequest, RequestContext};
@@ -16,7 +15,7 @@ use crate::message::{ContentBlock, Message, Role};
 use crate::provider::{ContentBuilder, EventStream, Provider, ProviderResponse};
 use crate::signal::Signal;
 use crate::sink::RunHandle;
-use crate::tool::{ExecutedBy, ToolContext, ToolResult};
+use crate::tool::{ExecutedBy, ToolContext, ToolResult, run_tool};
 use crate::toolset::ToolSet;
 
 /// The default step limit of an [`Agent`].
@@ -362,17 +361,7 @@ async fn run_tools(
             if cx.signal.is_cancelled() {
                 return ToolResult::aborted();
             }
-            let signal = cx.signal.clone();
-            let execute = AssertUnwindSafe(tool.execute(input, &cx)).catch_unwind();
-            // Biased: a tool that watches its signal gets to return its own result first.
-            tokio::select! {
-                biased;
-                result = execute => result.unwrap_or_else(|_| {
-                    tracing::error!("tool panicked");
-                    ToolResult::error(format!("tool `{name}` panicked"))
-                }),
-                _ = signal.cancelled() => ToolResult::aborted(),
-            }
+            run_tool(tool.as_ref(), input, &cx).await
         }
         .instrument(span)
     });

@@ -28,7 +28,9 @@ pub use provider::{
 pub use retry::{Retry, RetryLayer, RetryPolicy};
 pub use signal::Signal;
 pub use sink::{Broadcast, EventBroadcast, EventSink, RunHandle, drive};
-pub use tool::{ExecutedBy, FnTool, Tool, ToolContent, ToolContext, ToolResult, ToolSpec, ToolStatus, parse_input};
+pub use tool::{
+    ExecutedBy, FnTool, Tool, ToolContent, ToolContext, ToolResult, ToolSpec, ToolStatus, parse_input, run_tool,
+};
 pub use toolset::ToolSet;
 pub use validate::{Rule, Validator, Violation, validate};
 

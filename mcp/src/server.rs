@@ -4,15 +4,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
-use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use futures::FutureExt;
-use patchbay_core::{RequestContext, Signal, ToolContext, ToolResult, ToolSet};
+use patchbay_core::{RequestContext, Signal, ToolContext, ToolSet, run_tool};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -480,20 +478,7 @@ impl ServerHandler for Handler {
         }
         let input = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
         let span = tracing::info_span!("patchbay.mcp.tool", tool = %name);
-        let execute = AssertUnwindSafe(tool.execute(input, &cx)).catch_unwind();
-        let result = async {
-            // Biased: a tool that watches its signal gets to return its own result first.
-            tokio::select! {
-                biased;
-                result = execute => result.unwrap_or_else(|_| {
-                    tracing::error!("tool panicked");
-                    ToolResult::error(format!("tool `{name}` panicked"))
-                }),
-                _ = signal.cancelled() => ToolResult::aborted(),
-            }
-        }
-        .instrument(span)
-        .await;
+        let result = run_tool(tool.as_ref(), input, &cx).instrument(span).await;
         let result = to_call_tool_result(&result);
         Ok(result.into())
     }

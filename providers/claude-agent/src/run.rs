@@ -2,14 +2,12 @@
 //! the process stopped (or parked) at the end.
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use futures::FutureExt;
 use futures::stream::{FuturesUnordered, StreamExt};
-use patchbay_core::{ErrorKind, EventStream, ProviderError, RequestContext, Signal, ToolResult, ToolSet};
+use patchbay_core::{ErrorKind, EventStream, ProviderError, RequestContext, Signal, ToolResult, ToolSet, run_tool};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tracing::Instrument;
@@ -299,11 +297,7 @@ fn control_request(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, 
                         if let Some(call) = &call_id {
                             cx = cx.with_tool_use_id(call.clone());
                         }
-                        let execute = AssertUnwindSafe(tool.execute(input, &cx)).catch_unwind();
-                        let result = tokio::select! {
-                            result = execute => result.unwrap_or_else(|_| ToolResult::error(format!("tool `{name}` panicked"))),
-                            _ = bridge.signal.cancelled() => ToolResult::aborted(),
-                        };
+                        let result = run_tool(tool.as_ref(), input, &cx).await;
                         let reply = control::call_reply(rpc_id, &result);
                         Handled {
                             line: control::success_line(&id, json!({ "mcp_response": reply })),
