@@ -45,7 +45,7 @@ impl Script {
 
 /// One model call's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Turn {
     /// A streamed response.
     Respond(Response),
