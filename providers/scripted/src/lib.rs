@@ -274,7 +274,8 @@ impl ScriptedProvider {
         self.requests.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
-    fn next_turn(&self) -> Result<Turn, ProviderError> {
+    /// The call number (0-based) and its turn.
+    fn next_turn(&self) -> Result<(usize, Turn), ProviderError> {
         let n = self.cursor.fetch_add(1, Ordering::SeqCst);
         let turn = match self.script.turns.get(n) {
             Some(turn) => turn,
@@ -292,7 +293,7 @@ impl ScriptedProvider {
                 .with_provider("scripted"));
             }
         };
-        Ok(turn.clone())
+        Ok((n, turn.clone()))
     }
 }
 
@@ -340,8 +341,8 @@ impl Provider for ScriptedProvider {
                 system: context.and_then(|c| c.system.clone()),
             });
         }
-        let n = self.cursor.load(Ordering::SeqCst);
-        let response = match self.next_turn()? {
+        let (n, turn) = self.next_turn()?;
+        let response = match turn {
             Turn::Fail(error) => return Err(error.to_error()),
             Turn::Respond(response) => response,
         };
