@@ -1,5 +1,8 @@
 //! The wire translator: a pure state machine from Anthropic stream events to patchbay events.
 //!
+//! This file is longer than the house limit on purpose: the state machine is one `match` over
+//! the wire events whose arms share the open-block state, and splitting it would scatter that.
+//!
 //! [`Translator`] consumes parsed stream events (a JSON payload as `&str`, a
 //! `serde_json::Value`, or a typed [`StreamEvent`]) and queues [`Event`]s; [`StreamTranslator`]
 //! puts the [`SseDecoder`] in front of it so raw bytes go in. No I/O, no clock except the

@@ -1,5 +1,8 @@
 //! The line translator: a pure state machine from the CLI's stdout lines to patchbay events.
 //!
+//! This file is longer than the house limit on purpose: the state machine is one `match` over
+//! the CLI line types whose arms share the turn state, and splitting it would scatter that.
+//!
 //! - `system/init` gives the session id (reported on `Started`) and the MCP server statuses
 //!   (`McpConnected`, for servers the caller attached; the internal host server is not listed);
 //! - `stream_event` partials (raw Anthropic events) go through patchbay-anthropic's
