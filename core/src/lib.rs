@@ -25,7 +25,7 @@ pub use provider::{
     Capabilities, ContentBuilder, EventStream, Provider, ProviderExt, ProviderInfo, ProviderResponse,
     check_conversation,
 };
-pub use retry::{Retry, RetryLayer, RetryPolicy};
+pub use retry::{Retry, RetryLayer, RetryPolicy, parse_retry_after};
 pub use signal::Signal;
 pub use sink::{Broadcast, EventBroadcast, EventSink, RunHandle, drive};
 pub use tool::{

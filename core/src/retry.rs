@@ -175,6 +175,34 @@ impl<P> tower_layer::Layer<P> for RetryLayer {
     }
 }
 
+/// The longest wait a `retry-after` header is read as (a day); larger values are clamped so a
+/// hostile header cannot overflow a `Duration`.
+const MAX_HEADER_WAIT_SECS: f64 = 86_400.0;
+
+/// Parse the wait a server asked for: `retry-after-ms` (milliseconds) when present and valid,
+/// else `retry-after` in seconds (possibly fractional). HTTP dates are not honoured: the
+/// backoff of [`RetryPolicy`] applies instead. Providers pass the raw header values.
+///
+/// ```
+/// use std::time::Duration;
+/// use patchbay_core::parse_retry_after;
+/// assert_eq!(parse_retry_after(Some("1500"), Some("9")), Some(Duration::from_millis(1500)));
+/// assert_eq!(parse_retry_after(None, Some(" 2 ")), Some(Duration::from_secs(2)));
+/// assert_eq!(parse_retry_after(None, Some("1e300")), Some(Duration::from_secs(86_400)));
+/// assert_eq!(parse_retry_after(Some("-1"), Some("soon")), None);
+/// ```
+pub fn parse_retry_after(retry_after_ms: Option<&str>, retry_after: Option<&str>) -> Option<Duration> {
+    let number = |value: Option<&str>| {
+        value
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|n| n.is_finite() && *n >= 0.0)
+    };
+    let secs = number(retry_after_ms)
+        .map(|ms| ms / 1000.0)
+        .or_else(|| number(retry_after))?;
+    Some(Duration::from_secs_f64(secs.min(MAX_HEADER_WAIT_SECS)))
+}
+
 /// Events that may be held back without delaying anything the user sees.
 fn is_preamble(event: &Event) -> bool {
     matches!(

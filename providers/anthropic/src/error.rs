@@ -53,19 +53,10 @@ struct ErrorBody<'a> {
     request_id: Option<std::borrow::Cow<'a, str>>,
 }
 
-/// How long the server asked us to wait: `retry-after-ms`, else `retry-after` in seconds.
+/// How long the server asked us to wait (see [`patchbay_core::parse_retry_after`]).
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = header("retry-after-ms")
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|ms| ms.is_finite() && *ms >= 0.0)
-    {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
-    }
-    header("retry-after")
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    patchbay_core::parse_retry_after(header("retry-after-ms"), header("retry-after"))
 }
 
 /// The request id of a response (`request-id`, or `x-request-id` behind proxies).

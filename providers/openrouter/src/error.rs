@@ -146,16 +146,3 @@ pub(crate) fn from_http(
     }
     error
 }
-
-/// Parse `retry-after-ms` (milliseconds) or `retry-after` (seconds, possibly fractional).
-/// HTTP dates are not honoured (no clock arithmetic here); the retry layer's backoff applies.
-pub(crate) fn parse_retry_after(retry_after_ms: Option<&str>, retry_after: Option<&str>) -> Option<Duration> {
-    if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
-    {
-        return Some(Duration::from_secs_f64((ms / 1000.0).min(86_400.0)));
-    }
-    let secs = retry_after.and_then(|v| v.trim().parse::<f64>().ok())?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
-}

@@ -208,7 +208,7 @@ impl Provider for OpenRouterProvider {
         let request_id =
             header(response.headers(), "x-request-id").or_else(|| header(response.headers(), "request-id"));
         if !(200..300).contains(&status) {
-            let retry_after = error::parse_retry_after(
+            let retry_after = patchbay_core::parse_retry_after(
                 header(response.headers(), "retry-after-ms").as_deref(),
                 header(response.headers(), "retry-after").as_deref(),
             );
