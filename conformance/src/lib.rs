@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod fixtures;
 pub mod mock;
 mod normalize;
 mod scenario;

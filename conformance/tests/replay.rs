@@ -2,11 +2,11 @@
 
 use std::process::Command;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures");
-
 fn replay(family: &str, file: &str) -> (bool, Vec<serde_json::Value>) {
     let output = Command::new(env!("CARGO_BIN_EXE_replay"))
-        .args(["--family", family, &format!("{FIXTURES}/{file}")])
+        .arg("--family")
+        .arg(family)
+        .arg(patchbay_conformance::fixtures::root().join(file))
         .output()
         .expect("replay runs");
     let lines = String::from_utf8_lossy(&output.stdout)

@@ -8,12 +8,9 @@ use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
 use patchbay_conformance::Recording;
 use patchbay_core::{Event, Metrics, Provider};
 
-/// The shared recorded streams of the Anthropic family.
+/// The recorded streams of the Anthropic family (inside the conformance crate).
 pub(crate) fn fixtures_dir() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures/anthropic"
-    ))
+    patchbay_conformance::fixtures::family("anthropic")
 }
 
 /// Snapshot settings for `tests/snapshots/<folder>`, named by the snapshot name alone.

@@ -1,4 +1,4 @@
-//! Every recorded stream under `../shared/fixtures/anthropic`, translated without HTTP: a
+//! Every recorded stream under `conformance/fixtures/anthropic`, translated without HTTP: a
 //! snapshot named after the file, the lifecycle validator, and the same events when the bytes
 //! arrive split at random boundaries.
 
@@ -31,7 +31,7 @@ fn files() -> Vec<PathBuf> {
     walk(&fixtures_dir(), &mut out);
     assert!(
         out.len() >= 80,
-        "expected the shared Anthropic fixtures, found {}",
+        "expected the recorded Anthropic fixtures, found {}",
         out.len()
     );
     out

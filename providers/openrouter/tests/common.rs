@@ -9,39 +9,22 @@ use patchbay_core::{Event, Metrics, ProviderError};
 use patchbay_openrouter::translate::{Framing, Translator};
 use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider};
 
-/// The shared recorded streams, by path relative to the repository root.
-pub(crate) const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
-
 /// The OpenAI-family fixture families.
 pub(crate) const FAMILIES: [&str; 3] = ["openai-chat", "openai-compatible", "openrouter"];
 
 /// Every OpenAI-family fixture file, sorted.
 pub(crate) fn fixture_files() -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for family in FAMILIES {
-        let root = Path::new(FIXTURES).join(family);
-        let Ok(sources) = std::fs::read_dir(&root) else {
-            panic!(
-                "fixtures missing: {} (the shared fixtures live beside the repository)",
-                root.display()
-            );
-        };
-        for source in sources.flatten() {
-            for file in std::fs::read_dir(source.path()).into_iter().flatten().flatten() {
-                if file.path().is_file() {
-                    files.push(file.path());
-                }
-            }
-        }
-    }
+    let mut files: Vec<PathBuf> = FAMILIES
+        .into_iter()
+        .flat_map(patchbay_conformance::fixtures::files)
+        .collect();
     files.sort();
     files
 }
 
 /// The snapshot name of a fixture: its path below the fixtures root, `/` as `__`.
 pub(crate) fn fixture_name(path: &Path) -> String {
-    let relative = path.strip_prefix(FIXTURES).unwrap_or(path);
-    relative.to_string_lossy().replace('/', "__")
+    patchbay_conformance::fixtures::relative_name(path).replace('/', "__")
 }
 
 /// The framing of a fixture file.

@@ -19,7 +19,7 @@ fn every_fixture_is_valid_snapshotted_and_split_invariant() {
     let files = fixture_files();
     assert!(
         files.len() >= 150,
-        "expected the shared OpenAI-family fixtures, found {}",
+        "expected the recorded OpenAI-family fixtures, found {}",
         files.len()
     );
     let mut failures = Vec::new();
