@@ -86,6 +86,19 @@ pub enum Serve {
     },
     /// Wait this long before answering anything (a slow or hung server).
     Delay(Duration, Box<Serve>),
+    /// Answer with `serve`, but wait `wait` before write number `before` (0-based) of its body:
+    /// the headers and the first `before` writes go out at once, the rest after the pause (a
+    /// model slow to its first token after the stream began). With the default
+    /// [`Chunking::PerFrame`] one write is one SSE frame. Nest for several pauses; a pause past
+    /// the last write never happens.
+    PauseBefore {
+        /// The write to hold back.
+        before: usize,
+        /// How long.
+        wait: Duration,
+        /// The answer.
+        serve: Box<Serve>,
+    },
 }
 
 impl Serve {
@@ -287,7 +300,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         // Token counting is not a model call: answer it without using up a scripted turn.
         let body = Bytes::from_static(br#"{"input_tokens":10}"#);
         let headers = [("content-type".to_string(), "application/json".to_string())];
-        return body_response(200, &headers, vec![body], RawEnd::Close, &shared);
+        return body_response(200, &headers, vec![body], RawEnd::Close, Pauses::new(), &shared);
     }
     let headers: Vec<(String, String)> = request
         .headers()
@@ -327,25 +340,32 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     }
 }
 
+/// Pauses inside a body: before write `.0`, wait `.1`.
+type Pauses = Vec<(usize, Duration)>;
+
 async fn serve(shared: &Arc<Shared>, mut item: Serve, model: &str) -> Response {
-    while let Serve::Delay(wait, inner) = item {
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = shared.shutdown.cancelled() => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+    let mut pauses = Pauses::new();
+    loop {
+        match item {
+            Serve::Delay(wait, inner) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = shared.shutdown.cancelled() => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+                }
+                item = *inner;
+            }
+            Serve::PauseBefore { before, wait, serve } => {
+                pauses.push((before, wait));
+                item = *serve;
+            }
+            _ => break,
         }
-        item = *inner;
     }
     match item {
         Serve::Turn(Turn::Fail(error)) => {
             let (status, headers, body) = shared.wire.render_failure(&error);
-            respond(
-                status,
-                &headers,
-                Bytes::from(body),
-                RawEnd::Close,
-                Chunking::Whole,
-                shared,
-            )
+            let body = Bytes::from(body);
+            respond(status, &headers, body, RawEnd::Close, Chunking::Whole, pauses, shared)
         }
         Serve::Turn(Turn::Respond(response)) => {
             let end = match response.end {
@@ -358,15 +378,15 @@ async fn serve(shared: &Arc<Shared>, mut item: Serve, model: &str) -> Response {
                 Chunking::PerFrame => frames.into_iter().map(Bytes::from).collect(),
                 chunking => chunk(Bytes::from(frames.concat()), chunking),
             };
-            body_response(200, &headers, chunks, end, shared)
+            body_response(200, &headers, chunks, end, pauses, shared)
         }
         Serve::Raw {
             status,
             headers,
             body,
             end,
-        } => respond(status, &headers, body, end, shared.chunking, shared),
-        Serve::Delay(..) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        } => respond(status, &headers, body, end, shared.chunking, pauses, shared),
+        Serve::Delay(..) | Serve::PauseBefore { .. } => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }
 
@@ -383,13 +403,14 @@ fn respond(
     body: Bytes,
     end: RawEnd,
     chunking: Chunking,
+    pauses: Pauses,
     shared: &Arc<Shared>,
 ) -> Response {
     let chunks = match chunking {
         Chunking::PerFrame => split_frames(body),
         other => chunk(body, other),
     };
-    body_response(status, headers, chunks, end, shared)
+    body_response(status, headers, chunks, end, pauses, shared)
 }
 
 /// Split a body after each blank line (SSE frame) or newline (JSON lines).
@@ -419,10 +440,28 @@ fn body_response(
     headers: &[(String, String)],
     chunks: Vec<Bytes>,
     end: RawEnd,
+    pauses: Pauses,
     shared: &Arc<Shared>,
 ) -> Response {
     let shutdown = shared.shutdown.clone();
-    let head = futures::stream::iter(chunks.into_iter().map(Ok::<Bytes, std::io::Error>));
+    let paused = shutdown.clone();
+    let head = futures::stream::iter(chunks.into_iter().enumerate()).then(move |(write, chunk)| {
+        let wait: Duration = pauses
+            .iter()
+            .filter(|(before, _)| *before == write)
+            .map(|(_, wait)| *wait)
+            .sum();
+        let paused = paused.clone();
+        async move {
+            if !wait.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = paused.cancelled() => {}
+                }
+            }
+            Ok::<Bytes, std::io::Error>(chunk)
+        }
+    });
     let body = match end {
         RawEnd::Close => Body::from_stream(head),
         RawEnd::Stall => Body::from_stream(head.chain(futures::stream::once(async move {
