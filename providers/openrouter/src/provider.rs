@@ -175,6 +175,8 @@ impl Provider for OpenRouterProvider {
         if signal.is_cancelled() {
             return Err(ProviderError::cancelled());
         }
+        // The metrics clock starts with the call, so `first_event_ms` counts the wait for headers.
+        let translator = Translator::new(Framing::Sse).with_model(model);
         let built = request::build(
             messages,
             tools,
@@ -217,9 +219,7 @@ impl Provider for OpenRouterProvider {
             tracing::warn!(parent: &span, status, kind = %error.kind(), "chat completion request failed");
             return Err(error);
         }
-        let translator = Translator::new(Framing::Sse)
-            .with_model(model)
-            .with_warnings(built.warnings);
+        let translator = translator.with_warnings(built.warnings);
         Ok(Box::pin(ChatStream {
             body: Box::pin(response.bytes_stream()),
             cancelled: Box::pin(signal.token().clone().cancelled_owned()),

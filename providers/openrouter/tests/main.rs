@@ -4,5 +4,6 @@ mod agent;
 mod common;
 mod fixtures;
 mod http;
+mod metrics;
 mod requests;
 mod translator;
