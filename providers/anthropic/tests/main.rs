@@ -4,6 +4,7 @@
 mod cli;
 mod common;
 mod fixtures;
+mod metrics;
 mod provider;
 mod requests;
 mod retry;
