@@ -5,5 +5,6 @@ mod agent;
 mod chat_example;
 mod common;
 mod concurrency;
+mod handles;
 mod retry;
 mod sinks;
