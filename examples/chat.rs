@@ -115,6 +115,14 @@ async fn main() -> ExitCode {
         Ok(provider) => provider,
         Err(error) => {
             eprintln!("chat: {error}");
+            let compiled = Registry::compiled().names().contains(&args.provider.as_str());
+            if let (false, Some(feature)) = (compiled, Registry::feature_for(&args.provider)) {
+                eprintln!(
+                    "chat: to use it, build the example with that feature:\n  \
+                     cargo run --features {feature} --example chat -- --provider {} \"{}\"",
+                    args.provider, args.prompt
+                );
+            }
             return ExitCode::from(2);
         }
     };

@@ -6,7 +6,9 @@
 //! ```
 //!
 //! Over HTTP it prints the URL, the bearer token and the headers of one registered request
-//! context (project `demo`), then serves until Enter or end of input. Try it with the MCP
+//! context (project `demo`), then serves until Ctrl-C (SIGINT) or SIGTERM and shuts down
+//! cleanly, so it runs in the background or under a supervisor with standard input closed. Over
+//! stdio it serves until its client closes standard input, or a signal. Try it with the MCP
 //! Inspector CLI (`mcp-inspector --cli <url> --transport http --header "..." --method tools/list`).
 
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use std::sync::Arc;
 use patchbay_core::{RequestContext, Tool, ToolContext, ToolResult, ToolSet, ToolSpec, async_trait};
 use patchbay_mcp::ToolServer;
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
+use tokio::signal::unix::{SignalKind, signal};
 
 type Run = dyn Fn(&Value, &ToolContext) -> ToolResult + Send + Sync;
 
@@ -80,7 +82,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let context = RequestContext::new().with_metadata("project_id", "demo");
     if std::env::args().any(|arg| arg == "--stdio") {
         // stdout is the protocol: say nothing else there.
-        ToolServer::builder(example_tools()).serve_stdio(&context).await?;
+        tokio::select! {
+            served = ToolServer::builder(example_tools()).serve_stdio(&context) => served?,
+            signal = stop_signal() => eprintln!("mcp-serve: {}, stopping", signal?),
+        }
         return Ok(());
     }
 
@@ -96,10 +101,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "as an MCP server config: {}",
         serde_json::to_string(&guard.server_config("demo"))?
     );
-    println!("Press Enter to stop.");
-    let mut line = String::new();
-    let _ = tokio::io::BufReader::new(tokio::io::stdin()).read_line(&mut line).await;
+    println!("Serving until Ctrl-C or SIGTERM.");
+    let stopped_by = stop_signal().await?;
+    eprintln!("mcp-serve: {stopped_by}, shutting down");
     drop(guard);
     server.shutdown().await;
     Ok(())
+}
+
+/// Wait for SIGINT (Ctrl-C) or SIGTERM; says which arrived.
+async fn stop_signal() -> std::io::Result<&'static str> {
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(tokio::select! {
+        _ = interrupt.recv() => "SIGINT",
+        _ = terminate.recv() => "SIGTERM",
+    })
 }

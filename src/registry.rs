@@ -29,6 +29,14 @@ impl fmt::Debug for ProviderFactory {
     }
 }
 
+/// The providers patchbay ships: registry name and the facade's cargo feature that compiles it in.
+pub const KNOWN_PROVIDERS: [(&str, &str); 4] = [
+    ("scripted", "scripted"),
+    ("anthropic", "anthropic"),
+    ("openrouter", "openrouter"),
+    ("claude-agent", "claude-agent"),
+];
+
 /// Providers by name. [`Registry::compiled`] holds every provider whose cargo feature is on;
 /// hosts can [`register`](Registry::register) their own.
 ///
@@ -100,16 +108,30 @@ impl Registry {
         &self.factories
     }
 
-    /// Build the provider `name` with `options`. An unknown name is a `Config` error that lists
-    /// what is compiled in.
+    /// The cargo feature of the `patchbay` facade that compiles in the provider `name`, for the
+    /// providers patchbay ships ([`KNOWN_PROVIDERS`]).
+    pub fn feature_for(name: &str) -> Option<&'static str> {
+        KNOWN_PROVIDERS
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, feature)| *feature)
+    }
+
+    /// Build the provider `name` with `options`. A name this registry lacks is a `Config` error
+    /// that lists what is compiled in, and for a provider patchbay ships, which cargo feature
+    /// adds it.
     pub fn build(&self, name: &str, options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
-        match self.factories.iter().find(|f| f.name == name) {
-            Some(factory) => (factory.build)(options),
-            None => Err(ProviderError::config(format!(
-                "unknown provider `{name}`; compiled in: {}",
-                self.names().join(", ")
-            ))),
+        if let Some(factory) = self.factories.iter().find(|f| f.name == name) {
+            return (factory.build)(options);
         }
+        let compiled = self.names().join(", ");
+        Err(ProviderError::config(match Self::feature_for(name) {
+            Some(feature) => format!(
+                "provider `{name}` is not compiled into this build: enable the cargo feature `{feature}` \
+                 of patchbay; compiled in: {compiled}"
+            ),
+            None => format!("unknown provider `{name}`; compiled in: {compiled}"),
+        }))
     }
 }
 

@@ -1,24 +1,28 @@
-use std::path::PathBuf;
+//! The chat example: offline on the scripted demo, and against the mock wire servers.
+
+use std::path::Path;
 use std::process::Command;
 
 use patchbay::Event;
+use patchbay_conformance::peers::Peer;
 
-/// The chat example binary, built by `cargo test` next to this test's binary.
-fn chat_binary() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?.parent()?;
-    let path = dir
+/// The chat example binary, built by `cargo test` next to this test's binary
+/// (`target/<profile>/examples/chat`).
+pub(crate) fn chat_binary() -> Peer {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap_or(Path::new("."));
+    let path = profile_dir
         .join("examples")
         .join(format!("chat{}", std::env::consts::EXE_SUFFIX));
-    path.exists().then_some(path)
+    Peer::at(
+        "the chat example",
+        path,
+        "build it with `cargo build --example chat` (`cargo test` builds it)",
+    )
 }
 
-fn run_chat(args: &[&str]) -> Option<(String, String, bool)> {
-    let Some(binary) = chat_binary() else {
-        assert!(std::env::var_os("CI").is_none(), "the chat example was not built");
-        eprintln!("skipping: build the chat example first (cargo test builds it)");
-        return None;
-    };
+fn run_chat(args: &[&str]) -> (String, String, bool) {
+    let binary = chat_binary().path().to_path_buf();
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("notes.md"), "# notes\n").expect("write");
     std::fs::create_dir(dir.path().join("src")).expect("mkdir");
@@ -27,18 +31,15 @@ fn run_chat(args: &[&str]) -> Option<(String, String, bool)> {
         .current_dir(dir.path())
         .output()
         .expect("chat runs");
-    Some((
+    (
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
         output.status.success(),
-    ))
+    )
 }
 
-#[test]
-fn chat_json_prints_one_valid_event_per_line() {
-    let Some((stdout, stderr, ok)) = run_chat(&["--json", "what is in this folder?"]) else {
-        return;
-    };
+pub(crate) fn chat_json_prints_one_valid_event_per_line() {
+    let (stdout, stderr, ok) = run_chat(&["--json", "what is in this folder?"]);
     assert!(ok, "{stderr}");
     let events: Vec<Event> = stdout
         .lines()
@@ -53,11 +54,8 @@ fn chat_json_prints_one_valid_event_per_line() {
     assert!(listing.contains("notes.md") && listing.contains("src/"), "{listing}");
 }
 
-#[test]
-fn chat_streams_text_tools_and_a_usage_line_offline() {
-    let Some((stdout, stderr, ok)) = run_chat(&["what is in this folder?"]) else {
-        return;
-    };
+pub(crate) fn chat_streams_text_tools_and_a_usage_line_offline() {
+    let (stdout, stderr, ok) = run_chat(&["what is in this folder?"]);
     assert!(ok, "{stderr}");
     assert!(stderr.contains("offline"), "{stderr}");
     assert!(stdout.contains("→ read"), "{stdout}");
@@ -68,11 +66,8 @@ fn chat_streams_text_tools_and_a_usage_line_offline() {
     );
 }
 
-#[test]
-fn chat_names_the_compiled_providers_for_an_unknown_one() {
-    let Some((_, stderr, ok)) = run_chat(&["--provider", "nope", "hi"]) else {
-        return;
-    };
+pub(crate) fn chat_names_the_compiled_providers_for_an_unknown_one() {
+    let (_, stderr, ok) = run_chat(&["--provider", "nope", "hi"]);
     assert!(!ok);
     assert!(
         stderr.contains("unknown provider `nope`") && stderr.contains("scripted"),
@@ -83,7 +78,7 @@ fn chat_names_the_compiled_providers_for_an_unknown_one() {
 /// `--provider anthropic` / `--provider openrouter` against the conformance mock servers: the
 /// same chat run, real wire, no network.
 #[cfg(all(feature = "anthropic", feature = "openrouter"))]
-mod against_mocks {
+pub(crate) mod against_mocks {
     use patchbay::scripted::{Part, Response, Script, Turn};
     use patchbay_conformance::mock::{MockServer, WireFormat, anthropic::AnthropicWire, openai::OpenAiWire};
     use serde_json::json;
@@ -112,10 +107,7 @@ mod against_mocks {
             *value = value.replace("{url}", &server.url());
         }
         let output = tokio::task::spawn_blocking(move || {
-            let Some(binary) = super::chat_binary() else {
-                assert!(std::env::var_os("CI").is_none(), "the chat example was not built");
-                return None;
-            };
+            let binary = super::chat_binary().path().to_path_buf();
             let dir = tempfile::tempdir().expect("temp dir");
             std::fs::write(dir.path().join("notes.md"), "# notes\n").expect("write");
             let mut command = std::process::Command::new(binary);
@@ -132,11 +124,10 @@ mod against_mocks {
                 command.env_remove(key);
             }
             command.envs(vars);
-            Some(command.output().expect("chat runs"))
+            command.output().expect("chat runs")
         })
         .await
         .expect("no panic");
-        let Some(output) = output else { return };
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "{stdout}\n{stderr}");
@@ -146,8 +137,7 @@ mod against_mocks {
         assert_eq!(server.requests().len(), 2, "one request per step");
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn chat_runs_on_anthropic_against_the_mock() {
+    pub(crate) async fn chat_runs_on_anthropic_against_the_mock() {
         let env = [
             ("ANTHROPIC_API_KEY", "dummy".to_string()),
             ("ANTHROPIC_BASE_URL", "{url}".to_string()),
@@ -155,8 +145,7 @@ mod against_mocks {
         chat_against(AnthropicWire, "anthropic", &env).await;
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn chat_runs_on_openrouter_against_the_mock() {
+    pub(crate) async fn chat_runs_on_openrouter_against_the_mock() {
         let env = [
             ("OPENAI_API_KEY", "dummy".to_string()),
             ("OPENAI_BASE_URL", "{url}/v1".to_string()),

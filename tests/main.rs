@@ -2,7 +2,6 @@
 //! public APIs, on the scripted provider.
 
 mod agent;
-mod chat_example;
 mod common;
 mod concurrency;
 mod handles;

@@ -72,3 +72,24 @@ fn the_registry_lists_what_is_compiled_in() {
         "a malformed script is a Config error"
     );
 }
+
+#[test]
+fn a_shipped_provider_that_is_not_compiled_in_names_its_cargo_feature() {
+    let registry = Registry::new();
+    let error = registry
+        .build("claude-agent", &Value::Null)
+        .err()
+        .expect("not registered");
+    assert_eq!(error.kind(), patchbay::ErrorKind::Config);
+    assert!(
+        error
+            .to_string()
+            .contains("enable the cargo feature `claude-agent` of patchbay"),
+        "{error}"
+    );
+    assert_eq!(Registry::feature_for("claude-agent"), Some("claude-agent"));
+    assert_eq!(Registry::feature_for("no-such-provider"), None);
+    for (name, _) in patchbay::KNOWN_PROVIDERS {
+        assert!(Registry::new().build(name, &Value::Null).is_err());
+    }
+}

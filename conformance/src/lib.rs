@@ -3,6 +3,7 @@
 pub mod fixtures;
 pub mod mock;
 mod normalize;
+pub mod peers;
 mod scenario;
 mod snapshot;
 mod suite;
@@ -10,4 +11,4 @@ mod suite;
 pub use normalize::{LONG_TEXT, Outcome, Recording, normalize, summarize};
 pub use scenario::{CancelAt, Needs, SCENARIO_MODEL, Scenario, huge_text, scenario_tools, scenarios};
 pub use snapshot::{scenario_settings, settings_in, snapshot_root, split_randomly};
-pub use suite::{Baseline, Fixture, FixtureFuture, SCENARIO_TIMEOUT, Target, check, run_suite, trials};
+pub use suite::{Baseline, Fixture, FixtureFuture, SCENARIO_TIMEOUT, Target, TrialFailure, check, run_suite, trials};

@@ -227,11 +227,36 @@ impl Target {
     }
 }
 
+/// Why a trial failed. A known gap of the baseline forgives only [`TrialFailure::Golden`]: a
+/// lifecycle violation, or a run that never produced a stream, fails a listed scenario too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TrialFailure {
+    /// The run failed outside the stream (the fixture could not be built, or it hung).
+    Run(String),
+    /// The events broke the lifecycle rules (the validator's findings).
+    Lifecycle(String),
+    /// The normalized outcome differs from the shared golden.
+    Golden(String),
+}
+
+impl fmt::Display for TrialFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Run(message) => write!(f, "the run failed outside the stream: {message}"),
+            Self::Lifecycle(message) | Self::Golden(message) => f.write_str(message),
+        }
+    }
+}
+
 /// Check one recording against the validator and the shared golden snapshot.
-pub fn check(scenario: &Scenario, recording: &Recording) -> Result<(), String> {
+pub fn check(scenario: &Scenario, recording: &Recording) -> Result<(), TrialFailure> {
     if let Err(violations) = recording.validate() {
         let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
-        return Err(format!("lifecycle violations:\n  {}", list.join("\n  ")));
+        return Err(TrialFailure::Lifecycle(format!(
+            "lifecycle violations:\n  {}",
+            list.join("\n  ")
+        )));
     }
     let outcome = recording.outcome();
     let compared = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -245,11 +270,32 @@ pub fn check(scenario: &Scenario, recording: &Recording) -> Result<(), String> {
             .cloned()
             .or_else(|| panic.downcast_ref::<&str>().map(ToString::to_string))
             .unwrap_or_default();
-        format!(
+        TrialFailure::Golden(format!(
             "the outcome differs from the shared golden `{}`\n{message}",
             scenario.name
-        )
+        ))
     })
+}
+
+/// The verdict on one trial's result, given the baseline's reason if the scenario is a known gap.
+fn verdict(scenario: &str, result: Result<(), TrialFailure>, gap: Option<&str>) -> Result<(), Failed> {
+    match (result, gap) {
+        (Ok(()), None) => Ok(()),
+        (Err(TrialFailure::Golden(message)), Some(reason)) => {
+            eprintln!("known gap `{scenario}` ({reason}):\n{message}");
+            Ok(())
+        }
+        (Err(failure), None) => Err(failure.to_string().into()),
+        (Err(failure), Some(reason)) => Err(format!(
+            "`{scenario}` is a known gap ({reason}), which forgives only a difference from the golden; \
+             this is not one:\n{failure}"
+        )
+        .into()),
+        (Ok(()), Some(reason)) => Err(format!(
+            "`{scenario}` is listed as a known gap ({reason}) but passes: remove it from the baseline"
+        )
+        .into()),
+    }
 }
 
 fn run_trial(target: &Target, scenario: &Scenario) -> Result<(), Failed> {
@@ -260,22 +306,10 @@ fn run_trial(target: &Target, scenario: &Scenario) -> Result<(), Failed> {
         .map_err(|e| Failed::from(format!("cannot build a runtime: {e}")))?;
     let result = runtime
         .block_on(target.record(scenario))
-        .map_err(|e| format!("the run failed outside the stream: {e}"))
+        .map_err(|e| TrialFailure::Run(e.to_string()))
         .and_then(|recording| check(scenario, &recording));
     runtime.shutdown_timeout(Duration::from_secs(5));
-    match (result, target.baseline.reason(scenario.name)) {
-        (Ok(()), None) => Ok(()),
-        (Err(message), None) => Err(message.into()),
-        (Err(message), Some(reason)) => {
-            eprintln!("known gap `{}` ({reason}):\n{message}", scenario.name);
-            Ok(())
-        }
-        (Ok(()), Some(reason)) => Err(format!(
-            "`{}` is listed as a known gap ({reason}) but passes: remove it from the baseline",
-            scenario.name
-        )
-        .into()),
-    }
+    verdict(scenario.name, result, target.baseline.reason(scenario.name))
 }
 
 /// One trial per shared scenario for `target`; scenarios needing a capability the target lacks

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use patchbay_conformance::{Fixture, Recording, Target, check, scenarios};
+use patchbay_conformance::{Baseline, Fixture, Recording, Target, TrialFailure, check, scenarios, trials};
 use patchbay_core::{
     Capabilities, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, Metrics, Provider, ProviderError,
     ProviderInfo, RequestContext, Rule, Signal, ToolSet, Usage, validate,
@@ -277,6 +277,55 @@ async fn the_harness_fails_a_broken_provider() {
     });
     let recording: Recording = target.record(&scenario).await.expect("the run completes");
     let verdict = check(&scenario, &recording);
-    let message = verdict.expect_err("a duplicated text must fail the scenario");
-    assert!(message.contains("TextNotDuplicated"), "{message}");
+    let failure = verdict.expect_err("a duplicated text must fail the scenario");
+    assert!(matches!(failure, TrialFailure::Lifecycle(_)), "{failure:?}");
+    assert!(failure.to_string().contains("TextNotDuplicated"), "{failure}");
+}
+
+/// Runs the one trial `name` of `target` through libtest-mimic, as `run_suite` would, with
+/// its report in a log file (so this test's output shows no inner "FAILED").
+fn run_one(target: &Target, name: &str) -> libtest_mimic::Conclusion {
+    let log = tempfile::NamedTempFile::new().expect("a log file");
+    let args = libtest_mimic::Arguments {
+        filter: Some(name.into()),
+        exact: true,
+        test_threads: Some(1),
+        logfile: Some(log.path().display().to_string()),
+        ..Default::default()
+    };
+    libtest_mimic::run(&args, trials(target))
+}
+
+fn text_only_gap() -> Baseline {
+    Baseline::parse("[[gap]]\nscenario = \"text_only\"\nreason = \"listed for this test\"\n").expect("a valid baseline")
+}
+
+/// A known gap forgives a difference from the golden, never a lifecycle violation.
+#[test]
+fn a_known_gap_does_not_forgive_a_lifecycle_violation() {
+    let broken = Arc::new(Broken::new(vec![
+        Ok(started()),
+        Ok(text(0, "Hello! How can I help you today?")),
+        Ok(text(0, "Hello! How can I help you today?")),
+        Ok(finish(FinishReason::Stop)),
+    ]));
+    let target = Target::new("broken", broken.info.capabilities, move |_| {
+        let provider = broken.clone();
+        async move { Ok(Fixture::new(provider)) }
+    })
+    .with_baseline(text_only_gap());
+    let conclusion = run_one(&target, "broken::text_only");
+    assert_eq!((conclusion.num_passed, conclusion.num_failed), (0, 1));
+}
+
+/// A known gap that passes fails the run, so the baseline only ever shrinks.
+#[test]
+fn a_known_gap_that_passes_fails_the_run() {
+    let target = Target::new("scripted", Capabilities::none().with_reasoning(), |scenario| {
+        let provider = Arc::new(patchbay_scripted::ScriptedProvider::new(scenario.script.clone()));
+        async move { Ok(Fixture::new(provider)) }
+    });
+    assert_eq!(run_one(&target, "scripted::text_only").num_passed, 1);
+    let conclusion = run_one(&target.with_baseline(text_only_gap()), "scripted::text_only");
+    assert_eq!((conclusion.num_passed, conclusion.num_failed), (0, 1));
 }

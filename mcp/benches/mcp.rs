@@ -102,10 +102,7 @@ async fn client_set_calls(config: McpServerConfig, calls: usize) -> Duration {
 }
 
 fn peers() -> PathBuf {
-    std::env::var_os("PATCHBAY_PEERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/peers")))
-        .join("mcp")
+    patchbay_conformance::peers::peers_dir().join("mcp")
 }
 
 const FASTMCP_ECHO: &str = r#"

@@ -1,67 +1,13 @@
-//! Shared helpers: finding the real peers, example tools, process checks.
+//! Shared helpers: example tools, process checks, small agent runs.
 
-use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use patchbay_core::{FnTool, ToolContent, ToolContext, ToolResult, ToolSet};
+use futures::StreamExt;
+use patchbay_core::{Agent, Event, FnTool, Message, Signal, ToolContent, ToolContext, ToolResult, ToolSet};
+use patchbay_scripted::{Script, ScriptedProvider, Turn};
 use schemars::JsonSchema;
 use serde::Deserialize;
-
-/// `$PATCHBAY_PEERS/mcp` (default `<workspace>/target/peers/mcp`).
-pub(crate) fn peers_dir() -> PathBuf {
-    let root = std::env::var_os("PATCHBAY_PEERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/peers")));
-    root.join("mcp")
-}
-
-/// A peer executable under the peers dir, or `None` after saying why (panics under CI=true).
-pub(crate) fn peer(relative: &str) -> Option<PathBuf> {
-    let path = peers_dir().join(relative);
-    if path.exists() {
-        return Some(path);
-    }
-    let message = format!("peer {} is not installed; run .ci/peers/mcp.sh", path.display());
-    if std::env::var("CI").is_ok_and(|ci| ci == "true" || ci == "1") {
-        panic!("{message}");
-    }
-    eprintln!("skipping: {message}");
-    None
-}
-
-/// Tests that start Node or Python peers take one of these, so a 2-core machine does not
-/// start a dozen interpreters at once and push honest connects past their timeouts.
-static HEAVY: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(3);
-
-pub(crate) type Heavy = tokio::sync::SemaphorePermit<'static>;
-
-async fn heavy_peer(relative: &str) -> Option<(PathBuf, Heavy)> {
-    let path = peer(relative)?;
-    let permit = HEAVY.acquire().await.expect("never closed");
-    Some((path, permit))
-}
-
-pub(crate) async fn everything() -> Option<(PathBuf, Heavy)> {
-    heavy_peer("node_modules/.bin/mcp-server-everything").await
-}
-
-pub(crate) async fn python() -> Option<(PathBuf, Heavy)> {
-    heavy_peer("venv/bin/python").await
-}
-
-pub(crate) async fn inspector() -> Option<(PathBuf, Heavy)> {
-    heavy_peer("node_modules/.bin/mcp-inspector").await
-}
-
-/// Whether a process with this pid exists (zombies count as gone).
-pub(crate) fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
 
 /// Pids of every process whose process group is `pgid`.
 pub(crate) fn group_members(pgid: u32) -> Vec<u32> {
@@ -162,55 +108,6 @@ pub(crate) fn tools() -> ToolSet {
         ))
 }
 
-/// A peer server process run by a test, in its own process group, killed with it on drop.
-pub(crate) struct PeerProcess {
-    child: tokio::process::Child,
-}
-
-impl PeerProcess {
-    /// Start `program args` with `env`, then wait until `port` accepts connections.
-    pub(crate) async fn start(program: &std::path::Path, args: &[&str], env: &[(&str, String)], port: u16) -> Self {
-        let mut command = tokio::process::Command::new(program);
-        command
-            .args(args)
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .process_group(0)
-            .kill_on_drop(true);
-        let child = command.spawn().expect("peer starts");
-        let peer = Self { child };
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(20) {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-                return peer;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("peer {} did not listen on {port}", program.display());
-    }
-}
-
-impl Drop for PeerProcess {
-    fn drop(&mut self) {
-        if let Some(pid) = self.child.id() {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
-}
-
-/// A port that was free a moment ago.
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("a free port")
-}
-
 pub(crate) fn stdio(name: &str, command: &std::path::Path, args: &[&str]) -> patchbay_core::McpServerConfig {
     patchbay_core::McpServerConfig {
         name: name.into(),
@@ -230,4 +127,25 @@ pub(crate) fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> patchbay_
             headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         },
     }
+}
+
+/// Call the tool `name` of `tools` with no context.
+pub(crate) async fn call(tools: &ToolSet, name: &str, input: serde_json::Value) -> patchbay_core::ToolResult {
+    let tool = tools.get(name).unwrap_or_else(|| panic!("tool {name} listed"));
+    tool.execute(input, &Default::default()).await
+}
+
+/// A scripted provider playing `turns`.
+pub(crate) fn provider(turns: Vec<Turn>) -> Arc<ScriptedProvider> {
+    Arc::new(ScriptedProvider::new(Script::new(turns)))
+}
+
+/// Every event of one agent run (no error expected).
+pub(crate) async fn events(agent: &Agent, prompt: &str) -> Vec<Event> {
+    let mut stream = agent.stream(vec![Message::user(prompt)], Signal::new());
+    let mut events = Vec::new();
+    while let Some(item) = stream.next().await {
+        events.push(item.expect("no error"));
+    }
+    events
 }

@@ -1,32 +1,22 @@
 //! The real Claude Code CLI against the mock Messages server speaking [`AnthropicWire`]: the
 //! mock must satisfy the program the agent-runtime provider drives.
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use patchbay_conformance::mock::MockServer;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
+use patchbay_conformance::peers::Peer;
 use patchbay_scripted::{Script, Turn};
 
-fn claude() -> Option<PathBuf> {
-    let peers = std::env::var_os("PATCHBAY_PEERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/peers")));
-    let path = peers.join("node_modules/.bin/claude");
-    path.exists().then_some(path)
+/// The Claude Code CLI, installed by `.ci/peers/claude.sh` under `$PATCHBAY_PEERS`.
+pub(crate) fn claude() -> Peer {
+    Peer::installed("the Claude Code CLI", "node_modules/.bin/claude", ".ci/peers/claude.sh")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_claude_code_cli_reads_the_mock_wire() {
-    let Some(claude) = claude() else {
-        assert!(
-            std::env::var("CI").is_err(),
-            "the Claude Code CLI peer is missing (run .ci/peers/claude.sh)"
-        );
-        eprintln!("skipped: the Claude Code CLI is not installed under $PATCHBAY_PEERS");
-        return;
-    };
+/// A trial of the `conformance` binary: ignored with the reason without the CLI.
+pub(crate) async fn the_claude_code_cli_reads_the_mock_wire() {
+    let claude = claude().path().to_path_buf();
     let script = Script::new(vec![Turn::text("Hello from the mock wire!")]).repeating();
     let server = MockServer::builder(AnthropicWire)
         .script(&script)

@@ -1,13 +1,16 @@
 //! The shared scenarios against the Anthropic provider, served by the mock Messages server:
 //! once with one write per SSE frame, once with writes cut at random byte boundaries. Both
-//! must match the same shared goldens the scripted provider produced.
+//! must match the same shared goldens the scripted provider produced. Also the real Claude Code
+//! CLI against the same mock (`cli.rs`), ignored with the reason when the CLI is not installed.
+
+mod cli;
 
 use std::sync::Arc;
 
-use libtest_mimic::Arguments;
 use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::{Chunking, MockServer};
+use patchbay_conformance::peers;
 use patchbay_conformance::{Fixture, Target, trials};
 use patchbay_core::{Capabilities, ProviderError};
 
@@ -31,11 +34,16 @@ fn target(name: &str, chunking: Chunking) -> Target {
 }
 
 fn main() {
-    let args = Arguments::from_args();
     let mut all = trials(&target("anthropic", Chunking::PerFrame));
     all.extend(trials(&target(
         "anthropic-random-chunks",
         Chunking::Random { seed: 7, max: 23 },
     )));
-    libtest_mimic::run(&args, all).exit()
+    let claude = cli::claude();
+    all.push(peers::async_trial(
+        "cli::the_claude_code_cli_reads_the_mock_wire",
+        &[&claude],
+        cli::the_claude_code_cli_reads_the_mock_wire,
+    ));
+    peers::run(all)
 }

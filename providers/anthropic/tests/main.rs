@@ -1,7 +1,6 @@
-//! Integration tests of patchbay-anthropic (one binary; the shared scenarios run in
-//! `conformance.rs`, a `harness = false` binary).
+//! Integration tests of patchbay-anthropic (one binary; the shared scenarios and the real
+//! Claude Code CLI against the mock run in `conformance.rs`, a `harness = false` binary).
 
-mod cli;
 mod common;
 mod fixtures;
 mod metrics;

@@ -4,7 +4,6 @@
 //! `cargo bench -p patchbay-claude-agent --bench latency` (needs the peers of
 //! `.ci/peers/claude.sh`; set `BENCH_RUNS`, default 5). Prints medians and the ratio.
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
@@ -40,9 +39,7 @@ async fn turn(provider: &ClaudeAgentProvider, prompt: &str, session: Option<Stri
 }
 
 fn main() {
-    let peers = std::env::var_os("PATCHBAY_PEERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/peers")));
+    let peers = patchbay_conformance::peers::peers_dir();
     let cli = peers.join("node_modules/.bin/claude");
     if !cli.exists() {
         eprintln!(

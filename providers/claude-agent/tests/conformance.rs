@@ -4,19 +4,25 @@
 //! - `claude-agent-replay::*`: the fake CLI (`tests/fake-claude`) replaying the transcripts the
 //!   real CLI wrote (`tests/transcripts/<scenario>.jsonl`), so they run without the CLI.
 //!
+//!
+//! Also the real CLI's own tests (`real.rs`: sessions, approvals, cancel, failures, host tools).
+//! Without the CLI every real trial shows as ignored with the reason (it fails under CI).
+//!
 //! Set `PATCHBAY_CLAUDE_RECORD_DIR` to record new transcripts from the real runs (then scrub
 //! them with `tests/transcripts/scrub.py`).
 
 #[path = "support/mod.rs"]
 mod support;
 
+mod real;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use libtest_mimic::Arguments;
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider, DEFAULT_HOST_SERVER};
 use patchbay_conformance::mock::MockServer;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
+use patchbay_conformance::peers;
 use patchbay_conformance::{Fixture, Target, trials};
 use patchbay_core::{Capabilities, ProviderError};
 use patchbay_scripted::{Part, Script, Turn};
@@ -46,7 +52,7 @@ fn capabilities() -> Capabilities {
         .with_sessions()
 }
 
-fn real(cli: PathBuf) -> Target {
+fn real_cli_target(cli: PathBuf) -> Target {
     Target::new("claude-agent", capabilities(), move |scenario| {
         let script = cli_script(&scenario.script);
         let cli = cli.clone();
@@ -91,11 +97,28 @@ fn replay() -> Target {
     .with_baseline_file(BASELINE)
 }
 
+/// One async trial per test function of `real.rs`, needing the CLI.
+macro_rules! real_trials {
+    ($cli:expr => $($test:ident),+ $(,)?) => {
+        vec![$(peers::async_trial(concat!("real::", stringify!($test)), &[$cli], real::$test)),+]
+    };
+}
+
 fn main() {
-    let args = Arguments::from_args();
+    let cli = support::real_cli();
     let mut all = trials(&replay());
-    if let Some(cli) = support::real_cli("conformance") {
-        all.extend(trials(&real(cli)));
-    }
-    libtest_mimic::run(&args, all).exit()
+    all.extend(peers::requiring(
+        &[&cli],
+        trials(&real_cli_target(cli.path().to_path_buf())),
+    ));
+    all.extend(real_trials![&cli =>
+        resume_keeps_history_and_fork_gets_a_new_id,
+        approval_allow_runs_the_cli_tool,
+        approval_deny_reaches_the_model_with_its_message,
+        cancel_mid_turn_ends_promptly_and_leaves_no_process,
+        a_dead_mock_is_a_transport_error_and_a_broken_one_a_typed_error,
+        host_tools_over_http_get_the_context_and_keep_metadata,
+        a_kept_alive_cli_serves_the_next_turn_of_its_session,
+    ]);
+    peers::run(all)
 }

@@ -1,9 +1,9 @@
-//! Integration tests (one binary): the pure translator on recorded lines, the process layer on
-//! the fake CLI, and the real CLI (sessions, approvals, cancel, failures) when installed.
+//! Integration tests (one binary): the pure translator on recorded lines and the process layer
+//! on the fake CLI. The real CLI's tests are trials of the `conformance` binary (`real.rs`),
+//! where a missing CLI shows as ignored.
 
 #[path = "support/mod.rs"]
 mod support;
 
 mod fake;
-mod real;
 mod translate;

@@ -1,6 +1,6 @@
 //! The real Claude Code CLI against the Anthropic mock: sessions, approvals, cancel by pid,
-//! failures, host tools over HTTP. Each test returns early (printing why) without the CLI, and
-//! fails without it when CI=true.
+//! failures, host tools over HTTP. Trials of the `conformance` binary: without the CLI they show
+//! as ignored with the reason, and fail when CI=true.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,8 +25,8 @@ struct Real {
     config: ClaudeAgentConfig,
 }
 
-async fn real(test: &str, turns: Vec<Serve>) -> Option<Real> {
-    let cli = support::real_cli(test)?;
+async fn real(turns: Vec<Serve>) -> Real {
+    let cli = support::real_cli().path().to_path_buf();
     let server = MockServer::builder(AnthropicWire)
         .serve(turns)
         .start()
@@ -34,7 +34,7 @@ async fn real(test: &str, turns: Vec<Serve>) -> Option<Real> {
         .unwrap_or_else(|e| panic!("mock: {e}"));
     let home = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
     let config = support::offline(&cli, &server.url(), home.path());
-    Some(Real { server, home, config })
+    Real { server, home, config }
 }
 
 fn text(text: &str) -> Serve {
@@ -85,16 +85,13 @@ fn request_text(body: &Value) -> String {
     body["messages"].to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn resume_keeps_history_and_fork_gets_a_new_id() {
-    let Some(real) = real(
-        "resume_keeps_history_and_fork_gets_a_new_id",
-        vec![text("First answer."), text("Second answer."), text("Forked answer.")],
-    )
-    .await
-    else {
-        return;
-    };
+pub(crate) async fn resume_keeps_history_and_fork_gets_a_new_id() {
+    let real = real(vec![
+        text("First answer."),
+        text("Second answer."),
+        text("Forked answer."),
+    ])
+    .await;
     let provider = ClaudeAgentProvider::new(real.config.clone());
     let (events, error) = collect(&provider, &[Message::user("first question")], &ToolSet::new(), None).await;
     assert!(error.is_none(), "{error:?}");
@@ -155,14 +152,11 @@ impl ApprovalHandler for Decide {
     }
 }
 
-async fn approval_run(
-    test: &str,
-    approval: Approval,
-) -> Option<(Vec<Event>, Option<ProviderError>, PathBuf, Real, tempfile::TempDir)> {
+async fn approval_run(approval: Approval) -> (Vec<Event>, Option<ProviderError>, PathBuf, Real, tempfile::TempDir) {
     let workdir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let file = workdir.path().join("note.txt");
     let input = json!({ "file_path": file.display().to_string(), "content": "hi" });
-    let real = real(test, vec![tool("toolu_w1", "Write", input), text("Done.")]).await?;
+    let real = real(vec![tool("toolu_w1", "Write", input), text("Done.")]).await;
     let provider = ClaudeAgentProvider::new(real.config.clone());
     let context = RequestContext::new()
         .with_working_dir(workdir.path())
@@ -174,7 +168,7 @@ async fn approval_run(
         Some(&context),
     )
     .await;
-    Some((events, error, file, real, workdir))
+    (events, error, file, real, workdir)
 }
 
 fn tool_result(events: &[Event], name: &str) -> Option<ToolResult> {
@@ -184,13 +178,8 @@ fn tool_result(events: &[Event], name: &str) -> Option<ToolResult> {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn approval_allow_runs_the_cli_tool() {
-    let Some((events, error, file, _real, _dir)) =
-        approval_run("approval_allow_runs_the_cli_tool", Approval::Allow).await
-    else {
-        return;
-    };
+pub(crate) async fn approval_allow_runs_the_cli_tool() {
+    let (events, error, file, _real, _dir) = approval_run(Approval::Allow).await;
     assert!(error.is_none(), "{error:?}");
     assert!(
         events
@@ -204,16 +193,11 @@ async fn approval_allow_runs_the_cli_tool() {
     assert_eq!(std::fs::read_to_string(&file).ok().as_deref(), Some("hi"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn approval_deny_reaches_the_model_with_its_message() {
+pub(crate) async fn approval_deny_reaches_the_model_with_its_message() {
     let deny = Approval::Deny {
         message: "writing notes is not allowed".into(),
     };
-    let Some((events, error, file, real, _dir)) =
-        approval_run("approval_deny_reaches_the_model_with_its_message", deny).await
-    else {
-        return;
-    };
+    let (events, error, file, real, _dir) = approval_run(deny).await;
     assert!(error.is_none(), "{error:?}");
     assert!(!file.exists(), "the tool did not run");
     assert_eq!(tool_result(&events, "Write").map(|r| r.is_error()), Some(true));
@@ -247,14 +231,11 @@ fn pids_with_home(home: &Path) -> Vec<i32> {
     pids
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancel_mid_turn_ends_promptly_and_leaves_no_process() {
+pub(crate) async fn cancel_mid_turn_ends_promptly_and_leaves_no_process() {
     let stall = Serve::Turn(Turn::Respond(
         Response::new(vec![Part::text("Let me think about that")]).with_end(End::Stall),
     ));
-    let Some(real) = real("cancel_mid_turn_ends_promptly_and_leaves_no_process", vec![stall]).await else {
-        return;
-    };
+    let real = real(vec![stall]).await;
     let provider = ClaudeAgentProvider::new(real.config.clone());
     let signal = Signal::new();
     let mut stream = provider
@@ -299,11 +280,8 @@ async fn cancel_mid_turn_ends_promptly_and_leaves_no_process() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dead_mock_is_a_transport_error_and_a_broken_one_a_typed_error() {
-    let Some(real) = real("a_dead_mock_is_a_transport_error", Vec::new()).await else {
-        return;
-    };
+pub(crate) async fn a_dead_mock_is_a_transport_error_and_a_broken_one_a_typed_error() {
+    let real = real(Vec::new()).await;
     real.server.shutdown();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let provider = ClaudeAgentProvider::new(real.config.clone());
@@ -318,9 +296,7 @@ async fn a_dead_mock_is_a_transport_error_and_a_broken_one_a_typed_error() {
         body: "event: message_start\ndata: {not json\n\n".into(),
         end: patchbay_conformance::mock::RawEnd::Reset,
     };
-    let Some(broken) = self::real("a_broken_mock_is_a_typed_error", vec![garbage]).await else {
-        return;
-    };
+    let broken = self::real(vec![garbage]).await;
     let provider = ClaudeAgentProvider::new(broken.config.clone());
     let (_, error) = collect(&provider, &[Message::user("hi")], &ToolSet::new(), None).await;
     let error = error.unwrap_or_else(|| panic!("no error"));
@@ -338,19 +314,12 @@ struct City {
     city: String,
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn host_tools_over_http_get_the_context_and_keep_metadata() {
-    let Some(real) = real(
-        "host_tools_over_http_get_the_context_and_keep_metadata",
-        vec![
-            tool("toolu_h1", "mcp__host__get_weather", json!({"city": "Oslo"})),
-            text("Cold in Oslo."),
-        ],
-    )
-    .await
-    else {
-        return;
-    };
+pub(crate) async fn host_tools_over_http_get_the_context_and_keep_metadata() {
+    let real = real(vec![
+        tool("toolu_h1", "mcp__host__get_weather", json!({"city": "Oslo"})),
+        text("Cold in Oslo."),
+    ])
+    .await;
     let tools = ToolSet::new().with(FnTool::new(
         "get_weather",
         "Weather.",
@@ -376,16 +345,8 @@ async fn host_tools_over_http_get_the_context_and_keep_metadata() {
     assert_eq!(result.text_content(), "Cold in Oslo.");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_kept_alive_cli_serves_the_next_turn_of_its_session() {
-    let Some(real) = real(
-        "a_kept_alive_cli_serves_the_next_turn_of_its_session",
-        vec![text("One."), text("Two."), text("Three.")],
-    )
-    .await
-    else {
-        return;
-    };
+pub(crate) async fn a_kept_alive_cli_serves_the_next_turn_of_its_session() {
+    let real = real(vec![text("One."), text("Two."), text("Three.")]).await;
     let provider = ClaudeAgentProvider::new(real.config.clone().with_keep_alive(Duration::from_secs(30)));
     let (events, error) = collect(&provider, &[Message::user("first")], &ToolSet::new(), None).await;
     assert!(error.is_none(), "{error:?}");

@@ -4,29 +4,11 @@
 use std::path::PathBuf;
 
 use patchbay_claude_agent::ClaudeAgentConfig;
+use patchbay_conformance::peers::Peer;
 
-/// The peers directory (`$PATCHBAY_PEERS`, default `<workspace>/target/peers`).
-pub fn peers() -> PathBuf {
-    std::env::var_os("PATCHBAY_PEERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/peers")))
-}
-
-/// The real CLI, if installed. Without it: `None` after printing why, or a panic when CI=true.
-pub fn real_cli(test: &str) -> Option<PathBuf> {
-    let path = peers().join("node_modules/.bin/claude");
-    if path.exists() {
-        return Some(path);
-    }
-    let why = format!(
-        "{test}: the Claude Code CLI is not installed at {} (run .ci/peers/claude.sh)",
-        path.display()
-    );
-    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-        panic!("{why}");
-    }
-    eprintln!("skipping {why}");
-    None
+/// The real Claude Code CLI, installed by `.ci/peers/claude.sh` under `$PATCHBAY_PEERS`.
+pub fn real_cli() -> Peer {
+    Peer::installed("the Claude Code CLI", "node_modules/.bin/claude", ".ci/peers/claude.sh")
 }
 
 /// The offline configuration against a mock at `url`, with `home` as the CLI's home.

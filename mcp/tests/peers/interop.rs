@@ -10,7 +10,8 @@ use patchbay_core::RequestContext;
 use patchbay_mcp::{ContextGuard, ToolServer};
 use serde_json::Value;
 
-use crate::common::{Db, inspector, python, tools};
+use crate::common::{Db, tools};
+use crate::installed::{inspector, python};
 
 const PEER_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -77,9 +78,8 @@ fn header_map(guard: &ContextGuard) -> serde_json::Map<String, Value> {
         .collect()
 }
 
-#[tokio::test]
-async fn the_python_sdk_client_uses_our_server() {
-    let Some((py, _heavy)) = python().await else { return };
+pub(crate) async fn the_python_sdk_client_uses_our_server() {
+    let (py, _heavy) = python().await;
     let server = ToolServer::start(tools()).await.expect("server");
     let guard = server.register(
         &RequestContext::new()
@@ -122,9 +122,8 @@ async fn inspector_cli(bin: &Path, url: &str, headers: &[(String, String)], meth
     run(bin, &args, &[]).await
 }
 
-#[tokio::test]
-async fn the_mcp_inspector_cli_uses_our_server() {
-    let Some((bin, _heavy)) = inspector().await else { return };
+pub(crate) async fn the_mcp_inspector_cli_uses_our_server() {
+    let (bin, _heavy) = inspector().await;
     let server = ToolServer::start(tools()).await.expect("server");
     let guard = server.register(&RequestContext::new().with_metadata("project_id", "insp"));
     let headers: Vec<(String, String)> = guard.headers().iter().map(|(k, v)| (k.clone(), v.clone())).collect();

@@ -1,0 +1,43 @@
+//! The facade's example programs, run the way a user runs them (a `harness = false` binary:
+//! when an example binary was not built, its trials show as ignored with the reason, and fail
+//! under CI).
+
+mod chat_example;
+#[cfg(feature = "mcp")]
+mod mcp_serve;
+
+use patchbay_conformance::peers::{self, Peer};
+
+/// One trial per test function, named `module::function`, needing `program`.
+macro_rules! trials {
+    ($kind:ident, $program:expr => $($module:ident :: $test:ident),+ $(,)?) => {
+        vec![$(peers::$kind(concat!(stringify!($module), "::", stringify!($test)), &[$program], $module::$test)),+]
+    };
+}
+
+fn main() {
+    let chat: &Peer = &chat_example::chat_binary();
+    #[allow(unused_mut)]
+    let mut trials = trials![trial, chat =>
+        chat_example::chat_json_prints_one_valid_event_per_line,
+        chat_example::chat_streams_text_tools_and_a_usage_line_offline,
+        chat_example::chat_names_the_compiled_providers_for_an_unknown_one,
+    ];
+    #[cfg(all(feature = "anthropic", feature = "openrouter"))]
+    {
+        use chat_example::against_mocks;
+        trials.extend(trials![async_trial, chat =>
+            against_mocks::chat_runs_on_anthropic_against_the_mock,
+            against_mocks::chat_runs_on_openrouter_against_the_mock,
+        ]);
+    }
+    #[cfg(feature = "mcp")]
+    {
+        let serve: &Peer = &mcp_serve::mcp_serve_binary();
+        trials.extend(trials![trial, serve =>
+            mcp_serve::mcp_serve_stays_up_without_stdin_and_stops_on_sigterm,
+            mcp_serve::mcp_serve_stops_cleanly_on_ctrl_c,
+        ]);
+    }
+    peers::run(trials)
+}
