@@ -54,6 +54,14 @@ impl fmt::Debug for AttachedTools {
 pub trait ToolSource: Send + Sync {
     /// Attach for one run. Failures are reported in the result, never as an error.
     async fn attach(&self, context: &RequestContext, signal: &Signal) -> AttachedTools;
+
+    /// Whether [`attach`](ToolSource::attach) also connects the servers of
+    /// `RequestContext::mcp_servers` (patchbay-mcp's client set does). If any source does, the
+    /// agent hands the provider a context without them, so a provider neither connects them a
+    /// second time nor warns that it ignored them.
+    fn attaches_context_servers(&self) -> bool {
+        false
+    }
 }
 
 /// Runs a conversation to its end on any provider.
@@ -180,7 +188,7 @@ impl Agent {
         let agent = self.clone();
         let span = tracing::info_span!("patchbay.run", provider = %agent.provider.info().name, model = %agent.model);
         let stream = async_stream::stream! {
-            let Agent { provider, model, mut tools, context, sources, max_steps } = agent;
+            let Agent { provider, model, mut tools, mut context, sources, max_steps } = agent;
             let runs_tools = provider.info().capabilities.runs_tools;
             let mut recorder = MetricsRecorder::start();
             let mut messages = messages;
@@ -201,6 +209,9 @@ impl Agent {
                     failed.extend(attached.failed);
                 }
                 _guards.extend(attached.guard);
+            }
+            if sources.iter().any(|source| source.attaches_context_servers()) {
+                context.mcp_servers.clear();
             }
 
             for step in 0..max_steps {

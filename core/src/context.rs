@@ -234,7 +234,10 @@ pub struct RequestContext {
     pub session: Option<Session>,
     /// Asked before each host tool runs.
     pub approval: Option<Arc<dyn ApprovalHandler>>,
-    /// MCP servers to attach for this call.
+    /// MCP servers to attach for this call. An agent runtime connects them itself; for a
+    /// direct API they need a tool source on the [`crate::Agent`] (patchbay-mcp's
+    /// `McpClientSet`), and a provider that gets them unattached says so with a
+    /// [`RequestContext::unattached_mcp_servers`] warning.
     pub mcp_servers: Vec<McpServerConfig>,
     /// Typed extensions handed to tools.
     pub extensions: Extensions,
@@ -318,6 +321,29 @@ impl RequestContext {
     pub fn with_provider_options(mut self, provider: impl Into<String>, options: Value) -> Self {
         self.provider_options.insert(provider.into(), options);
         self
+    }
+
+    /// The warning (code `mcp_servers_ignored`) that a provider which cannot connect MCP
+    /// servers itself gives when `mcp_servers` reached it: nothing attached them, so their tools
+    /// are not offered to the model. `None` when there are none.
+    pub fn unattached_mcp_servers(&self) -> Option<crate::Warning> {
+        if self.mcp_servers.is_empty() {
+            return None;
+        }
+        let names: Vec<&str> = self.mcp_servers.iter().map(|server| server.name.as_str()).collect();
+        Some(crate::Warning::new(
+            "mcp_servers_ignored",
+            format!(
+                "this provider does not connect MCP servers itself, so the tools of {} ({}) are not offered; \
+                 attach patchbay-mcp's `McpClientSet` to the `Agent` (`with_tool_source`) to use them",
+                if names.len() == 1 {
+                    "the MCP server"
+                } else {
+                    "the MCP servers"
+                },
+                names.join(", ")
+            ),
+        ))
     }
 
     /// The options of one provider, if any.

@@ -213,6 +213,11 @@ impl ToolSource for McpClientSet {
     async fn attach(&self, context: &RequestContext, signal: &Signal) -> AttachedTools {
         self.connect_with(context, signal).await.into_attached().await
     }
+
+    /// `attach` connects `context.mcp_servers` too.
+    fn attaches_context_servers(&self) -> bool {
+        true
+    }
 }
 
 /// An error with its sources, one line.

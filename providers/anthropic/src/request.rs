@@ -133,6 +133,7 @@ pub fn build_request(
             format!("the Messages API is stateless: session {session:?} is ignored; send the history instead"),
         )),
     }
+    warnings.extend(context.unattached_mcp_servers());
     if !context.env.is_empty() {
         warnings.push(Warning::new(
             "unsupported_option",

@@ -5,7 +5,10 @@ use std::time::Duration;
 use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::{MockServer, RawEnd, Serve};
-use patchbay_core::{ErrorKind, Event, FinishReason, Message, Provider, RequestContext, Session, Signal, ToolSet};
+use patchbay_core::{
+    ErrorKind, Event, FinishReason, McpServerConfig, McpTransport, Message, Provider, RequestContext, Session, Signal,
+    ToolSet,
+};
 use serde_json::json;
 
 use crate::common::{provider, record};
@@ -229,8 +232,16 @@ async fn requests_carry_the_headers_and_warnings_reach_started() {
         .with_base_url(format!("{}/", server.url()))
         .with_beta("beta-one");
     let provider = AnthropicProvider::new(config).expect("config");
+    let unattached = McpServerConfig {
+        name: "docs".into(),
+        transport: McpTransport::Http {
+            url: "http://127.0.0.1:9/mcp".into(),
+            headers: Default::default(),
+        },
+    };
     let context = RequestContext::new()
         .with_session(Session::Resume { id: "s1".into() })
+        .with_mcp_server(unattached)
         .with_provider_options("anthropic", json!({"betas": ["beta-two"], "service_tier": "auto"}));
     let stream = provider
         .create_response(
@@ -254,7 +265,8 @@ async fn requests_carry_the_headers_and_warnings_reach_started() {
         panic!("Started first: {events:?}");
     };
     assert_eq!(response_id.as_deref(), Some("msg_1"));
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let codes: Vec<&str> = warnings.iter().map(|w| w.code.as_str()).collect();
+    assert_eq!(codes, ["unsupported_option", "mcp_servers_ignored"], "{warnings:?}");
     let requests = server.requests();
     let request = &requests[0];
     assert_eq!(request.path, "/v1/messages");

@@ -261,6 +261,7 @@ pub(crate) fn build(
             };
             body.insert("tool_choice".into(), value);
         }
+        warnings.extend(context.unattached_mcp_servers());
         if context.session.is_some() {
             warnings.push(Warning::new(
                 "unsupported_option",

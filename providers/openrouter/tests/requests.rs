@@ -215,6 +215,22 @@ fn other_servers_get_warnings_instead_of_unknown_fields() {
     );
 }
 
+#[test]
+fn mcp_servers_nobody_attached_are_reported_as_ignored() {
+    let server = patchbay_core::McpServerConfig {
+        name: "docs".into(),
+        transport: patchbay_core::McpTransport::Http {
+            url: "http://127.0.0.1:9/mcp".into(),
+            headers: Default::default(),
+        },
+    };
+    let context = RequestContext::new().with_mcp_server(server);
+    for dialect in [Dialect::OpenRouter, Dialect::OpenAi, Dialect::Generic] {
+        let (_, warnings) = body(dialect, &[Message::user("hi")], Some(&context));
+        assert_eq!(warnings, ["mcp_servers_ignored"], "{dialect:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warnings_reach_started() {
     let (server, provider) = mock(vec![Serve::Turn(patchbay_scripted::Turn::text("ok"))]).await;

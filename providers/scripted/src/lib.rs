@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use patchbay_core::{
     Capabilities, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, MetricsRecorder, Provider,
-    ProviderError, ProviderInfo, RequestContext, Signal, ToolSet, Usage, check_conversation,
+    ProviderError, ProviderInfo, RequestContext, Signal, ToolSet, Usage, Warning, check_conversation,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -348,11 +348,16 @@ impl Provider for ScriptedProvider {
         };
         let model = model.to_string();
         let signal = signal.clone();
+        // Like a direct API, the script model connects no MCP servers itself.
+        let warnings: Vec<Warning> = context
+            .and_then(RequestContext::unattached_mcp_servers)
+            .into_iter()
+            .collect();
         Ok(Box::pin(async_stream::stream! {
             let mut recorder = MetricsRecorder::start();
             let id = response.id.clone().unwrap_or_else(|| format!("scripted-{}", n + 1));
             let mut events = vec![
-                Event::Started { response_id: Some(id), model, session_id: None, warnings: Vec::new() },
+                Event::Started { response_id: Some(id), model, session_id: None, warnings },
                 Event::Usage(Usage { input: response.usage.input, ..Usage::default() }),
             ];
             for (index, part) in response.parts.iter().enumerate() {
