@@ -103,10 +103,10 @@ impl McpClient {
             McpTransport::Http { url, headers } => {
                 let headers = header_map(&name, headers, &context.metadata, &mut warnings)?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
-                let transport = match shared_http_client() {
-                    Some(client) => StreamableHttpClientTransport::with_client(client, config),
-                    None => StreamableHttpClientTransport::from_config(config),
-                };
+                // Never rmcp's `from_config`: its default client panics without a process-wide
+                // rustls provider, which patchbay does not install.
+                let client = shared_http_client().map_err(|source| handshake(Box::new(source), None))?;
+                let transport = StreamableHttpClientTransport::with_client(client, config);
                 let service = handler.serve(transport).await.map_err(|e| {
                     if e.is_authorization_required() {
                         Error::Unauthorized { server: name.clone() }
@@ -313,12 +313,13 @@ impl Tool for McpTool {
     }
 }
 
-/// One HTTP client for every connection of the process: building a client loads the TLS
-/// roots, which costs tens of milliseconds of CPU, and would serialize concurrent connects.
-/// Like rmcp's own default client it keeps no idle connections (a reused connection can stall
-/// on delayed ACKs against stateful servers) and follows only same-origin 307/308 redirects.
-fn shared_http_client() -> Option<reqwest::Client> {
-    static CLIENT: OnceLock<Option<reqwest::Client>> = OnceLock::new();
+/// One HTTP client for every connection of the process, on patchbay-http's TLS setup (rustls
+/// with ring and the system roots, loaded once per process). Like rmcp's own default client it
+/// keeps no idle connections (a reused connection can stall on delayed ACKs against stateful
+/// servers) and follows only same-origin 307/308 redirects. A build error is kept, so every
+/// connect reports it with its cause.
+fn shared_http_client() -> Result<reqwest::Client, Arc<reqwest::Error>> {
+    static CLIENT: OnceLock<Result<reqwest::Client, Arc<reqwest::Error>>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
             let policy = reqwest::redirect::Policy::custom(|attempt| {
@@ -338,12 +339,14 @@ fn shared_http_client() -> Option<reqwest::Client> {
                     attempt.follow()
                 }
             });
-            reqwest::Client::builder()
+            patchbay_http::client_builder()
                 .pool_max_idle_per_host(0)
                 .redirect(policy)
                 .build()
-                .map_err(|error| tracing::warn!("cannot build the shared HTTP client: {error}"))
-                .ok()
+                .map_err(|error| {
+                    tracing::warn!("cannot build the shared HTTP client: {error}");
+                    Arc::new(error)
+                })
         })
         .clone()
 }

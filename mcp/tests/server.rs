@@ -189,7 +189,7 @@ async fn a_foreign_host_header_is_refused() {
     let server = ToolServer::start(tools()).await.expect("server starts");
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let client = reqwest::Client::new();
+    let client = patchbay_http::client_builder().build().expect("client");
     let send = |host: Option<&'static str>| {
         let mut request = client
             .post(server.url())

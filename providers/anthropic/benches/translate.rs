@@ -179,7 +179,7 @@ fn bench(c: &mut Criterion) {
         let url = format!("{}/v1/messages", server.url());
         let provider =
             AnthropicProvider::new(AnthropicConfig::new("bench").with_base_url(server.url())).expect("provider");
-        let client = reqwest::Client::new();
+        let client = patchbay_http::client_builder().build().expect("client");
         assert_eq!(client_runtime.block_on(patchbay(&provider)), DELTAS);
         assert_eq!(client_runtime.block_on(baseline(&client, &url)), DELTAS);
         group.bench_function(format!("{name}/baseline"), |b| {
@@ -231,7 +231,7 @@ fn min_ratios() {
         let url = format!("{}/v1/messages", server.url());
         let provider =
             AnthropicProvider::new(AnthropicConfig::new("bench").with_base_url(server.url())).expect("provider");
-        let client = reqwest::Client::new();
+        let client = patchbay_http::client_builder().build().expect("client");
         let (mut base, mut ours) = (Duration::MAX, Duration::MAX);
         for _ in 0..ROUNDS {
             base = base.min(time(&mut || client_runtime.block_on(baseline(&client, &url))));

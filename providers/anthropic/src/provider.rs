@@ -77,7 +77,7 @@ impl AnthropicProvider {
         for (name, value) in &config.headers {
             insert(name, value, true)?;
         }
-        let mut builder = reqwest::Client::builder()
+        let mut builder = patchbay_http::client_builder()
             .connect_timeout(config.connect_timeout)
             .user_agent(concat!("patchbay-anthropic/", env!("CARGO_PKG_VERSION")));
         if let Some(timeout) = config.request_timeout {

@@ -70,7 +70,7 @@ fn setup(chunking: Chunking) -> Setup {
         url,
         client_rt,
         provider: Arc::new(provider),
-        http: reqwest::Client::new(),
+        http: patchbay_http::client_builder().build().expect("client"),
     }
 }
 

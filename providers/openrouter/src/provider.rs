@@ -85,7 +85,7 @@ impl OpenRouterProvider {
             let name_value = HeaderName::try_from(name.as_str()).map_err(|_| Error::BadHeader(name.clone()))?;
             headers.insert(name_value, sensitive(value, name)?);
         }
-        let client = reqwest::Client::builder()
+        let client = patchbay_http::client_builder()
             .default_headers(headers)
             .connect_timeout(config.connect_timeout)
             .build()

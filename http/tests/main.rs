@@ -1,0 +1,5 @@
+//! patchbay-http's integration tests: one binary, one module per area.
+
+mod common;
+
+mod tls;
