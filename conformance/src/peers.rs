@@ -85,6 +85,12 @@ impl Peer {
     }
 }
 
+/// The Claude Code CLI, installed by `.ci/peers/claude.sh` under [`peers_dir`]: the agent
+/// runtime behind the claude-agent provider, and a real client of the Anthropic mock.
+pub fn claude_code_cli() -> Peer {
+    Peer::installed("the Claude Code CLI", "node_modules/.bin/claude", ".ci/peers/claude.sh")
+}
+
 /// Why a trial needing `needs` cannot run, if one of them is missing.
 fn missing(needs: &[&Peer]) -> Option<String> {
     let reasons: Vec<String> = needs.iter().filter_map(|peer| peer.missing()).collect();

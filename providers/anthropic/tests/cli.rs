@@ -6,17 +6,12 @@ use std::time::Duration;
 
 use patchbay_conformance::mock::MockServer;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
-use patchbay_conformance::peers::Peer;
+use patchbay_conformance::peers::claude_code_cli;
 use patchbay_scripted::{Script, Turn};
-
-/// The Claude Code CLI, installed by `.ci/peers/claude.sh` under `$PATCHBAY_PEERS`.
-pub(crate) fn claude() -> Peer {
-    Peer::installed("the Claude Code CLI", "node_modules/.bin/claude", ".ci/peers/claude.sh")
-}
 
 /// A trial of the `conformance` binary: ignored with the reason without the CLI.
 pub(crate) async fn the_claude_code_cli_reads_the_mock_wire() {
-    let claude = claude().path().to_path_buf();
+    let claude = claude_code_cli().path().to_path_buf();
     let script = Script::new(vec![Turn::text("Hello from the mock wire!")]).repeating();
     let server = MockServer::builder(AnthropicWire)
         .script(&script)

@@ -39,7 +39,7 @@ fn main() {
         "anthropic-random-chunks",
         Chunking::Random { seed: 7, max: 23 },
     )));
-    let claude = cli::claude();
+    let claude = peers::claude_code_cli();
     all.push(peers::async_trial(
         "cli::the_claude_code_cli_reads_the_mock_wire",
         &[&claude],

@@ -8,7 +8,7 @@ use patchbay_conformance::peers::Peer;
 
 /// The real Claude Code CLI, installed by `.ci/peers/claude.sh` under `$PATCHBAY_PEERS`.
 pub fn real_cli() -> Peer {
-    Peer::installed("the Claude Code CLI", "node_modules/.bin/claude", ".ci/peers/claude.sh")
+    patchbay_conformance::peers::claude_code_cli()
 }
 
 /// The offline configuration against a mock at `url`, with `home` as the CLI's home.
