@@ -6,4 +6,5 @@
 mod support;
 
 mod fake;
+mod pool;
 mod translate;
