@@ -5,6 +5,7 @@ mod common;
 
 mod agent;
 mod client;
+mod connect;
 mod conversions;
 mod plain;
 mod server;
