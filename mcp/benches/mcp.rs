@@ -60,7 +60,14 @@ async fn rmcp_calls(url: &str, headers: &std::collections::BTreeMap<String, Stri
             ))
         })
         .collect();
-    let transport = StreamableHttpClientTransport::from_config(
+    // rmcp's own default client would need a process-wide rustls provider: use ours, built
+    // like rmcp's (no idle pooling against a stateful server).
+    let http_client = patchbay_http::client_builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("an HTTP client");
+    let transport = StreamableHttpClientTransport::with_client(
+        http_client,
         StreamableHttpClientTransportConfig::with_uri(url).custom_headers(map),
     );
     let client = ().serve(transport).await.expect("handshake");
