@@ -257,6 +257,20 @@ async fn an_error_alone_is_a_valid_stream() {
     assert_eq!(rules, vec![]);
 }
 
+/// A target whose provider answers `text_only` right but sends its text twice.
+fn duplicated_text_target() -> Target {
+    let broken = Arc::new(Broken::new(vec![
+        Ok(started()),
+        Ok(text(0, "Hello! How can I help you today?")),
+        Ok(text(0, "Hello! How can I help you today?")),
+        Ok(finish(FinishReason::Stop)),
+    ]));
+    Target::new("broken", broken.info.capabilities, move |_| {
+        let provider = broken.clone();
+        async move { Ok(Fixture::new(provider)) }
+    })
+}
+
 /// The harness itself fails a provider that breaks the rules, even when its events would
 /// otherwise look right.
 #[tokio::test]
@@ -265,16 +279,7 @@ async fn the_harness_fails_a_broken_provider() {
         .into_iter()
         .find(|s| s.name == "text_only")
         .expect("text_only exists");
-    let broken = Arc::new(Broken::new(vec![
-        Ok(started()),
-        Ok(text(0, "Hello! How can I help you today?")),
-        Ok(text(0, "Hello! How can I help you today?")),
-        Ok(finish(FinishReason::Stop)),
-    ]));
-    let target = Target::new("broken", broken.info.capabilities, move |_| {
-        let provider = broken.clone();
-        async move { Ok(Fixture::new(provider)) }
-    });
+    let target = duplicated_text_target();
     let recording: Recording = target.record(&scenario).await.expect("the run completes");
     let verdict = check(&scenario, &recording);
     let failure = verdict.expect_err("a duplicated text must fail the scenario");
@@ -303,17 +308,7 @@ fn text_only_gap() -> Baseline {
 /// A known gap forgives a difference from the golden, never a lifecycle violation.
 #[test]
 fn a_known_gap_does_not_forgive_a_lifecycle_violation() {
-    let broken = Arc::new(Broken::new(vec![
-        Ok(started()),
-        Ok(text(0, "Hello! How can I help you today?")),
-        Ok(text(0, "Hello! How can I help you today?")),
-        Ok(finish(FinishReason::Stop)),
-    ]));
-    let target = Target::new("broken", broken.info.capabilities, move |_| {
-        let provider = broken.clone();
-        async move { Ok(Fixture::new(provider)) }
-    })
-    .with_baseline(text_only_gap());
+    let target = duplicated_text_target().with_baseline(text_only_gap());
     let conclusion = run_one(&target, "broken::text_only");
     assert_eq!((conclusion.num_passed, conclusion.num_failed), (0, 1));
 }
