@@ -5,5 +5,7 @@ mod agent;
 mod common;
 mod concurrency;
 mod handles;
+#[cfg(all(feature = "anthropic", feature = "openrouter"))]
+mod hardening;
 mod retry;
 mod sinks;

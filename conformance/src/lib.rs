@@ -4,6 +4,7 @@ pub mod fixtures;
 pub mod mock;
 mod normalize;
 pub mod peers;
+pub mod raw;
 mod scenario;
 mod snapshot;
 mod suite;

@@ -88,6 +88,42 @@ pub struct ProviderError {
     source: Option<Box<dyn StdError + Send + Sync + 'static>>,
 }
 
+/// A limit that ended a call: which one tripped, so a host can tell a dead server from a
+/// hostile or misconfigured one. Each is configurable where it is set (the provider's config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Limit {
+    /// Nothing arrived for too long: no response headers, or no bytes of the body
+    /// (`read_timeout`).
+    ReadTimeout,
+    /// Only keep-alives (SSE comments, `ping` events) arrived for too long, no content event
+    /// (`content_timeout`).
+    ContentTimeout,
+    /// One line or frame of the stream grew past its cap (`max_line_bytes`).
+    LineLength,
+    /// The whole call took too long (`request_timeout`).
+    RequestTimeout,
+}
+
+impl Limit {
+    /// The limit's configuration name (`read_timeout`, `content_timeout`, `max_line_bytes`...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadTimeout => "read_timeout",
+            Self::ContentTimeout => "content_timeout",
+            Self::LineLength => "max_line_bytes",
+            Self::RequestTimeout => "request_timeout",
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Diagnostic facts attached to an error.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -112,6 +148,8 @@ pub struct Facts {
     pub stderr_tail: Option<String>,
     /// A child process's exit code.
     pub exit_code: Option<i32>,
+    /// The limit that ended the call, when one did.
+    pub limit: Option<Limit>,
 }
 
 impl ProviderError {
@@ -240,6 +278,17 @@ impl ProviderError {
         self
     }
 
+    /// Record the limit that ended the call.
+    pub fn with_limit(mut self, limit: Limit) -> Self {
+        self.facts.limit = Some(limit);
+        self
+    }
+
+    /// The limit that ended the call, when one did.
+    pub fn limit(&self) -> Option<Limit> {
+        self.facts.limit
+    }
+
     /// Keep the underlying error as the source.
     pub fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
         self.source = Some(Box::new(source));
@@ -271,6 +320,9 @@ impl fmt::Display for ProviderError {
         }
         if let Some(code) = facts.exit_code {
             write!(f, " [exit code {code}]")?;
+        }
+        if let Some(limit) = facts.limit {
+            write!(f, " [limit {limit}]")?;
         }
         if let Some(tail) = &facts.stderr_tail {
             write!(f, "\nstderr (last lines):\n{tail}")?;

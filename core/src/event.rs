@@ -81,19 +81,20 @@ pub struct Usage {
 
 impl Usage {
     /// Add `other` to `self`, field by field; a field known on either side stays known.
+    /// Token counts saturate at `u64::MAX` (servers report them; a sum never panics or wraps).
     pub fn accumulate(&mut self, other: &Usage) {
-        fn add<T: Copy + std::ops::Add<Output = T>>(a: &mut Option<T>, b: Option<T>) {
+        fn add<T: Copy>(a: &mut Option<T>, b: Option<T>, plus: fn(T, T) -> T) {
             *a = match (*a, b) {
-                (Some(x), Some(y)) => Some(x + y),
+                (Some(x), Some(y)) => Some(plus(x, y)),
                 (x, y) => x.or(y),
             };
         }
-        add(&mut self.input, other.input);
-        add(&mut self.output, other.output);
-        add(&mut self.cache_read, other.cache_read);
-        add(&mut self.cache_write, other.cache_write);
-        add(&mut self.reasoning, other.reasoning);
-        add(&mut self.cost_usd, other.cost_usd);
+        add(&mut self.input, other.input, u64::saturating_add);
+        add(&mut self.output, other.output, u64::saturating_add);
+        add(&mut self.cache_read, other.cache_read, u64::saturating_add);
+        add(&mut self.cache_write, other.cache_write, u64::saturating_add);
+        add(&mut self.reasoning, other.reasoning, u64::saturating_add);
+        add(&mut self.cost_usd, other.cost_usd, |x, y| x + y);
     }
 
     /// The sum of two usages.

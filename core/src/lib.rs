@@ -4,6 +4,7 @@ mod agent;
 mod context;
 mod error;
 mod event;
+pub mod kit;
 mod message;
 mod provider;
 mod retry;
@@ -18,7 +19,7 @@ pub use context::{
     Approval, ApprovalHandler, ApprovalRequest, Extensions, McpServerConfig, McpTransport, RequestContext, Sampling,
     Session, ToolChoice,
 };
-pub use error::{ErrorKind, Facts, ProviderError, kind_for_status};
+pub use error::{ErrorKind, Facts, Limit, ProviderError, kind_for_status};
 pub use event::{Event, FinishReason, McpFailure, Metrics, MetricsRecorder, Usage, Warning};
 pub use message::{CacheControl, ContentBlock, ImageSource, Message, Role};
 pub use provider::{

@@ -89,8 +89,15 @@ pub fn tls_config_with_roots(extra: Vec<CertificateDer<'static>>) -> Result<Clie
 /// `danger_accept_invalid_certs`, `http1_only`'s ALPN...) have no effect: reqwest uses the
 /// preconfigured config as it is. For other roots, pass [`tls_config_with_roots`] to
 /// `reqwest::Client::builder().tls_backend_preconfigured(..)`.
+///
+/// Redirects are not followed (`redirect::Policy::none()`): model APIs and MCP servers do not
+/// redirect, and following one would send the API key, custom headers and the request body to
+/// whatever host a server names. A `3xx` reaches the caller as it is, to turn into an error
+/// (`patchbay_core::kit::redirect_error`).
 pub fn client_builder() -> reqwest::ClientBuilder {
-    reqwest::Client::builder().tls_backend_preconfigured(tls_config())
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls_config())
+        .redirect(reqwest::redirect::Policy::none())
 }
 
 type WantsVerifier = rustls::ConfigBuilder<ClientConfig, rustls::WantsVerifier>;

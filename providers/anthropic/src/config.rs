@@ -4,6 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use patchbay_core::ProviderError;
+use patchbay_core::kit::{StreamLimits, redact_url};
 use serde_json::Value;
 
 use crate::error::PROVIDER;
@@ -75,11 +76,9 @@ pub struct AnthropicConfig {
     pub headers: Vec<(String, String)>,
     /// Connection timeout (default 10 s).
     pub connect_timeout: Duration,
-    /// Longest silence before the response headers, and between two reads of the body,
-    /// before the call counts as dead: a `Transport` error (default 5 minutes; `None`: wait
-    /// forever, cancellation still works). Checked without a timer reset per chunk, so a silent
-    /// stream fails after between one and two times this.
-    pub read_timeout: Option<Duration>,
+    /// The limits of a streamed response: read and content timeouts, the frame cap, the error
+    /// body cap (see [`StreamLimits`] for the defaults: 5 min, 15 min, 64 MiB, 64 KiB).
+    pub limits: StreamLimits,
     /// Longest whole request, streaming included (default none).
     pub request_timeout: Option<Duration>,
     /// `max_tokens` when the request context sets none (default [`DEFAULT_MAX_TOKENS`]).
@@ -95,12 +94,12 @@ impl fmt::Debug for AnthropicConfig {
         };
         f.debug_struct("AnthropicConfig")
             .field("auth", &auth)
-            .field("base_url", &self.base_url)
+            .field("base_url", &redact_url(&self.base_url))
             .field("version", &self.version)
             .field("betas", &self.betas)
             .field("headers", &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
             .field("connect_timeout", &self.connect_timeout)
-            .field("read_timeout", &self.read_timeout)
+            .field("limits", &self.limits)
             .field("request_timeout", &self.request_timeout)
             .field("default_max_tokens", &self.default_max_tokens)
             .finish()
@@ -116,7 +115,7 @@ impl Default for AnthropicConfig {
             betas: Vec::new(),
             headers: Vec::new(),
             connect_timeout: Duration::from_secs(10),
-            read_timeout: Some(Duration::from_secs(300)),
+            limits: StreamLimits::default(),
             request_timeout: None,
             default_max_tokens: DEFAULT_MAX_TOKENS,
         }
@@ -163,6 +162,7 @@ impl AnthropicConfig {
 
     /// The environment, then registry options on top: `api_key`, `auth_token`, `base_url`,
     /// `version`, `betas` (list), `headers` (object), `connect_timeout_ms`, `read_timeout_ms`,
+    /// `content_timeout_ms` (`0` turns a timeout off), `max_line_bytes`, `max_error_body_bytes`,
     /// `request_timeout_ms`, `default_max_tokens`. `null` means no options.
     pub fn from_options(options: &Value) -> Result<Self, ProviderError> {
         let mut config = Self::from_env();
@@ -214,8 +214,31 @@ impl AnthropicConfig {
         if let Some(wait) = millis("connect_timeout_ms")? {
             config.connect_timeout = wait;
         }
+        let off_if_zero = |wait: Duration| (!wait.is_zero()).then_some(wait);
         if let Some(wait) = millis("read_timeout_ms")? {
-            config.read_timeout = Some(wait);
+            config.limits.read_timeout = off_if_zero(wait);
+        }
+        if let Some(wait) = millis("content_timeout_ms")? {
+            config.limits.content_timeout = off_if_zero(wait);
+        }
+        let bytes = |key: &str| -> Result<Option<usize>, ProviderError> {
+            match map.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .map(Some)
+                    .ok_or_else(|| {
+                        ProviderError::config(format!("anthropic option `{key}` must be a byte count"))
+                            .with_provider(PROVIDER)
+                    }),
+            }
+        };
+        if let Some(max) = bytes("max_line_bytes")? {
+            config.limits = config.limits.with_max_line_bytes(max);
+        }
+        if let Some(max) = bytes("max_error_body_bytes")? {
+            config.limits = config.limits.with_max_error_body_bytes(max);
         }
         if let Some(wait) = millis("request_timeout_ms")? {
             config.request_timeout = Some(wait);
@@ -262,9 +285,16 @@ impl AnthropicConfig {
         self
     }
 
-    /// Set the idle read timeout (`None`: none).
+    /// Set the read timeout: longest silence before the headers or between body reads
+    /// (`None`: none).
     pub fn with_read_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.read_timeout = timeout;
+        self.limits.read_timeout = timeout;
+        self
+    }
+
+    /// Set every stream limit at once.
+    pub fn with_limits(mut self, limits: StreamLimits) -> Self {
+        self.limits = limits;
         self
     }
 

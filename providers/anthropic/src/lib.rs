@@ -3,7 +3,6 @@
 //! # Modules
 //! - [`translate`]: the wire translator ([`Translator`] for parsed events, [`StreamTranslator`]
 //!   for bytes), reusable without HTTP;
-//! - [`sse`]: the SSE framing parser;
 //! - [`wire`]: borrowing typed views of the stream events;
 //! - [`request`]: request mapping ([`build_request`], [`tool_result_block`]);
 //! - [`replay`]: recorded streams in, events out.
@@ -20,13 +19,22 @@
 //! - Context fields a stateless API cannot use (`session`, `env`) give a warning on `Started`;
 //!   MCP servers are the agent's tool sources' business (`mcp_servers` in provider options
 //!   reaches the API's own MCP connector).
-//! - Timeouts: connect (10 s), idle read (5 min, also bounds the wait for headers), whole request
-//!   (none). Cancelling the signal ends the stream with `Cancelled` and drops the connection.
+//! - Limits (each configurable; a tripped one is a typed error naming it, see
+//!   [`patchbay_core::Limit`]): connect 10 s; `read_timeout` 5 min of silence (before the headers,
+//!   between body reads, in an error body or a whole JSON body); `content_timeout` 15 min of
+//!   keep-alives (`ping`s) without an event; `max_line_bytes` 64 MiB per SSE frame (and per whole
+//!   JSON body); error bodies read up to 64 KiB; whole request: none. The stream itself is
+//!   core's [`Driver`](patchbay_core::kit::Driver) around this crate's [`StreamTranslator`].
+//!   Cancelling the signal ends the stream with `Cancelled` and drops the connection.
+//! - Redirects are never followed: a `3xx` is a `Config` error naming the location (the key and
+//!   the request must not reach another host).
+//! - `Debug` of the config and provider shows no key, no header value, no URL credentials.
 //!
 //! # Registry
 //! The facade registers [`build`] (`fn(&serde_json::Value) -> Result<Arc<dyn Provider>, _>`):
 //! options `api_key`, `auth_token`, `base_url`, `version`, `betas`, `headers`,
-//! `connect_timeout_ms`, `read_timeout_ms`, `request_timeout_ms`, `default_max_tokens` on top
+//! `connect_timeout_ms`, `read_timeout_ms`, `content_timeout_ms` (`0`: off), `max_line_bytes`,
+//! `max_error_body_bytes`, `request_timeout_ms`, `default_max_tokens` on top
 //! of the environment; `null` means the environment alone.
 
 // `ProviderError` is core's type; its size is core's decision, not this crate's.
@@ -36,7 +44,6 @@ mod error;
 mod provider;
 pub mod replay;
 pub mod request;
-pub mod sse;
 pub mod translate;
 pub mod wire;
 

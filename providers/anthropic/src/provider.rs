@@ -1,25 +1,21 @@
 //! The provider: one streamed `POST {base}/v1/messages` per call, translated as it arrives.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::Stream;
+use futures::StreamExt;
+use patchbay_core::kit::{self, Driver, redact_url};
 use patchbay_core::{
-    Capabilities, ErrorKind, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext,
-    Signal, ToolSet, check_conversation,
+    Capabilities, Event, EventStream, Limit, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal,
+    ToolSet, check_conversation,
 };
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, LOCATION};
 use serde_json::{Value, json};
-use tokio_util::sync::WaitForCancellationFutureOwned;
 use tracing::Instrument;
 
 use crate::config::{AnthropicConfig, Auth, DEFAULT_BASE_URL};
-use crate::error::{PROVIDER, http_error, transport_error};
+use crate::error::{PROVIDER, http_error, request_id, transport_error};
 use crate::request::build_request;
 use crate::translate::{StreamTranslator, Translator};
 
@@ -37,7 +33,7 @@ pub struct AnthropicProvider {
 impl std::fmt::Debug for AnthropicProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AnthropicProvider")
-            .field("url", &self.url.as_str())
+            .field("url", &redact_url(self.url.as_str()))
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
@@ -58,7 +54,7 @@ impl AnthropicProvider {
             ));
         }
         let url = reqwest::Url::parse(&format!("{base}/v1/messages"))
-            .map_err(|e| config_error(format!("bad Anthropic base URL `{base}`: {e}")))?;
+            .map_err(|e| config_error(format!("bad Anthropic base URL `{}`: {e}", redact_url(base))))?;
         let mut headers = HeaderMap::new();
         let mut insert = |name: &str, value: &str, sensitive: bool| -> Result<(), ProviderError> {
             let name = HeaderName::try_from(name).map_err(|_| config_error(format!("bad header name `{name}`")))?;
@@ -123,14 +119,6 @@ pub fn build(options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
     AnthropicProvider::build(options)
 }
 
-async fn or_cancel<T>(signal: &Signal, future: impl Future<Output = T>) -> Result<T, ProviderError> {
-    tokio::select! {
-        biased;
-        _ = signal.cancelled() => Err(ProviderError::cancelled().with_provider(PROVIDER)),
-        value = future => Ok(value),
-    }
-}
-
 #[async_trait]
 impl Provider for AnthropicProvider {
     fn info(&self) -> &ProviderInfo {
@@ -171,54 +159,102 @@ impl Provider for AnthropicProvider {
             request = request.header("anthropic-beta", betas.join(","));
         }
         let span = tracing::info_span!("patchbay.anthropic.request", model, bytes = body.len());
+        let limits = self.config.limits;
         let send = request.body(body).send().instrument(span.clone());
-        let response = match self.config.read_timeout {
-            Some(limit) => or_cancel(signal, tokio::time::timeout(limit, send))
-                .await?
-                .map_err(|_| idle_timeout(limit, "waiting for the response headers"))?,
-            None => or_cancel(signal, send).await?,
-        }
-        .map_err(|e| transport_error(e, "sending the request"))?;
+        let response = kit::within(signal, limits.read_timeout, "waiting for the response headers", send)
+            .await
+            .map_err(|e| e.with_provider(PROVIDER))?
+            .map_err(|e| transport_error(e, "sending the request"))?;
         let status = response.status();
+        if status.is_redirection() {
+            let location = response.headers().get(LOCATION).and_then(|v| v.to_str().ok());
+            let error = kit::redirect_error(status.as_u16(), location).with_provider(PROVIDER);
+            tracing::debug!(parent: &span, status = status.as_u16(), "redirect refused");
+            return Err(error);
+        }
         if !status.is_success() {
             let headers = response.headers().clone();
-            let body = or_cancel(signal, response.bytes()).await?.unwrap_or_default();
+            let body = kit::read_error_body(body_of(response, "reading the error body"), &limits, signal)
+                .await
+                .map_err(|e| e.with_provider(PROVIDER))?;
             let error = http_error(status.as_u16(), &headers, &body);
             tracing::debug!(parent: &span, status = status.as_u16(), kind = %error.kind(), "request failed");
             return Err(error);
         }
-        let mut translator = StreamTranslator::new(translator.with_warnings(parts.warnings));
+        let request_id = request_id(response.headers());
+        let translator =
+            StreamTranslator::new(translator.with_warnings(parts.warnings)).with_max_frame_bytes(limits.max_line_bytes);
         let is_json = response
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("application/json"));
-        if is_json {
+        let body = body_of(response, "reading the stream");
+        let stream = if is_json {
             // A server that ignored `stream: true`: the whole message at once.
-            let bytes = or_cancel(signal, response.bytes())
-                .await?
-                .map_err(|e| transport_error(e, "reading the response"))?;
-            let pending = translate_whole_message(translator.translator(), &bytes).err();
-            return Ok(Box::pin(HttpEventStream {
-                body: None,
+            let whole = WholeMessage {
+                body: Vec::new(),
+                max: limits.max_line_bytes,
                 translator,
-                signal: signal.clone(),
-                cancelled: Box::pin(signal.token().clone().cancelled_owned()),
-                idle: None,
-                pending,
-                terminated: false,
-            }));
+            };
+            Driver::new(body, whole, signal)
+                .with_limits(&limits)
+                .with_provider(PROVIDER)
+                .with_request_id(request_id)
+                .into_stream()
+        } else {
+            Driver::new(body, translator, signal)
+                .with_limits(&limits)
+                .with_provider(PROVIDER)
+                .with_request_id(request_id)
+                .into_stream()
+        };
+        Ok(stream)
+    }
+}
+
+/// The body as the driver reads it, reqwest errors mapped (without the URL).
+fn body_of(
+    response: reqwest::Response,
+    what: &'static str,
+) -> impl futures::Stream<Item = Result<Bytes, ProviderError>> + Send + 'static {
+    response
+        .bytes_stream()
+        .map(move |chunk| chunk.map_err(|e| transport_error(e, what)))
+}
+
+/// A `200 application/json` answer: the whole message, buffered up to the line cap, translated
+/// when the body ends.
+struct WholeMessage {
+    body: Vec<u8>,
+    max: usize,
+    translator: StreamTranslator,
+}
+
+impl kit::StreamTranslator for WholeMessage {
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+        if self.body.len() + bytes.len() > self.max {
+            return Err(ProviderError::protocol(format!(
+                "the JSON response grew past {} bytes (limit {})",
+                self.max,
+                Limit::LineLength
+            ))
+            .with_limit(Limit::LineLength));
         }
-        let idle = self.config.read_timeout.map(Idle::new);
-        Ok(Box::pin(HttpEventStream {
-            body: Some(Box::pin(response.bytes_stream())),
-            translator,
-            signal: signal.clone(),
-            cancelled: Box::pin(signal.token().clone().cancelled_owned()),
-            idle,
-            pending: None,
-            terminated: false,
-        }))
+        self.body.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), ProviderError> {
+        translate_whole_message(self.translator.translator(), &self.body)
+    }
+
+    fn next_event(&mut self) -> Option<Result<Event, ProviderError>> {
+        self.translator.next_event().map(Ok)
+    }
+
+    fn is_done(&self) -> bool {
+        false
     }
 }
 
@@ -228,135 +264,4 @@ fn translate_whole_message(translator: &mut Translator, body: &[u8]) -> Result<(
     })?;
     translator.push_value(&json!({ "type": "message_start", "message": message }))?;
     translator.push_value(&json!({ "type": "message_stop" }))
-}
-
-type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
-
-fn idle_timeout(limit: Duration, what: &str) -> ProviderError {
-    ProviderError::new(ErrorKind::Transport, format!("{what}: nothing arrived for {limit:?}")).with_provider(PROVIDER)
-}
-
-/// The idle read timeout, without touching a timer per chunk: a chunk only sets a flag, and a
-/// timer that fires once per period checks it. A stream is declared dead after between one and
-/// two periods of silence.
-struct Idle {
-    limit: Duration,
-    timer: Pin<Box<tokio::time::Sleep>>,
-    activity: bool,
-}
-
-impl Idle {
-    fn new(limit: Duration) -> Self {
-        Self {
-            limit,
-            timer: Box::pin(tokio::time::sleep(limit)),
-            activity: false,
-        }
-    }
-
-    /// Poll the timer: `true` when the stream has been silent too long.
-    fn expired(&mut self, cx: &mut Context<'_>) -> bool {
-        while self.timer.as_mut().poll(cx).is_ready() {
-            if !self.activity {
-                return true;
-            }
-            self.activity = false;
-            let next = tokio::time::Instant::now() + self.limit;
-            self.timer.as_mut().reset(next);
-        }
-        false
-    }
-}
-
-/// The event stream of one call: reads the body only when polled, translates in place, and
-/// drops the connection on cancel, on error and after `message_stop`.
-struct HttpEventStream {
-    body: Option<Body>,
-    translator: StreamTranslator,
-    signal: Signal,
-    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
-    idle: Option<Idle>,
-    pending: Option<ProviderError>,
-    terminated: bool,
-}
-
-impl HttpEventStream {
-    fn end(&mut self, item: Option<Result<Event, ProviderError>>) -> Poll<Option<Result<Event, ProviderError>>> {
-        self.terminated = true;
-        self.body = None;
-        Poll::Ready(item)
-    }
-}
-
-impl Stream for HttpEventStream {
-    type Item = Result<Event, ProviderError>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        loop {
-            if this.terminated {
-                return Poll::Ready(None);
-            }
-            if this.signal.is_cancelled() {
-                return this.end(Some(Err(ProviderError::cancelled().with_provider(PROVIDER))));
-            }
-            match this.translator.pull() {
-                Ok(Some(event)) => return Poll::Ready(Some(Ok(event))),
-                Ok(None) => {}
-                Err(error) => {
-                    // Events queued before the error go first.
-                    this.pending = Some(error);
-                }
-            }
-            if let Some(event) = this.translator.next_event() {
-                return Poll::Ready(Some(Ok(event)));
-            }
-            if let Some(error) = this.pending.take() {
-                return this.end(Some(Err(error)));
-            }
-            let Some(body) = this.body.as_mut() else {
-                if let Err(error) = this.translator.finish() {
-                    this.pending = Some(error);
-                    continue;
-                }
-                return this.end(None);
-            };
-            if this.translator.is_done() {
-                return this.end(None);
-            }
-            match body.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(bytes))) => {
-                    if let Some(idle) = &mut this.idle {
-                        idle.activity = true;
-                    }
-                    if let Err(error) = this.translator.feed(&bytes) {
-                        this.pending = Some(error);
-                    }
-                }
-                Poll::Ready(Some(Err(error))) => {
-                    this.body = None;
-                    this.pending = Some(transport_error(error, "reading the stream"));
-                }
-                Poll::Ready(None) => {
-                    this.body = None;
-                    if let Err(error) = this.translator.finish() {
-                        this.pending = Some(error);
-                    }
-                }
-                Poll::Pending => {
-                    if this.cancelled.as_mut().poll(cx).is_ready() {
-                        continue;
-                    }
-                    if let Some(idle) = &mut this.idle
-                        && idle.expired(cx)
-                    {
-                        this.body = None;
-                        this.pending = Some(idle_timeout(idle.limit, "reading the stream"));
-                        continue;
-                    }
-                    return Poll::Pending;
-                }
-            }
-        }
-    }
 }

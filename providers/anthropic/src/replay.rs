@@ -8,8 +8,8 @@
 use patchbay_core::{Event, ProviderError};
 use serde::Deserialize;
 
-use crate::sse::SseDecoder;
 use crate::translate::Translator;
+use patchbay_core::kit::{Framer, Framing};
 
 /// One response of a recording: its events and the error that ended it, if any.
 #[derive(Debug, Default)]
@@ -88,7 +88,7 @@ pub fn replay_chunks<'a, I>(chunks: I) -> Vec<Replayed>
 where
     I: IntoIterator<Item = &'a [u8]>,
 {
-    let mut decoder = SseDecoder::new().json_lines();
+    let mut decoder = Framer::new(Framing::SseOrJsonLines);
     let mut replayer = Replayer::default();
     for chunk in chunks {
         let result = decoder.push(chunk, |data| {

@@ -5,7 +5,7 @@
 //!
 //! [`Translator`] consumes parsed stream events (a JSON payload as `&str`, a
 //! `serde_json::Value`, or a typed [`StreamEvent`]) and queues [`Event`]s; [`StreamTranslator`]
-//! puts the [`SseDecoder`] in front of it so raw bytes go in. No I/O, no clock except the
+//! puts the [`Framer`](patchbay_core::kit::Framer) in front of it so raw bytes go in. No I/O, no clock except the
 //! [`MetricsRecorder`] of `Finish`. The agent-runtime provider reuses [`Translator`] for the
 //! `stream_event` partials of the Claude Code CLI (one translator per message).
 //!
@@ -33,6 +33,7 @@ use std::collections::{HashMap, VecDeque};
 /// stream making the translator allocate).
 const MAX_BLOCKS: usize = 65_536;
 
+use patchbay_core::kit::{self, Framer, Framing};
 use patchbay_core::{
     Event, ExecutedBy, FinishReason, MetricsRecorder, ProviderError, ToolContent, ToolResult, ToolStatus, Usage,
     Warning,
@@ -41,7 +42,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::{PROVIDER, stream_error};
-use crate::sse::SseDecoder;
 use crate::wire::{Block, Delta, HotEvent, StreamEvent};
 
 /// The patchbay finish reason of an Anthropic `stop_reason`.
@@ -782,11 +782,14 @@ fn server_tool_result(raw: &Value) -> ToolResult {
     }
 }
 
-/// Bytes in, events out: an [`SseDecoder`] in front of a [`Translator`].
+/// Bytes in, events out: a [`Framer`] in front of a [`Translator`]. The provider hands it to
+/// the kit's [`Driver`](patchbay_core::kit::Driver) through [`kit::StreamTranslator`].
 #[derive(Debug)]
 pub struct StreamTranslator {
-    decoder: SseDecoder,
+    decoder: Framer,
     translator: Translator,
+    /// An error met while events were still queued: delivered after them.
+    failed: Option<ProviderError>,
 }
 
 impl Default for StreamTranslator {
@@ -799,14 +802,21 @@ impl StreamTranslator {
     /// Decode SSE into `translator`.
     pub fn new(translator: Translator) -> Self {
         Self {
-            decoder: SseDecoder::new(),
+            decoder: Framer::new(Framing::Sse),
             translator,
+            failed: None,
         }
     }
 
     /// Also accept bare JSON lines (recordings without SSE framing).
     pub fn json_lines(mut self) -> Self {
-        self.decoder = SseDecoder::new().json_lines();
+        self.decoder = Framer::new(Framing::SseOrJsonLines).with_max_bytes(self.decoder.max_bytes());
+        self
+    }
+
+    /// Cap one SSE frame at `max` bytes (default [`patchbay_core::kit::MAX_LINE_BYTES`]).
+    pub fn with_max_frame_bytes(mut self, max: usize) -> Self {
+        self.decoder = Framer::new(self.decoder.framing()).with_max_bytes(max);
         self
     }
 
@@ -863,5 +873,42 @@ impl StreamTranslator {
     /// The translator.
     pub fn translator(&mut self) -> &mut Translator {
         &mut self.translator
+    }
+}
+
+impl kit::StreamTranslator for StreamTranslator {
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+        StreamTranslator::feed(self, bytes)
+    }
+
+    fn finish(&mut self) -> Result<(), ProviderError> {
+        StreamTranslator::finish(self)
+    }
+
+    fn next_event(&mut self) -> Option<Result<Event, ProviderError>> {
+        if let Some(error) = self.failed.take() {
+            return Some(match self.translator.next_event() {
+                Some(event) => {
+                    self.failed = Some(error);
+                    Ok(event)
+                }
+                None => Err(error),
+            });
+        }
+        match self.pull() {
+            Ok(event) => event.map(Ok),
+            // Events queued before the error go first.
+            Err(error) => match self.translator.next_event() {
+                Some(event) => {
+                    self.failed = Some(error);
+                    Some(Ok(event))
+                }
+                None => Some(Err(error)),
+            },
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.translator.is_done()
     }
 }

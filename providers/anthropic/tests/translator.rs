@@ -1,6 +1,6 @@
 //! The translator on synthetic streams: one behaviour per test, named after what would break.
 
-use patchbay_anthropic::sse::SseDecoder;
+use patchbay_core::kit::{Framer, Framing};
 use patchbay_anthropic::{Translator, finish_reason};
 use patchbay_core::{ErrorKind, Event, ExecutedBy, FinishReason, ProviderError, validate};
 use serde_json::{Value, json};
@@ -172,7 +172,7 @@ fn error_events_map_to_kinds() {
 /// Frames of a recording, each parsed as a `serde_json::Value`.
 fn frames(bytes: &[u8]) -> Vec<Value> {
     let mut out = Vec::new();
-    let mut decoder = SseDecoder::new().json_lines();
+    let mut decoder = Framer::new(Framing::SseOrJsonLines);
     let mut collect = |data: &[u8]| {
         if let Ok(value) = serde_json::from_slice(data) {
             out.push(value);

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use patchbay_core::kit::{StreamLimits, redact_url};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -72,12 +73,13 @@ pub struct OpenRouterConfig {
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) include_usage: bool,
     pub(crate) connect_timeout: Duration,
+    pub(crate) limits: StreamLimits,
 }
 
 impl fmt::Debug for OpenRouterConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenRouterConfig")
-            .field("base_url", &self.base_url)
+            .field("base_url", &redact_url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
             .field("dialect", &self.dialect)
             .field("referer", &self.referer)
@@ -88,6 +90,7 @@ impl fmt::Debug for OpenRouterConfig {
             )
             .field("include_usage", &self.include_usage)
             .field("connect_timeout", &self.connect_timeout)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -106,6 +109,10 @@ struct Options {
     headers: std::collections::BTreeMap<String, String>,
     include_usage: Option<bool>,
     connect_timeout_secs: Option<u64>,
+    read_timeout_ms: Option<u64>,
+    content_timeout_ms: Option<u64>,
+    max_line_bytes: Option<usize>,
+    max_error_body_bytes: Option<usize>,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -126,6 +133,7 @@ impl OpenRouterConfig {
             headers: Vec::new(),
             include_usage: true,
             connect_timeout: Duration::from_secs(30),
+            limits: StreamLimits::default(),
         }
     }
 
@@ -178,8 +186,11 @@ impl OpenRouterConfig {
     /// { "base_url": "https://openrouter.ai/api/v1", "api_key": "...", "api_key_env": "MY_KEY",
     ///   "dialect": "openrouter" | "openai" | "generic", "referer": "https://my.app",
     ///   "title": "My App", "headers": { "X-Extra": "1" }, "include_usage": true,
-    ///   "connect_timeout_secs": 30 }
+    ///   "connect_timeout_secs": 30, "read_timeout_ms": 300000, "content_timeout_ms": 900000,
+    ///   "max_line_bytes": 67108864, "max_error_body_bytes": 65536 }
     /// ```
+    ///
+    /// A timeout of `0` turns it off (see [`StreamLimits`] for what each limit does).
     ///
     /// Missing `base_url` or key fall back to the environment as in [`Self::from_env`];
     /// `api_key_env` names the variable holding the key. Unknown fields are an error.
@@ -203,6 +214,19 @@ impl OpenRouterConfig {
         if let Some(secs) = options.connect_timeout_secs {
             config.connect_timeout = Duration::from_secs(secs);
         }
+        let millis = |ms: u64| (ms > 0).then(|| Duration::from_millis(ms));
+        if let Some(ms) = options.read_timeout_ms {
+            config.limits.read_timeout = millis(ms);
+        }
+        if let Some(ms) = options.content_timeout_ms {
+            config.limits.content_timeout = millis(ms);
+        }
+        if let Some(max) = options.max_line_bytes {
+            config.limits = config.limits.with_max_line_bytes(max);
+        }
+        if let Some(max) = options.max_error_body_bytes {
+            config.limits = config.limits.with_max_error_body_bytes(max);
+        }
         Ok(config)
     }
 
@@ -210,7 +234,7 @@ impl OpenRouterConfig {
         if self.base_url.starts_with("http://") || self.base_url.starts_with("https://") {
             Ok(self)
         } else {
-            Err(Error::BadBaseUrl(self.base_url))
+            Err(Error::BadBaseUrl(redact_url(&self.base_url).into_owned()))
         }
     }
 
@@ -251,11 +275,29 @@ impl OpenRouterConfig {
         self
     }
 
-    /// How long connecting may take (default 30 s). Streams themselves have no time limit;
-    /// cancel them with the signal.
+    /// How long connecting may take (default 30 s).
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
+    }
+
+    /// The limits of a response: read and content timeouts, the line cap, the error body cap
+    /// (defaults in [`StreamLimits`]: 5 min, 15 min, 64 MiB, 64 KiB).
+    pub fn with_limits(mut self, limits: StreamLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Set the read timeout: longest silence before the headers or between body reads
+    /// (`None`: none).
+    pub fn with_read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.limits.read_timeout = timeout;
+        self
+    }
+
+    /// The limits of a response.
+    pub fn limits(&self) -> &StreamLimits {
+        &self.limits
     }
 
     /// The base URL.

@@ -3,28 +3,22 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::Stream;
+use futures::{Stream, StreamExt};
+use patchbay_core::kit::{self, Driver, redact_url};
 use patchbay_core::{
     Capabilities, ErrorKind, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext,
     Signal, ToolSet, check_conversation,
 };
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
-use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::config::OpenRouterConfig;
 use crate::error::{self, Error};
 use crate::request;
 use crate::translate::{Framing, Translator};
-
-/// The largest error body read from a failed HTTP answer.
-const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// A provider for OpenAI chat completions: OpenRouter, OpenAI, or any compatible server.
 /// Configured once, shared freely (`Arc<dyn Provider>`), stateless between calls.
@@ -39,7 +33,7 @@ pub struct OpenRouterProvider {
 impl fmt::Debug for OpenRouterProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenRouterProvider")
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &redact_url(&self.endpoint))
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
@@ -61,7 +55,7 @@ fn transport(error: reqwest::Error) -> ProviderError {
     };
     ProviderError::new(ErrorKind::Transport, message)
         .with_provider(crate::PROVIDER_NAME)
-        .with_source(error)
+        .with_source(error.without_url())
 }
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -135,28 +129,6 @@ impl OpenRouterProvider {
     }
 }
 
-async fn read_error_body(response: reqwest::Response, signal: &Signal) -> Vec<u8> {
-    let mut response = response;
-    let mut body = Vec::new();
-    loop {
-        let chunk = tokio::select! {
-            biased;
-            _ = signal.cancelled() => break,
-            chunk = response.chunk() => chunk,
-        };
-        match chunk {
-            Ok(Some(bytes)) => {
-                body.extend_from_slice(&bytes[..bytes.len().min(MAX_ERROR_BODY - body.len())]);
-                if body.len() >= MAX_ERROR_BODY {
-                    break;
-                }
-            }
-            _ => break,
-        }
-    }
-    body
-}
-
 #[async_trait]
 impl Provider for OpenRouterProvider {
     fn info(&self) -> &ProviderInfo {
@@ -191,8 +163,8 @@ impl Provider for OpenRouterProvider {
                 .with_source(e)
         })?;
         let span = tracing::info_span!("patchbay.request", provider = crate::PROVIDER_NAME, model = %model);
-        let _entered = span.enter();
-        tracing::debug!(endpoint = %self.endpoint, bytes = body.len(), "sending chat completion request");
+        let limits = self.config.limits;
+        tracing::debug!(parent: &span, endpoint = %redact_url(&self.endpoint), bytes = body.len(), "sending chat completion request");
         let send = self
             .client
             .post(&self.endpoint)
@@ -200,111 +172,70 @@ impl Provider for OpenRouterProvider {
             .header(ACCEPT, "text/event-stream")
             .body(body)
             .send();
-        drop(_entered);
-        let response = tokio::select! {
-            biased;
-            _ = signal.cancelled() => return Err(ProviderError::cancelled().with_provider(crate::PROVIDER_NAME)),
-            response = send => response.map_err(transport)?,
-        };
+        let tag = |error: ProviderError| error.with_provider(crate::PROVIDER_NAME);
+        let response = kit::within(signal, limits.read_timeout, "waiting for the response headers", send)
+            .await
+            .map_err(tag)?
+            .map_err(transport)?;
         let status = response.status().as_u16();
         let request_id =
             header(response.headers(), "x-request-id").or_else(|| header(response.headers(), "request-id"));
+        if response.status().is_redirection() {
+            let location = header(response.headers(), "location");
+            tracing::debug!(parent: &span, status, "redirect refused");
+            return Err(tag(kit::redirect_error(status, location.as_deref())));
+        }
         if !(200..300).contains(&status) {
             let retry_after = patchbay_core::parse_retry_after(
                 header(response.headers(), "retry-after-ms").as_deref(),
                 header(response.headers(), "retry-after").as_deref(),
             );
-            let body = read_error_body(response, signal).await;
+            let body = kit::read_error_body(body_of(response), &limits, signal)
+                .await
+                .map_err(tag)?;
             let error = error::from_http(status, &body, request_id, retry_after);
             tracing::warn!(parent: &span, status, kind = %error.kind(), "chat completion request failed");
             return Err(error);
         }
-        let translator = translator.with_warnings(built.warnings);
-        Ok(Box::pin(ChatStream {
-            body: Box::pin(response.bytes_stream()),
-            cancelled: Box::pin(signal.token().clone().cancelled_owned()),
-            signal: signal.clone(),
-            translator,
+        let translator = Translating {
+            translator: translator
+                .with_warnings(built.warnings)
+                .with_max_line_bytes(limits.max_line_bytes),
             out: VecDeque::new(),
-            error: None,
-            request_id,
-            done: false,
-        }))
+        };
+        Ok(Driver::new(body_of(response), translator, signal)
+            .with_limits(&limits)
+            .with_provider(crate::PROVIDER_NAME)
+            .with_request_id(request_id)
+            .into_stream())
     }
 }
 
-type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+/// The body as the driver reads it, reqwest errors mapped (without the URL).
+fn body_of(response: reqwest::Response) -> impl Stream<Item = Result<Bytes, ProviderError>> + Send + 'static {
+    response.bytes_stream().map(|chunk| chunk.map_err(transport))
+}
 
-/// The event stream of one response: reads the body in the caller's task (no spawned task, no
-/// channel), translates each network chunk as it comes and hands out its events one by one.
-struct ChatStream {
-    body: Body,
-    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
-    signal: Signal,
+/// The translator as core's driver feeds it: events queue in `out` and leave from the front.
+struct Translating {
     translator: Translator,
     out: VecDeque<Event>,
-    error: Option<ProviderError>,
-    request_id: Option<String>,
-    done: bool,
 }
 
-impl ChatStream {
-    fn cancel(&mut self) -> Poll<Option<Result<Event, ProviderError>>> {
-        self.done = true;
-        self.out.clear();
-        // Drop the response now: the connection closes even if the caller keeps the stream.
-        self.body = Box::pin(futures::stream::empty());
-        Poll::Ready(Some(
-            Err(ProviderError::cancelled().with_provider(crate::PROVIDER_NAME)),
-        ))
+impl kit::StreamTranslator for Translating {
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+        self.translator.feed(bytes, &mut self.out)
     }
 
-    fn fail(&mut self, mut error: ProviderError) {
-        if let Some(id) = &self.request_id {
-            error = error.with_request_id(id.clone());
-        }
-        self.error = Some(error);
+    fn finish(&mut self) -> Result<(), ProviderError> {
+        self.translator.finish(&mut self.out)
     }
-}
 
-impl Stream for ChatStream {
-    type Item = Result<Event, ProviderError>;
+    fn next_event(&mut self) -> Option<Result<Event, ProviderError>> {
+        self.out.pop_front().map(Ok)
+    }
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        loop {
-            if this.done {
-                return Poll::Ready(None);
-            }
-            if this.signal.is_cancelled() {
-                return this.cancel();
-            }
-            if let Some(event) = this.out.pop_front() {
-                return Poll::Ready(Some(Ok(event)));
-            }
-            if let Some(error) = this.error.take() {
-                this.done = true;
-                this.body = Box::pin(futures::stream::empty());
-                return Poll::Ready(Some(Err(error)));
-            }
-            if this.translator.is_done() {
-                this.done = true;
-                return Poll::Ready(None);
-            }
-            let result = match this.body.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(bytes))) => this.translator.feed(&bytes, &mut this.out),
-                Poll::Ready(Some(Err(error))) => Err(transport(error)),
-                Poll::Ready(None) => this.translator.finish(&mut this.out),
-                Poll::Pending => {
-                    return match this.cancelled.as_mut().poll(cx) {
-                        Poll::Ready(()) => this.cancel(),
-                        Poll::Pending => Poll::Pending,
-                    };
-                }
-            };
-            if let Err(error) = result {
-                this.fail(error);
-            }
-        }
+    fn is_done(&self) -> bool {
+        self.translator.is_done()
     }
 }

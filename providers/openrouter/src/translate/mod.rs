@@ -12,8 +12,10 @@
 //! ```
 //!
 //! # What it does with the wire
-//! - **Framing**: complete lines are sliced out of the incoming bytes and each `data:` line is
-//!   parsed once, in place, into borrowing typed structs; only a partial line is buffered. `\n` and `\r\n` line ends; comment
+//! - **Framing**: core's [`Framer`] slices lines out of the incoming bytes (one buffer, one cap:
+//!   a line past [`Translator::with_max_line_bytes`], default 64 MiB, is a `Protocol` error
+//!   naming [`Limit::LineLength`](patchbay_core::Limit)) and each `data:` line is
+//!   parsed once, in place, into borrowing typed structs. `\n` and `\r\n` line ends; comment
 //!   lines (`: OPENROUTER PROCESSING`) and `event:`/`id:`/`retry:` fields are ignored; each
 //!   `data:` line is one payload (chat-completions servers never split a payload across lines).
 //!   [`Framing::JsonLines`] reads one payload per line without SSE fields (recorded captures).
@@ -48,7 +50,7 @@ mod convert;
 mod replay;
 mod state;
 
-use memchr::memchr;
+use patchbay_core::kit::{self, Framer};
 use patchbay_core::{Event, ProviderError, Warning};
 
 pub use replay::{Replayed, replay};
@@ -87,8 +89,7 @@ pub enum Framing {
 #[derive(Debug)]
 pub struct Translator {
     framing: Framing,
-    /// The bytes of a line whose end has not arrived yet.
-    partial: Vec<u8>,
+    lines: Framer,
     state: State,
 }
 
@@ -103,9 +104,15 @@ impl Translator {
     pub fn new(framing: Framing) -> Self {
         Self {
             framing,
-            partial: Vec::new(),
+            lines: Framer::new(kit::Framing::Lines),
             state: State::new(),
         }
+    }
+
+    /// Cap one line of the stream at `max` bytes (default [`kit::MAX_LINE_BYTES`]).
+    pub fn with_max_line_bytes(mut self, max: usize) -> Self {
+        self.lines = Framer::new(kit::Framing::Lines).with_max_bytes(max);
+        self
     }
 
     /// The model to name in `Started` when the chunks name none.
@@ -132,34 +139,19 @@ impl Translator {
 
     /// Feed bytes cut anywhere; complete events are appended to `out`. An error ends the
     /// stream: events appended before it stay valid and should reach the caller first.
-    ///
-    /// Complete lines are parsed straight from `bytes`; only a trailing partial line is kept
-    /// (in one buffer, which then grows until its line ends: linear even for a huge line).
     pub fn feed(&mut self, bytes: &[u8], out: &mut impl EventSink) -> Result<(), ProviderError> {
         if self.state.ended {
             return Ok(());
         }
-        let mut rest = bytes;
-        if !self.partial.is_empty() {
-            let Some(offset) = memchr(b'\n', rest) else {
-                self.partial.extend_from_slice(rest);
-                return Ok(());
-            };
-            self.partial.extend_from_slice(&rest[..offset]);
-            rest = &rest[offset + 1..];
-            let result = self.state.line(trim_cr(&self.partial), self.framing, out);
-            self.partial.clear();
-            result?;
+        if let Err(error) = self.lines.feed(bytes) {
+            self.state.ended = true;
+            return Err(error);
         }
-        while let Some(offset) = memchr(b'\n', rest) {
+        while let Some(line) = self.lines.next_frame() {
+            self.state.line(line, self.framing, out)?;
             if self.state.ended {
-                return Ok(());
+                break;
             }
-            self.state.line(trim_cr(&rest[..offset]), self.framing, out)?;
-            rest = &rest[offset + 1..];
-        }
-        if !self.state.ended {
-            self.partial.extend_from_slice(rest);
         }
         Ok(())
     }
@@ -167,16 +159,13 @@ impl Translator {
     /// The body ended: translate a last line without a line end, then close the stream
     /// (`Finish`, or a `Protocol` error if the response never finished).
     pub fn finish(&mut self, out: &mut impl EventSink) -> Result<(), ProviderError> {
+        while !self.state.ended
+            && let Some(line) = self.lines.end()
+        {
+            self.state.line(line, self.framing, out)?;
+        }
         if self.state.ended {
             return Ok(());
-        }
-        if !self.partial.is_empty() {
-            let result = self.state.line(trim_cr(&self.partial), self.framing, out);
-            self.partial.clear();
-            result?;
-            if self.state.ended {
-                return Ok(());
-            }
         }
         self.state.end(false, out)
     }
@@ -197,12 +186,5 @@ impl Translator {
             Ok(()) => (out, None),
             Err(error) => (out, Some(error)),
         }
-    }
-}
-
-fn trim_cr(line: &[u8]) -> &[u8] {
-    match line.last() {
-        Some(b'\r') => &line[..line.len() - 1],
-        _ => line,
     }
 }

@@ -1,31 +1,46 @@
-//! An incremental SSE framing parser: one buffer, frames sliced out of it, no per-chunk copies.
+//! One incremental line framer for every byte stream: server-sent events, JSON lines, plain
+//! lines. One buffer, frames sliced out of it, no per-chunk copies, one cap.
 //!
 //! Bytes are appended to one `Vec<u8>`; complete lines are found with `memchr` from where the
-//! last search stopped (a huge line arriving in small pieces is scanned once); a frame's `data:`
-//! value is handed to the caller as a byte slice of the buffer (the JSON parser checks UTF-8).
-//! Consumed bytes are dropped only when a new chunk arrives, so at most the unfinished tail is
-//! moved, once per chunk.
+//! last search stopped (a huge line arriving in small pieces is scanned once); a frame is handed
+//! to the caller as a byte slice of the buffer (the JSON parser checks UTF-8). Consumed bytes are
+//! dropped only when a new chunk arrives, so at most the unfinished tail is moved, once per chunk.
 //!
-//! Lines end with LF or CRLF. `event:`, `id:`, `retry:` and comment lines are ignored: the
-//! Anthropic payload names its own type. Several `data:` lines of one frame are joined with
-//! `\n` as the SSE spec says. With [`SseDecoder::json_lines`], a line starting with `{` is a
-//! frame on its own (recordings with one JSON payload per line and no SSE framing).
+//! Lines end with LF or CRLF. In [`Framing::Sse`], `event:`, `id:`, `retry:` and comment lines
+//! are ignored (the payloads name their own types) and several `data:` lines of one frame are
+//! joined with `\n` as the SSE spec says; [`Framing::SseOrJsonLines`] also takes a line starting
+//! with `{` as a frame on its own (recordings with one JSON payload per line). In
+//! [`Framing::Lines`] every non-empty line is a frame, as it is (the caller reads its fields).
+//!
+//! The cap: an unfinished line (or SSE frame) longer than [`Framer::max_bytes`] (default
+//! [`MAX_LINE_BYTES`], 64 MiB) is a `Protocol` error with [`Limit::LineLength`], so a server
+//! that never sends a newline cannot make the reader allocate without bound.
 
-use patchbay_core::ProviderError;
+use crate::{ErrorKind, Limit, ProviderError};
 
-use crate::error::PROVIDER;
+/// The default cap on one line or SSE frame (64 MiB).
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
-/// The largest frame accepted before the stream is declared broken (64 MiB).
-pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+/// How bytes become frames; see the [module docs](self).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Framing {
+    /// Server-sent events: a frame is the joined `data:` lines up to a blank line.
+    #[default]
+    Sse,
+    /// Server-sent events, and also bare lines starting with `{` as frames of their own.
+    SseOrJsonLines,
+    /// Every non-empty line is a frame, unchanged (JSON lines; or SSE read line by line).
+    Lines,
+}
 
-/// Incremental SSE decoder; see the module docs.
+/// The incremental framer; see the [module docs](self).
 ///
 /// Pull-based: [`feed`](Self::feed) bytes, then take frames with
 /// [`next_frame`](Self::next_frame) until it returns `None`, then feed again; at the end of
 /// input, [`end`](Self::end) delivers what is left. [`push`](Self::push) and
 /// [`finish`](Self::finish) do the same with a callback.
-#[derive(Debug, Default)]
-pub struct SseDecoder {
+#[derive(Debug)]
+pub struct Framer {
     buf: Vec<u8>,
     /// Start of the first line of the frame being read (bytes before it are consumed).
     frame_start: usize,
@@ -37,7 +52,14 @@ pub struct SseDecoder {
     data: Vec<(usize, usize)>,
     /// Scratch space for frames with several `data:` lines.
     joined: Vec<u8>,
-    json_lines: bool,
+    framing: Framing,
+    max_bytes: usize,
+}
+
+impl Default for Framer {
+    fn default() -> Self {
+        Self::new(Framing::Sse)
+    }
 }
 
 /// Where a delivered frame's data is.
@@ -46,27 +68,44 @@ enum Frame {
     Joined,
 }
 
-impl SseDecoder {
-    /// A decoder for ordinary SSE.
-    pub fn new() -> Self {
-        Self::default()
+impl Framer {
+    /// A framer of this kind with the default cap.
+    pub fn new(framing: Framing) -> Self {
+        Self {
+            buf: Vec::new(),
+            frame_start: 0,
+            line_start: 0,
+            scan: 0,
+            data: Vec::new(),
+            joined: Vec::new(),
+            framing,
+            max_bytes: MAX_LINE_BYTES,
+        }
     }
 
-    /// Also accept bare JSON lines (one payload per line, no `data:` prefix).
-    pub fn json_lines(mut self) -> Self {
-        self.json_lines = true;
+    /// Set the cap on one unfinished line or frame (at least 1 byte).
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes.max(1);
         self
     }
 
-    /// Append bytes (after taking every frame of the bytes before). Fails when the unfinished
-    /// frame already exceeds [`MAX_FRAME_BYTES`].
+    /// The cap on one unfinished line or frame.
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// The framing.
+    pub fn framing(&self) -> Framing {
+        self.framing
+    }
+
+    /// Append bytes (after taking every frame of the bytes before). Fails (`Protocol`,
+    /// [`Limit::LineLength`]) when the unfinished line or frame already exceeds the cap, so at
+    /// most the cap plus one chunk is ever buffered.
     pub fn feed(&mut self, chunk: &[u8]) -> Result<(), ProviderError> {
         self.compact();
-        if self.buf.len() > MAX_FRAME_BYTES {
-            return Err(ProviderError::protocol(format!(
-                "an SSE frame exceeded {MAX_FRAME_BYTES} bytes without ending"
-            ))
-            .with_provider(PROVIDER));
+        if self.buf.len() > self.max_bytes {
+            return Err(line_too_long(self.max_bytes));
         }
         self.buf.extend_from_slice(chunk);
         Ok(())
@@ -158,6 +197,14 @@ impl SseDecoder {
             }
             let next = next.min(self.buf.len());
             let line = &self.buf[start..end];
+            if self.framing == Framing::Lines {
+                self.line_start = next;
+                self.frame_start = next;
+                if line.is_empty() {
+                    continue;
+                }
+                return Some(Frame::Slice(start, end));
+            }
             if line.is_empty() {
                 self.line_start = next;
                 match self.take_frame() {
@@ -171,7 +218,7 @@ impl SseDecoder {
                 self.line_start = next;
                 continue;
             }
-            if self.json_lines && line[0] == b'{' {
+            if self.framing == Framing::SseOrJsonLines && line[0] == b'{' {
                 if !self.data.is_empty() {
                     // Deliver the pending frame first; this line is read again next time.
                     return self.take_frame();
@@ -209,16 +256,24 @@ impl SseDecoder {
     }
 }
 
+fn line_too_long(max: usize) -> ProviderError {
+    ProviderError::new(
+        ErrorKind::Protocol,
+        format!("a line of the stream grew past {max} bytes without ending (limit max_line_bytes)"),
+    )
+    .with_limit(Limit::LineLength)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn frames(chunks: &[&[u8]], json_lines: bool) -> Vec<String> {
-        let mut decoder = if json_lines {
-            SseDecoder::new().json_lines()
+        let mut decoder = Framer::new(if json_lines {
+            Framing::SseOrJsonLines
         } else {
-            SseDecoder::new()
-        };
+            Framing::Sse
+        });
         let mut out = Vec::new();
         for chunk in chunks {
             decoder
@@ -256,16 +311,65 @@ mod tests {
     }
 
     #[test]
-    fn an_endless_frame_is_a_protocol_error() {
-        let mut decoder = SseDecoder::new();
-        let chunk = vec![b'x'; 1024 * 1024];
-        let mut result = Ok(());
-        for _ in 0..MAX_FRAME_BYTES / chunk.len() + 2 {
-            result = decoder.push(&chunk, |_| Ok(()));
-            if result.is_err() {
-                break;
+    fn an_endless_line_is_a_protocol_error_naming_the_limit() {
+        for framing in [Framing::Sse, Framing::SseOrJsonLines, Framing::Lines] {
+            let mut decoder = Framer::new(framing);
+            let chunk = vec![b'x'; 1024 * 1024];
+            let mut result = Ok(());
+            for _ in 0..MAX_LINE_BYTES / chunk.len() + 2 {
+                result = decoder.push(&chunk, |_| Ok(()));
+                if result.is_err() {
+                    break;
+                }
             }
+            let error = result.expect_err("capped");
+            assert_eq!(error.kind(), ErrorKind::Protocol);
+            assert_eq!(error.limit(), Some(Limit::LineLength));
+            assert!(
+                decoder.buf.len() <= MAX_LINE_BYTES + chunk.len(),
+                "{framing:?} buffered past the cap"
+            );
         }
-        assert_eq!(result.map_err(|e| e.kind()), Err(patchbay_core::ErrorKind::Protocol));
+    }
+
+    #[test]
+    fn many_short_lines_in_one_big_chunk_are_not_capped() {
+        let mut decoder = Framer::new(Framing::Lines).with_max_bytes(16);
+        let body = b"line one\nline two\nline three\n".repeat(10);
+        let mut lines = 0;
+        decoder
+            .push(&body, |_| {
+                lines += 1;
+                Ok(())
+            })
+            .expect("short lines pass");
+        assert_eq!(lines, 30);
+        decoder
+            .push(&[b'y'; 17], |_| Ok(()))
+            .expect("the cap is checked before the next chunk");
+        assert!(
+            decoder.push(b"\n", |_| Ok(())).is_err(),
+            "an unfinished 17-byte line trips a 16-byte cap"
+        );
+    }
+
+    #[test]
+    fn lines_are_delivered_as_they_are() {
+        let mut decoder = Framer::new(Framing::Lines);
+        let mut out = Vec::new();
+        let body = b": comment\r\ndata: {\"a\":1}\n\nevent: x\n{\"b\":2}";
+        decoder
+            .push(body, |line| {
+                out.push(String::from_utf8_lossy(line).into_owned());
+                Ok(())
+            })
+            .expect("feeds");
+        decoder
+            .finish(|line| {
+                out.push(String::from_utf8_lossy(line).into_owned());
+                Ok(())
+            })
+            .expect("ends");
+        assert_eq!(out, vec![": comment", "data: {\"a\":1}", "event: x", "{\"b\":2}"]);
     }
 }

@@ -1,0 +1,390 @@
+//! The byte-stream-to-event driver every HTTP provider shares: cancellation, the read and
+//! content timeouts, capped error bodies, typed errors and provider tagging, once.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use tokio_util::sync::WaitForCancellationFutureOwned;
+
+use crate::{ErrorKind, Event, EventStream, Limit, ProviderError, Signal};
+
+/// A wire translator the [`Driver`] feeds: bytes cut anywhere in, events out. A pure state
+/// machine (no I/O, no timers), so it is tested on recorded streams alone.
+///
+/// [`feed`](Self::feed) and [`finish`](Self::finish) may queue events and then fail: the driver
+/// hands out every queued event ([`next_event`](Self::next_event) until `None`) before the
+/// error. An `Err` from `next_event` ends the stream after the events before it.
+pub trait StreamTranslator: Send {
+    /// Take bytes of the body, cut anywhere.
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError>;
+    /// The body ended: translate what is left and close the stream (a body that ends before the
+    /// wire's own end is usually a `Protocol` error).
+    fn finish(&mut self) -> Result<(), ProviderError>;
+    /// The next event translated so far, if any.
+    fn next_event(&mut self) -> Option<Result<Event, ProviderError>>;
+    /// Whether the wire's own end was seen (later bytes are not read).
+    fn is_done(&self) -> bool;
+}
+
+/// The limits of one streamed response, shared by every HTTP provider. `Debug` shows them all.
+///
+/// | limit | default | trips when | error |
+/// | --- | --- | --- | --- |
+/// | `read_timeout` | 300 s | no response headers, or no body bytes, for this long | `Transport`, [`Limit::ReadTimeout`] |
+/// | `content_timeout` | 900 s | bytes arrive but no event (only SSE comments or `ping`s) for this long | `Transport`, [`Limit::ContentTimeout`] |
+/// | `max_line_bytes` | 64 MiB | one line or SSE frame (or a whole JSON body) grows past this | `Protocol`, [`Limit::LineLength`] |
+/// | `max_error_body_bytes` | 64 KiB | an error response's body is longer: the rest is not read | none: the HTTP error keeps the first bytes |
+///
+/// Timeouts are checked without a timer reset per chunk: a silent stream fails after between
+/// one and two times its limit. `None` turns a timeout off (cancellation still works).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamLimits {
+    /// Longest silence before the response headers, between two reads of the body, and while
+    /// reading an error body.
+    pub read_timeout: Option<Duration>,
+    /// Longest time without an event while the body keeps arriving: keep-alives cannot extend
+    /// a stream past it.
+    pub content_timeout: Option<Duration>,
+    /// Cap on one line or frame of the stream, and on a whole (non-streamed) JSON body.
+    pub max_line_bytes: usize,
+    /// How much of an error response's body is read.
+    pub max_error_body_bytes: usize,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        Self {
+            read_timeout: Some(Duration::from_secs(300)),
+            content_timeout: Some(Duration::from_secs(900)),
+            max_line_bytes: super::MAX_LINE_BYTES,
+            max_error_body_bytes: 64 * 1024,
+        }
+    }
+}
+
+impl StreamLimits {
+    /// Set the read timeout (`None`: off).
+    pub fn with_read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    /// Set the content timeout (`None`: off).
+    pub fn with_content_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.content_timeout = timeout;
+        self
+    }
+
+    /// Set the cap on one line or frame (at least 1).
+    pub fn with_max_line_bytes(mut self, max: usize) -> Self {
+        self.max_line_bytes = max.max(1);
+        self
+    }
+
+    /// Set how much of an error body is read.
+    pub fn with_max_error_body_bytes(mut self, max: usize) -> Self {
+        self.max_error_body_bytes = max;
+        self
+    }
+}
+
+fn timeout_error(limit: Limit, wait: Duration, what: &str) -> ProviderError {
+    let message = match limit {
+        Limit::ContentTimeout => format!("{what}: only keep-alives, no content, for {wait:?} (limit {limit})"),
+        _ => format!("{what}: nothing arrived for {wait:?} (limit {limit})"),
+    };
+    ProviderError::new(ErrorKind::Transport, message).with_limit(limit)
+}
+
+/// Await `future` (sending a request, waiting for headers) unless the signal fires (a
+/// `Cancelled` error) or `read_timeout` passes (`Transport`, [`Limit::ReadTimeout`]; `what`
+/// says what was awaited).
+pub async fn within<T>(
+    signal: &Signal,
+    read_timeout: Option<Duration>,
+    what: &str,
+    future: impl Future<Output = T>,
+) -> Result<T, ProviderError> {
+    let timed = async {
+        match read_timeout {
+            Some(limit) => tokio::time::timeout(limit, future)
+                .await
+                .map_err(|_| timeout_error(Limit::ReadTimeout, limit, what)),
+            None => Ok(future.await),
+        }
+    };
+    tokio::select! {
+        biased;
+        _ = signal.cancelled() => Err(ProviderError::cancelled()),
+        value = timed => value,
+    }
+}
+
+/// Read an error response's body: at most `limits.max_error_body_bytes` (the rest is never
+/// read), and only while bytes keep coming within `limits.read_timeout`. A body that stalls,
+/// fails or is too long gives what arrived; only cancellation is an error.
+pub async fn read_error_body<B, C>(body: B, limits: &StreamLimits, signal: &Signal) -> Result<Vec<u8>, ProviderError>
+where
+    B: Stream<Item = Result<C, ProviderError>>,
+    C: AsRef<[u8]>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut out = Vec::new();
+    while out.len() < limits.max_error_body_bytes {
+        let next = match within(signal, limits.read_timeout, "reading the error body", body.next()).await {
+            Ok(next) => next,
+            Err(error) if error.kind() == ErrorKind::Cancelled => return Err(error),
+            // Stalled: the status and what arrived still make a useful error.
+            Err(_) => break,
+        };
+        let Some(Ok(chunk)) = next else { break };
+        let chunk = chunk.as_ref();
+        let room = limits.max_error_body_bytes - out.len();
+        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    Ok(out)
+}
+
+/// The idle check of a timeout, without touching a timer per chunk: activity only sets a flag,
+/// and a timer that fires once per period checks it. Silence is declared after between one and
+/// two periods.
+struct Watch {
+    limit: Duration,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    activity: bool,
+}
+
+impl Watch {
+    fn new(limit: Duration) -> Self {
+        Self {
+            limit,
+            timer: Box::pin(tokio::time::sleep(limit)),
+            activity: false,
+        }
+    }
+
+    /// Poll the timer: `true` when nothing happened for a whole period.
+    fn expired(&mut self, cx: &mut Context<'_>) -> bool {
+        while self.timer.as_mut().poll(cx).is_ready() {
+            if !self.activity {
+                return true;
+            }
+            self.activity = false;
+            let next = tokio::time::Instant::now() + self.limit;
+            self.timer.as_mut().reset(next);
+        }
+        false
+    }
+}
+
+type Body<C> = Pin<Box<dyn Stream<Item = Result<C, ProviderError>> + Send>>;
+
+/// The event stream of one response body: reads only when polled (in the caller's task, no
+/// spawned task, no channel), translates in place, and drops the body on cancel, on error, on a
+/// tripped limit and at the wire's end. Errors carry the provider's name and the request id.
+///
+/// ```
+/// use futures::StreamExt;
+/// use patchbay_core::kit::{Driver, StreamTranslator};
+/// use patchbay_core::{Event, ProviderError, Signal};
+///
+/// /// Counts bytes; one `TextDelta` per chunk.
+/// struct Echo(Vec<Event>, bool);
+/// impl StreamTranslator for Echo {
+///     fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+///         self.0.push(Event::TextDelta { index: 0, text: String::from_utf8_lossy(bytes).into() });
+///         Ok(())
+///     }
+///     fn finish(&mut self) -> Result<(), ProviderError> { self.1 = true; Ok(()) }
+///     fn next_event(&mut self) -> Option<Result<Event, ProviderError>> {
+///         (!self.0.is_empty()).then(|| Ok(self.0.remove(0)))
+///     }
+///     fn is_done(&self) -> bool { self.1 }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let body = futures::stream::iter([Ok::<_, ProviderError>(&b"hi"[..]), Ok(&b" there"[..])]);
+/// let events: Vec<_> = Driver::new(body, Echo(Vec::new(), false), &Signal::new())
+///     .with_provider("echo")
+///     .into_stream()
+///     .collect()
+///     .await;
+/// assert_eq!(events.len(), 2);
+/// # });
+/// ```
+pub struct Driver<T, C> {
+    body: Option<Body<C>>,
+    translator: T,
+    signal: Signal,
+    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
+    read: Option<Watch>,
+    content: Option<Watch>,
+    provider: Option<String>,
+    request_id: Option<String>,
+    pending: Option<ProviderError>,
+    finished: bool,
+    terminated: bool,
+}
+
+impl<T, C> Driver<T, C>
+where
+    T: StreamTranslator + Unpin + 'static,
+    C: AsRef<[u8]> + Send + 'static,
+{
+    /// Drive `translator` over `body` (transport failures already mapped to `ProviderError`s)
+    /// with the default [`StreamLimits`].
+    pub fn new<B>(body: B, translator: T, signal: &Signal) -> Self
+    where
+        B: Stream<Item = Result<C, ProviderError>> + Send + 'static,
+    {
+        let limits = StreamLimits::default();
+        Self {
+            body: Some(Box::pin(body)),
+            translator,
+            signal: signal.clone(),
+            cancelled: Box::pin(signal.token().clone().cancelled_owned()),
+            read: limits.read_timeout.map(Watch::new),
+            content: limits.content_timeout.map(Watch::new),
+            provider: None,
+            request_id: None,
+            pending: None,
+            finished: false,
+            terminated: false,
+        }
+    }
+
+    /// Use these timeouts (the size caps belong to the translator's framer and to
+    /// [`read_error_body`]).
+    pub fn with_limits(mut self, limits: &StreamLimits) -> Self {
+        self.read = limits.read_timeout.map(Watch::new);
+        self.content = limits.content_timeout.map(Watch::new);
+        self
+    }
+
+    /// Name this provider in every error that names none.
+    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = Some(provider.into());
+        self
+    }
+
+    /// Attach this request id to every error that has none.
+    pub fn with_request_id(mut self, request_id: Option<String>) -> Self {
+        self.request_id = request_id;
+        self
+    }
+
+    /// The driver as the boxed stream `create_response` returns.
+    pub fn into_stream(self) -> EventStream {
+        Box::pin(self)
+    }
+
+    fn tag(&self, mut error: ProviderError) -> ProviderError {
+        if error.facts().provider.is_none()
+            && let Some(provider) = &self.provider
+        {
+            error = error.with_provider(provider.clone());
+        }
+        if error.facts().request_id.is_none()
+            && let Some(id) = &self.request_id
+        {
+            error = error.with_request_id(id.clone());
+        }
+        error
+    }
+
+    fn end(&mut self, item: Option<Result<Event, ProviderError>>) -> Poll<Option<Result<Event, ProviderError>>> {
+        self.terminated = true;
+        self.body = None;
+        Poll::Ready(item.map(|item| item.map_err(|error| self.tag(error))))
+    }
+
+    /// Stop reading because of `error` (delivered after the queued events).
+    fn fail(&mut self, error: ProviderError) {
+        self.body = None;
+        self.finished = true;
+        self.pending.get_or_insert(error);
+    }
+}
+
+impl<T, C> Stream for Driver<T, C>
+where
+    T: StreamTranslator + Unpin + 'static,
+    C: AsRef<[u8]> + Send + 'static,
+{
+    type Item = Result<Event, ProviderError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // Every field is `Unpin` (the body and the timers are boxed).
+        let this = self.get_mut();
+        loop {
+            if this.terminated {
+                return Poll::Ready(None);
+            }
+            if this.signal.is_cancelled() {
+                return this.end(Some(Err(ProviderError::cancelled())));
+            }
+            match this.translator.next_event() {
+                Some(Ok(event)) => {
+                    if let Some(content) = &mut this.content {
+                        content.activity = true;
+                    }
+                    return Poll::Ready(Some(Ok(event)));
+                }
+                Some(Err(error)) => return this.end(Some(Err(error))),
+                None => {}
+            }
+            if let Some(error) = this.pending.take() {
+                return this.end(Some(Err(error)));
+            }
+            let Some(body) = this.body.as_mut() else {
+                if !this.finished {
+                    this.finished = true;
+                    if let Err(error) = this.translator.finish() {
+                        this.pending = Some(error);
+                    }
+                    continue;
+                }
+                return this.end(None);
+            };
+            if this.translator.is_done() {
+                return this.end(None);
+            }
+            match body.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => {
+                    if let Some(read) = &mut this.read {
+                        read.activity = true;
+                    }
+                    if let Err(error) = this.translator.feed(chunk.as_ref()) {
+                        this.fail(error);
+                    }
+                }
+                Poll::Ready(Some(Err(error))) => this.fail(error),
+                Poll::Ready(None) => this.body = None,
+                Poll::Pending => {
+                    if this.cancelled.as_mut().poll(cx).is_ready() {
+                        continue;
+                    }
+                    if let Some(read) = &mut this.read
+                        && read.expired(cx)
+                    {
+                        let error = timeout_error(Limit::ReadTimeout, read.limit, "reading the stream");
+                        this.fail(error);
+                        continue;
+                    }
+                    if let Some(content) = &mut this.content
+                        && content.expired(cx)
+                    {
+                        let error = timeout_error(Limit::ContentTimeout, content.limit, "reading the stream");
+                        this.fail(error);
+                        continue;
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
