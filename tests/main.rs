@@ -8,4 +8,11 @@ mod handles;
 #[cfg(all(feature = "anthropic", feature = "openrouter"))]
 mod hardening;
 mod retry;
+#[cfg(all(
+    feature = "anthropic",
+    feature = "openrouter",
+    feature = "claude-agent",
+    feature = "mcp"
+))]
+mod secrets;
 mod sinks;

@@ -73,7 +73,7 @@ pub enum Session {
 pub enum McpTransport {
     /// Streamable HTTP.
     Http {
-        /// The endpoint URL.
+        /// The endpoint URL (credentials in it are never logged).
         url: String,
         /// Extra headers sent with every request (values are never logged).
         #[serde(default)]
@@ -97,7 +97,7 @@ impl fmt::Debug for McpTransport {
         match self {
             Self::Http { url, headers } => f
                 .debug_struct("Http")
-                .field("url", url)
+                .field("url", &crate::kit::redact_url(url))
                 .field("headers", &headers.keys().collect::<Vec<_>>())
                 .finish(),
             Self::Stdio { command, args, env } => f

@@ -1,0 +1,282 @@
+//! No secret reaches `Debug`, `Display` or a log line (issue 11): every public config, provider
+//! and error type of every crate is formatted with a recognisable key inside, and real calls run
+//! under a `tracing` subscriber at TRACE whose whole output is searched.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use patchbay::anthropic::{AnthropicConfig, AnthropicProvider};
+use patchbay::claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
+use patchbay::mcp::{McpClientSet, ToolServer};
+use patchbay::openrouter::{OpenRouterConfig, OpenRouterProvider};
+use patchbay::{McpServerConfig, McpTransport, Message, Provider, Registry, RequestContext, Signal, ToolSet};
+use patchbay_conformance::raw::{RawServer, Step};
+use serde_json::json;
+
+/// The key: every secret in this file contains it.
+const KEY: &str = "sk-CANARY-7f3a";
+
+fn secret(what: &str) -> String {
+    format!("{KEY}-{what}")
+}
+
+/// A URL whose credentials are secrets.
+fn url_with_credentials(base: &str) -> String {
+    base.replacen("http://", &format!("http://user:{}@", secret("url")), 1)
+}
+
+/// Fails with the offending text when `KEY` appears in any form of `value`.
+fn assert_clean(what: &str, text: &str) {
+    assert!(!text.contains(KEY), "{what} shows a secret:\n{text}");
+}
+
+fn assert_debug_clean(what: &str, value: &impl std::fmt::Debug) {
+    assert_clean(what, &format!("{value:?}"));
+    assert_clean(what, &format!("{value:#?}"));
+}
+
+fn assert_error_clean(what: &str, error: &(dyn std::error::Error + 'static)) {
+    assert_clean(what, &format!("{error:?}"));
+    let mut source = Some(error);
+    while let Some(error) = source {
+        assert_clean(what, &error.to_string());
+        source = error.source();
+    }
+}
+
+fn mcp_servers() -> Vec<McpServerConfig> {
+    vec![
+        McpServerConfig {
+            name: "remote".into(),
+            transport: McpTransport::Http {
+                url: url_with_credentials("http://127.0.0.1:9/mcp"),
+                headers: BTreeMap::from([("authorization".into(), format!("Bearer {}", secret("mcp-header")))]),
+            },
+        },
+        McpServerConfig {
+            name: "local".into(),
+            transport: McpTransport::Stdio {
+                command: "server".into(),
+                args: Vec::new(),
+                env: BTreeMap::from([("API_KEY".into(), secret("mcp-env"))]),
+            },
+        },
+    ]
+}
+
+fn context() -> RequestContext {
+    let mut context = RequestContext::new();
+    context.env.insert("ANTHROPIC_API_KEY".into(), secret("context-env"));
+    context.mcp_servers = mcp_servers();
+    context
+}
+
+#[test]
+fn configs_providers_and_errors_never_show_a_secret() {
+    // Anthropic.
+    let config = AnthropicConfig::new(secret("anthropic"))
+        .with_base_url(url_with_credentials("http://127.0.0.1:9"))
+        .with_header("x-extra", secret("anthropic-header"));
+    assert_debug_clean("AnthropicConfig", &config);
+    let provider = AnthropicProvider::new(config).expect("builds");
+    assert_debug_clean("AnthropicProvider", &provider);
+    let bad =
+        AnthropicConfig::new(secret("anthropic")).with_base_url(format!("http://user:{}@[::1", secret("bad-url")));
+    let error = AnthropicProvider::new(bad).expect_err("a bad URL");
+    assert_error_clean("anthropic config error", &error);
+    let bearer = patchbay::anthropic::Auth::Bearer(patchbay::anthropic::Secret::new(secret("bearer")));
+    assert_debug_clean("anthropic Auth", &bearer);
+
+    // OpenAI-compatible.
+    let config = OpenRouterConfig::new(url_with_credentials("http://127.0.0.1:9/v1"))
+        .with_api_key(secret("openrouter"))
+        .with_header("x-extra", secret("openrouter-header"));
+    assert_debug_clean("OpenRouterConfig", &config);
+    let provider = config.clone().build().expect("builds");
+    assert_debug_clean("OpenRouterProvider", &provider);
+    let error = OpenRouterConfig::new(format!("ftp://user:{}@host", secret("bad-url")))
+        .build()
+        .expect_err("not http");
+    assert_error_clean("openrouter config error", &error);
+    let error = OpenRouterProvider::from_options(&json!({ "base_url": format!("ftp://u:{}@h", secret("o")) }))
+        .expect_err("not http");
+    assert_error_clean("openrouter options error", &error);
+
+    // Claude agent runtime.
+    let config = ClaudeAgentConfig::new()
+        .with_env("ANTHROPIC_API_KEY", secret("claude-env"))
+        .with_env("ANTHROPIC_BASE_URL", url_with_credentials("http://127.0.0.1:9"));
+    assert_debug_clean("ClaudeAgentConfig", &config);
+    let provider = ClaudeAgentProvider::new(config);
+    assert_debug_clean("ClaudeAgentProvider", &provider);
+
+    // Core and MCP.
+    assert_debug_clean("RequestContext", &context());
+    assert_debug_clean("McpServerConfig", &mcp_servers());
+    assert_debug_clean("McpClientSet", &McpClientSet::new().with_servers(mcp_servers()));
+    let registry = Registry::compiled();
+    for name in registry.names() {
+        let options = json!({ "api_key": secret(name), "base_url": url_with_credentials("http://127.0.0.1:9") });
+        if let Err(error) = registry.build(name, &options) {
+            assert_error_clean(name, &error);
+        }
+    }
+}
+
+/// Everything a `fmt` subscriber writes, kept for searching.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut all) = self.0.lock() {
+            all.extend_from_slice(bytes);
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+async fn drain(provider: &dyn Provider, context: Option<&RequestContext>) {
+    let signal = Signal::new();
+    if let Ok(mut stream) = provider
+        .create_response(&[Message::user("hi")], &ToolSet::new(), "m", &signal, context)
+        .await
+    {
+        while let Some(item) = stream.next().await {
+            if let Err(error) = item {
+                assert_error_clean("a stream error", &error);
+            }
+        }
+    }
+}
+
+/// Calls that succeed, fail, get redirected and reach an MCP server, all at TRACE.
+async fn traced_calls() {
+    let anthropic_ok = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",",
+        "\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,",
+        "\"output_tokens\":1}}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+    );
+    let openrouter_ok = "data: {\"id\":\"r\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"},\
+                         \"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let sse = || Step::head("200 OK", &[("content-type", "text/event-stream")]);
+    let unauthorized = || {
+        Step::send(
+            "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: 61\r\nconnection: close\r\n\r\n\
+             {\"error\":{\"type\":\"authentication_error\",\"message\":\"bad key\"}}",
+        )
+    };
+    let other = RawServer::start(vec![Step::Stall]).await;
+    let redirect = || {
+        Step::head(
+            "307 Temporary Redirect",
+            &[(
+                "location",
+                &url_with_credentials(&format!("{}/v1/messages", other.url())),
+            )],
+        )
+    };
+    for steps in [
+        vec![sse(), Step::send(anthropic_ok)],
+        vec![unauthorized()],
+        vec![redirect()],
+    ] {
+        let server = RawServer::start(steps).await;
+        let config = AnthropicConfig::new(secret("anthropic"))
+            .with_base_url(url_with_credentials(server.url()))
+            .with_header("x-extra", secret("anthropic-header"));
+        let provider = AnthropicProvider::new(config).expect("builds");
+        drain(&provider, Some(&context())).await;
+    }
+    for steps in [
+        vec![sse(), Step::send(openrouter_ok)],
+        vec![unauthorized()],
+        vec![redirect()],
+    ] {
+        let server = RawServer::start(steps).await;
+        let provider = OpenRouterConfig::new(url_with_credentials(&format!("{}/v1", server.url())))
+            .with_api_key(secret("openrouter"))
+            .with_header("x-extra", secret("openrouter-header"))
+            .build()
+            .expect("builds");
+        drain(&provider, Some(&context())).await;
+    }
+    // An MCP client reaching a token-protected tool server, and one refused by it.
+    let server = ToolServer::builder(ToolSet::new())
+        .with_token(secret("mcp-token"))
+        .start()
+        .await
+        .expect("serves");
+    let guard = server.register(&RequestContext::new());
+    let mut headers = guard.headers().clone();
+    let good = McpServerConfig {
+        name: "tools".into(),
+        transport: McpTransport::Http {
+            url: server.url().to_string(),
+            headers: headers.clone(),
+        },
+    };
+    headers.insert("authorization".into(), format!("Bearer {}", secret("wrong-token")));
+    let bad = McpServerConfig {
+        name: "refused".into(),
+        transport: McpTransport::Http {
+            url: url_with_credentials(server.url()),
+            headers,
+        },
+    };
+    // A port nobody listens on: the connection error carries the URL.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port");
+    let dead = McpServerConfig {
+        name: "dead".into(),
+        transport: McpTransport::Http {
+            url: url_with_credentials(&format!("http://{closed}/mcp")),
+            headers: BTreeMap::new(),
+        },
+    };
+    let set = McpClientSet::new().with_servers([good, bad, dead]);
+    let connections = set.connect().await;
+    assert_eq!(connections.connected(), vec!["tools".to_string()], "{connections:?}");
+    assert_debug_clean("McpConnections", &connections);
+    assert_eq!(connections.failed().len(), 2, "{connections:?}");
+    for failure in connections.failed() {
+        assert_debug_clean("McpFailure", failure);
+    }
+    connections.close().await;
+    server.shutdown().await;
+}
+
+#[test]
+fn nothing_logged_at_trace_shows_a_secret() {
+    let capture = Capture::default();
+    let writer = capture.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(traced_calls());
+    });
+    let logged = String::from_utf8_lossy(&capture.0.lock().expect("capture").clone()).into_owned();
+    for seen in [
+        "redirect refused",
+        "request failed",
+        "patchbay.anthropic.request",
+        "patchbay.request",
+    ] {
+        assert!(logged.contains(seen), "the subscriber saw `{seen}`:\n{logged}");
+    }
+    assert_clean("the TRACE log", &logged);
+}
