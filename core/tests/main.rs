@@ -35,6 +35,22 @@ fn usage_sums_and_updates_field_by_field() {
 }
 
 #[test]
+fn usage_sums_saturate_instead_of_overflowing() {
+    let huge = Usage {
+        input: Some(u64::MAX),
+        output: Some(u64::MAX - 1),
+        cache_read: Some(1),
+        ..Usage::default()
+    };
+    let mut total = huge;
+    total.accumulate(&huge);
+    assert_eq!(total.input, Some(u64::MAX));
+    assert_eq!(total.output, Some(u64::MAX));
+    assert_eq!(total.cache_read, Some(2));
+    assert_eq!(huge.sum(&huge).input, Some(u64::MAX));
+}
+
+#[test]
 fn retry_delays_follow_kind_retry_after_and_backoff() {
     let policy = RetryPolicy::default()
         .with_max_retries(3)

@@ -22,6 +22,16 @@
 //! - **Translation**: see [`translate`]; tool calls are emitted when their choice finishes.
 //! - **Cancellation**: the signal is checked while waiting for bytes and before every event; the
 //!   stream then ends with `Cancelled` and drops the response, closing the connection.
+//! - **Limits** (core's [`StreamLimits`](patchbay_core::kit::StreamLimits), set with
+//!   [`OpenRouterConfig::with_limits`] or the options `read_timeout_ms`, `content_timeout_ms`,
+//!   `max_line_bytes`, `max_error_body_bytes`; a tripped one is a typed error naming its
+//!   [`Limit`](patchbay_core::Limit)): connect 30 s; `read_timeout` 5 min of silence (before
+//!   the headers, between body reads, in an error body); `content_timeout` 15 min of keep-alive
+//!   comments (`: OPENROUTER PROCESSING`) without an event; `max_line_bytes` 64 MiB per line;
+//!   error bodies read up to 64 KiB. The stream is core's [`Driver`](patchbay_core::kit::Driver).
+//! - **Redirects** are never followed: a `3xx` is a `Config` error naming the location (the key,
+//!   custom headers and the body must not reach another host).
+//! - **Secrets**: `Debug` and logs show no key, no header value, no URL credentials.
 
 mod config;
 mod error;
