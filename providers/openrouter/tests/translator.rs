@@ -373,3 +373,229 @@ fn replay_detects_framing_and_splits_several_responses() {
     assert_eq!(responses.len(), 1);
     assert!(responses[0].error.is_none());
 }
+
+#[test]
+fn an_id_arriving_late_on_an_earlier_call_does_not_take_the_later_calls_fragments() {
+    // Call 0 learns id `x` after call 1 took it: fragments by id `x` alone still go to the
+    // last call holding it (call 1), and the ids are then made unique in order.
+    let body = sse(&[
+        chunk(call(Some(0), None, Some("f"), "{\"a\":"), None),
+        chunk(call(Some(1), Some("x"), Some("g"), "{\"b\":"), None),
+        chunk(call(Some(0), Some("x"), None, "1}"), None),
+        chunk(call(None, Some("x"), None, "2}"), None),
+        chunk(json!({}), Some("tool_calls")),
+    ]);
+    let (events, error) = run(&body);
+    assert!(error.is_none());
+    assert_eq!(
+        calls(&events),
+        [
+            ("x".into(), "f".into(), json!({"a": 1})),
+            ("x_2".into(), "g".into(), json!({"b": 2})),
+        ]
+    );
+}
+
+#[test]
+fn unique_ids_skip_suffixes_a_server_already_used() {
+    let ids = ["a_2", "a", "a", "a_2", "a"];
+    let mut chunks: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| chunk(call(Some(i as u32), Some(id), Some("f"), "{}"), None))
+        .collect();
+    chunks.push(chunk(json!({}), Some("tool_calls")));
+    let (events, error) = run(&sse(&chunks));
+    assert!(error.is_none());
+    let ids: Vec<String> = calls(&events).into_iter().map(|(id, ..)| id).collect();
+    assert_eq!(ids, ["a_2", "a", "a_3", "a_2_2", "a_4"]);
+}
+
+#[test]
+fn absurd_usage_values_saturate_instead_of_overflowing() {
+    // Tests build with overflow checks: an unchecked `prompt - cached` would panic here.
+    let max = u64::MAX;
+    let body = sse(&[
+        chunk(json!({"content": "hi"}), Some("stop")),
+        json!({ "choices": [], "usage": {
+            "prompt_tokens": 10, "completion_tokens": max,
+            "prompt_tokens_details": { "cached_tokens": 20, "cache_write_tokens": max },
+            "completion_tokens_details": { "reasoning_tokens": max },
+        }}),
+        json!({ "choices": [], "usage": { "prompt_tokens": max, "prompt_cache_hit_tokens": max } }),
+        json!({ "choices": [], "usage": {
+            "prompt_tokens": max, "completion_tokens": max,
+            "prompt_tokens_details": { "cached_tokens": 1 },
+        }}),
+    ]);
+    let (events, error) = run(&body);
+    assert!(error.is_none());
+    let usages: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Usage(usage) => Some(*usage),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usages.len(), 3);
+    assert_eq!(
+        usages[0].input,
+        Some(0),
+        "cached > prompt is no input, not an underflow"
+    );
+    assert_eq!(usages[0].cache_read, Some(20));
+    assert_eq!(usages[0].cache_write, Some(max));
+    assert_eq!(usages[0].output, Some(max));
+    assert_eq!(usages[0].reasoning, Some(max));
+    assert_eq!(usages[1].input, Some(0));
+    assert_eq!(usages[1].cache_read, Some(max));
+    assert_eq!(usages[2].input, Some(max - 1));
+    let Some(Event::Finish { usage, .. }) = events.last() else {
+        panic!("no finish: {events:?}")
+    };
+    assert_eq!(*usage, usages[2]);
+}
+
+// Scaling. The translator counts the steps of its tool-call and choice bookkeeping
+// (`Translator::lookups`: index lookups, calls finalized, ids tried when making ids unique).
+// Each test below translates one stream shape with n and with 10 n calls and checks that ten
+// times the calls cost at most eleven times the steps: a count, not a timer, so neither a
+// slow nor a busy machine can fool it. The main shape runs 10,000 against 100,000 calls; the
+// others 1,000 against 10,000, which tells linear from quadratic just as well (10x against
+// 100x) at a tenth of the time of a debug build. The timings are in `benches/scaling.rs`.
+// The earlier translator searched the calls (or the choices, or the id suffixes) linearly
+// for each new one: counted the same way, its steps grew 99 to 100 times in every shape but
+// the one numbering every call 0 (there the call sought is always the last).
+
+/// Append the `data:` line of a chunk of choice 0 holding one tool-call fragment, given as
+/// its JSON fields without the braces (formatted by hand: building `Value`s would cost more
+/// than the translation in a debug build).
+fn fragment(body: &mut String, call: std::fmt::Arguments<'_>) {
+    use std::fmt::Write;
+    let _ = write!(
+        body,
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{{call}}}]}}}}]}}\n\n"
+    );
+}
+
+/// An SSE body: some text, the chunks of each of `calls` calls, the finish, `[DONE]`.
+fn scaled_body(calls: usize, each: fn(&mut String, usize)) -> Vec<u8> {
+    let mut body = String::with_capacity(calls * 300);
+    body.push_str(&format!("data: {}\n\n", chunk(json!({"content": "go"}), None)));
+    for i in 0..calls {
+        each(&mut body, i);
+    }
+    body.push_str(&format!("data: {}\n\n", chunk(json!({}), Some("tool_calls"))));
+    body.push_str("data: [DONE]\n\n");
+    body.into_bytes()
+}
+
+/// Translate `calls` calls of this shape; returns the steps and the events.
+fn steps(calls: usize, each: fn(&mut String, usize)) -> (u64, Vec<Event>) {
+    let body = scaled_body(calls, each);
+    let mut translator = Translator::new(Framing::Sse);
+    let mut events = Vec::new();
+    translator.feed(&body, &mut events).expect("valid stream");
+    translator.finish(&mut events).expect("finishes");
+    (translator.lookups(), events)
+}
+
+/// `10 n` calls of this shape cost at most 11 times the steps of `n`; `count` says which
+/// events stand for calls (all must come out).
+fn assert_linear(n: usize, each: fn(&mut String, usize), count: fn(&Event) -> bool) {
+    let [(small, small_events), (large, large_events)] = [n, 10 * n].map(|calls| steps(calls, each));
+    assert_eq!(small_events.iter().filter(|e| count(e)).count(), n);
+    assert_eq!(large_events.iter().filter(|e| count(e)).count(), 10 * n);
+    assert!(
+        large <= 11 * small,
+        "not linear: {large} steps for {} calls, {small} for {n} ({:.1}x)",
+        10 * n,
+        large as f64 / small as f64
+    );
+}
+
+fn is_tool_call(event: &Event) -> bool {
+    matches!(event, Event::ToolCall { .. })
+}
+
+#[test]
+fn tool_calls_by_index_take_linear_work() {
+    assert_linear(
+        10_000,
+        |body, i| {
+            let f = r#""function":{"name":"f","arguments":""}"#;
+            fragment(body, format_args!(r#""index":{i},"id":"call_{i}",{f}"#));
+            fragment(
+                body,
+                format_args!(r#""index":{i},"function":{{"arguments":"{{\"n\": "}}"#),
+            );
+            fragment(body, format_args!(r#""index":{i},"function":{{"arguments":"{i}}}"}}"#));
+        },
+        is_tool_call,
+    );
+}
+
+#[test]
+fn tool_calls_by_id_without_index_take_linear_work() {
+    assert_linear(
+        1_000,
+        |body, i| {
+            let f = r#""function":{"name":"f","arguments":""}"#;
+            fragment(body, format_args!(r#""id":"call_{i}",{f}"#));
+            fragment(
+                body,
+                format_args!(r#""id":"call_{i}","function":{{"arguments":"{{\"n\": "}}"#),
+            );
+            fragment(body, format_args!(r#""function":{{"arguments":"{i}}}"}}"#));
+        },
+        is_tool_call,
+    );
+}
+
+#[test]
+fn tool_calls_all_numbered_zero_take_linear_work() {
+    assert_linear(
+        1_000,
+        |body, i| {
+            fragment(
+                body,
+                format_args!(r#""index":0,"id":"call_{i}","function":{{"name":"f"}}"#),
+            );
+            fragment(body, format_args!(r#""index":0,"function":{{"arguments":"{{}}"}}"#));
+        },
+        is_tool_call,
+    );
+}
+
+#[test]
+fn tool_calls_sharing_one_id_take_linear_work() {
+    assert_linear(
+        1_000,
+        |body, i| {
+            fragment(
+                body,
+                format_args!(r#""index":{i},"id":"call","function":{{"name":"f"}}"#),
+            );
+            fragment(body, format_args!(r#""index":{i},"function":{{"arguments":"{{}}"}}"#));
+        },
+        is_tool_call,
+    );
+}
+
+#[test]
+fn extra_choices_take_linear_work() {
+    assert_linear(
+        1_000,
+        |body, i| {
+            let choice = i + 1;
+            let call = r#"{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}"#;
+            body.push_str(&format!(
+                "data: {{\"choices\":[{{\"index\":{choice},\"delta\":{{\"content\":\"x\",\"tool_calls\":[{call}]}}}}]}}\n\n"
+            ));
+            body.push_str(&format!(
+                "data: {{\"choices\":[{{\"index\":{choice},\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\n"
+            ));
+        },
+        |e| matches!(e, Event::Opaque { data, .. } if data["type"] == "extra_choice"),
+    );
+}

@@ -1,6 +1,8 @@
 //! Small pure conversions of the translator: tool-call fragments, reasoning details, usage,
 //! finish reasons.
 
+use std::collections::HashMap;
+
 use patchbay_core::{FinishReason, Usage};
 use serde_json::Value;
 
@@ -11,47 +13,92 @@ fn non_empty<'s>(value: &'s Option<crate::wire::Str<'_>>) -> Option<&'s str> {
     value.as_deref().filter(|s| !s.is_empty())
 }
 
-/// Add one tool-call fragment to the calls of a choice.
-pub(super) fn accumulate(tools: &mut Vec<ToolAcc>, call: &ToolCallDelta<'_>) {
-    let id = non_empty(&call.id);
-    let function = call.function.as_ref();
-    let name = function.and_then(|f| non_empty(&f.name));
-    let slot = match call.index {
-        Some(index) => tools.iter().rposition(|t| t.wire_index == Some(index)).filter(|&at| {
-            // A new id on an index whose call already has a name and another id: a new call
-            // (servers that number every call 0).
-            let known = &tools[at];
-            !matches!((id, known.id.as_deref()), (Some(new), Some(old)) if new != old && !known.name.is_empty())
-        }),
-        None => match id {
-            Some(id) => tools.iter().rposition(|t| t.id.as_deref() == Some(id)),
-            None => tools.len().checked_sub(1),
-        },
-    };
-    let slot = match slot {
-        Some(slot) if !tools[slot].done => slot,
-        _ => {
-            tools.push(ToolAcc {
-                wire_index: call.index,
-                ..ToolAcc::default()
-            });
-            tools.len() - 1
-        }
-    };
-    let acc = &mut tools[slot];
-    if let Some(id) = id
-        && acc.id.is_none()
-    {
-        acc.id = Some(id.to_string());
+/// The tool calls of one choice, in order of appearance, with the indexes that find the call
+/// a fragment belongs to in O(1): by wire index and by id, each to the last call holding it.
+/// Calls before `finalized` were emitted and take no more fragments (calls are finalized all
+/// at once, so they are a prefix).
+#[derive(Debug, Default)]
+pub(super) struct ToolCalls {
+    list: Vec<ToolAcc>,
+    /// The last call opened with each wire index (a call's wire index never changes).
+    by_index: HashMap<u32, usize>,
+    /// The last call holding each id (a call's id is set at most once).
+    by_id: HashMap<String, usize>,
+    finalized: usize,
+}
+
+impl ToolCalls {
+    /// Every call, in order of appearance.
+    pub(super) fn iter(&self) -> std::slice::Iter<'_, ToolAcc> {
+        self.list.iter()
     }
-    if let Some(name) = name {
-        // Servers repeat the whole name on every fragment, or stream it in pieces.
-        if acc.name != name {
-            acc.name.push_str(name);
+
+    /// The calls not finalized yet, with their positions among all calls; they count as
+    /// finalized from now on (later fragments open new calls).
+    pub(super) fn finalize(&mut self) -> impl Iterator<Item = (usize, &mut ToolAcc)> {
+        let start = std::mem::replace(&mut self.finalized, self.list.len());
+        self.list[start..]
+            .iter_mut()
+            .enumerate()
+            .map(move |(offset, call)| (start + offset, call))
+    }
+
+    /// Add one tool-call fragment; `lookups` counts the index lookups made (one or two per
+    /// fragment, see `Translator::lookups`).
+    pub(super) fn accumulate(&mut self, call: &ToolCallDelta<'_>, lookups: &mut u64) {
+        let id = non_empty(&call.id);
+        let function = call.function.as_ref();
+        let name = function.and_then(|f| non_empty(&f.name));
+        *lookups += 1;
+        let slot = match call.index {
+            Some(index) => self.by_index.get(&index).copied().filter(|&at| {
+                // A new id on an index whose call already has a name and another id: a new
+                // call (servers that number every call 0).
+                let known = &self.list[at];
+                !matches!((id, known.id.as_deref()), (Some(new), Some(old)) if new != old && !known.name.is_empty())
+            }),
+            None => match id {
+                Some(id) => self.by_id.get(id).copied(),
+                None => self.list.len().checked_sub(1),
+            },
+        };
+        let slot = match slot {
+            Some(slot) if slot >= self.finalized => slot,
+            _ => self.open(call.index),
+        };
+        let acc = &mut self.list[slot];
+        if let Some(id) = id
+            && acc.id.is_none()
+        {
+            acc.id = Some(id.to_string());
+            *lookups += 1;
+            match self.by_id.get_mut(id) {
+                // An earlier call may take an id later than a newer call: keep the newer.
+                Some(last) => *last = (*last).max(slot),
+                None => {
+                    self.by_id.insert(id.to_string(), slot);
+                }
+            }
+        }
+        if let Some(name) = name {
+            // Servers repeat the whole name on every fragment, or stream it in pieces.
+            if acc.name != name {
+                acc.name.push_str(name);
+            }
+        }
+        if let Some(arguments) = function.and_then(|f| f.arguments.as_deref()) {
+            acc.arguments.push_str(arguments);
         }
     }
-    if let Some(arguments) = function.and_then(|f| f.arguments.as_deref()) {
-        acc.arguments.push_str(arguments);
+
+    /// Open a new call at the end.
+    fn open(&mut self, wire_index: Option<u32>) -> usize {
+        let slot = self.list.len();
+        self.list.push(ToolAcc::default());
+        if let Some(index) = wire_index {
+            self.by_index.insert(index, slot);
+        }
+        slot
     }
 }
 

@@ -1,13 +1,13 @@
 //! The translator's state machine: chunks in, events out.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use patchbay_core::{ErrorKind, Event, ExecutedBy, Metrics, ProviderError, Usage, Warning};
 use serde_json::{Value, json};
 
-use super::convert::{accumulate, convert_usage, detail_json, finish_reason};
-use super::{EventSink, Framing};
+use super::convert::{ToolCalls, convert_usage, detail_json, finish_reason};
+use super::{EventSink, Framing, Translator};
 use crate::wire::{Choice, Chunk, Content, Delta, IgnoredAny, ReasoningDetail, Str};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,14 +16,12 @@ enum BlockKind {
     Reasoning,
 }
 
-/// A tool call being assembled from fragments.
+/// A tool call being assembled from fragments (kept in [`ToolCalls`]).
 #[derive(Debug, Default)]
 pub(super) struct ToolAcc {
-    pub(super) wire_index: Option<u32>,
     pub(super) id: Option<String>,
     pub(super) name: String,
     pub(super) arguments: String,
-    pub(super) done: bool,
 }
 
 #[derive(Debug, Default)]
@@ -31,7 +29,7 @@ struct ExtraChoice {
     index: u32,
     text: String,
     reasoning: String,
-    tools: Vec<ToolAcc>,
+    tools: ToolCalls,
     finish: Option<String>,
 }
 
@@ -46,13 +44,20 @@ pub(super) struct State {
     current: Option<(BlockKind, usize)>,
     next_index: usize,
     detail_index: Option<u32>,
-    tools: Vec<ToolAcc>,
+    tools: ToolCalls,
     finish: Option<String>,
     refusal: bool,
     tool_calls_made: bool,
     used_ids: HashSet<String>,
+    /// For each id used twice, the suffix to try next: every smaller one is taken.
+    next_suffix: HashMap<String, u64>,
     usage: Usage,
     extras: Vec<ExtraChoice>,
+    /// Where each extra choice is in `extras`, by choice index.
+    extra_by_index: HashMap<u32, usize>,
+    /// Index lookups and calls visited by the tool-call and choice bookkeeping (see
+    /// [`Translator::lookups`]).
+    lookups: u64,
     meter: Meter,
 }
 
@@ -77,7 +82,7 @@ impl Meter {
     }
 
     fn observe(&mut self, event: &Event) {
-        self.metrics.events += 1;
+        self.metrics.events = self.metrics.events.saturating_add(1);
         if self.metrics.first_event_ms.is_none() {
             self.metrics.first_event_ms = Some(self.elapsed_ms());
         }
@@ -86,16 +91,18 @@ impl Meter {
                 if self.metrics.first_text_ms.is_none() {
                     self.metrics.first_text_ms = Some(self.elapsed_ms());
                 }
-                self.metrics.text_chars += text.chars().count() as u64;
+                self.metrics.text_chars = self.metrics.text_chars.saturating_add(text.chars().count() as u64);
             }
-            Event::ReasoningDelta { text, .. } => self.metrics.reasoning_chars += text.chars().count() as u64,
+            Event::ReasoningDelta { text, .. } => {
+                self.metrics.reasoning_chars = self.metrics.reasoning_chars.saturating_add(text.chars().count() as u64);
+            }
             _ => {}
         }
     }
 
     fn finish(&self) -> Metrics {
         let mut metrics = self.metrics;
-        metrics.events += 1;
+        metrics.events = metrics.events.saturating_add(1);
         metrics.total_ms = self.elapsed_ms();
         metrics.first_event_ms.get_or_insert(metrics.total_ms);
         metrics
@@ -121,13 +128,16 @@ impl State {
             current: None,
             next_index: 0,
             detail_index: None,
-            tools: Vec::new(),
+            tools: ToolCalls::default(),
             finish: None,
             refusal: false,
             tool_calls_made: false,
             used_ids: HashSet::new(),
+            next_suffix: HashMap::new(),
             usage: Usage::default(),
             extras: Vec::new(),
+            extra_by_index: HashMap::new(),
+            lookups: 0,
             meter: Meter::new(),
         }
     }
@@ -355,7 +365,7 @@ impl State {
             self.text(text, out);
         }
         for call in delta.tool_calls() {
-            accumulate(&mut self.tools, call);
+            self.tools.accumulate(call, &mut self.lookups);
         }
     }
 
@@ -385,16 +395,15 @@ impl State {
     }
 
     fn extra_choice(&mut self, choice: &Choice<'_>) {
-        let position = match self.extras.iter().position(|e| e.index == choice.index) {
-            Some(position) => position,
-            None => {
-                self.extras.push(ExtraChoice {
-                    index: choice.index,
-                    ..ExtraChoice::default()
-                });
-                self.extras.len() - 1
-            }
-        };
+        self.lookups += 1;
+        let extras = &mut self.extras;
+        let position = *self.extra_by_index.entry(choice.index).or_insert_with(|| {
+            extras.push(ExtraChoice {
+                index: choice.index,
+                ..ExtraChoice::default()
+            });
+            extras.len() - 1
+        });
         let extra = &mut self.extras[position];
         if let Some(delta) = &choice.delta {
             for detail in delta.reasoning_details() {
@@ -422,7 +431,7 @@ impl State {
                 extra.text.push_str(text);
             }
             for call in delta.tool_calls() {
-                accumulate(&mut extra.tools, call);
+                extra.tools.accumulate(call, &mut self.lookups);
             }
         }
         if let Some(reason) = crate::wire::boxed_text(&choice.finish_reason) {
@@ -435,25 +444,28 @@ impl State {
             Some(id) if !id.is_empty() => id.to_string(),
             _ => format!("call_{position}"),
         };
-        let mut candidate = base.clone();
-        let mut n = 2;
-        while self.used_ids.contains(&candidate) {
-            candidate = format!("{base}_{n}");
-            n += 1;
+        self.lookups += 1;
+        if self.used_ids.insert(base.clone()) {
+            return base;
         }
-        self.used_ids.insert(candidate.clone());
-        candidate
+        // `base_2`, `base_3`, ...: the first one free. Start after the last one tried for this
+        // base (those before it are taken, and taken ids stay taken): linear in all.
+        let next = self.next_suffix.entry(base.clone()).or_insert(2);
+        loop {
+            self.lookups += 1;
+            let candidate = format!("{base}_{next}");
+            *next += 1;
+            if self.used_ids.insert(candidate.clone()) {
+                return candidate;
+            }
+        }
     }
 
     fn finalize_tools(&mut self, out: &mut impl EventSink) {
         let truncated = matches!(self.finish.as_deref(), Some("length" | "max_tokens"));
-        let tools = std::mem::take(&mut self.tools);
-        for (position, mut call) in tools.into_iter().enumerate() {
-            if call.done {
-                self.tools.push(call);
-                continue;
-            }
-            call.done = true;
+        let mut tools = std::mem::take(&mut self.tools);
+        for (position, call) in tools.finalize() {
+            self.lookups += 1;
             let trimmed = call.arguments.trim();
             let input = if call.name.is_empty() {
                 None
@@ -514,8 +526,8 @@ impl State {
                     self.emit(out, Event::Opaque { index, provider, data });
                 }
             }
-            self.tools.push(call);
         }
+        self.tools = tools;
     }
 
     pub(super) fn end(&mut self, done_marker: bool, out: &mut impl EventSink) -> Result<(), ProviderError> {
@@ -558,5 +570,17 @@ impl State {
         });
         self.ended = true;
         Ok(())
+    }
+}
+
+impl Translator {
+    /// Work done so far by the tool-call and choice bookkeeping, in steps: each index lookup
+    /// (one or two per tool-call fragment, one per chunk of an extra choice), each call
+    /// finalized and each id tried when making ids unique. A measure of the translator's cost
+    /// that does not depend on the machine: it grows linearly with the stream, which the
+    /// scaling tests check. Not a stable API.
+    #[doc(hidden)]
+    pub fn lookups(&self) -> u64 {
+        self.state.lookups
     }
 }
