@@ -289,3 +289,54 @@ async fn retry_after_as_an_http_date_is_honoured() {
         );
     }
 }
+
+#[tokio::test]
+async fn absurd_usage_numbers_cost_their_value_not_the_stream() {
+    let bodies = [
+        (
+            ANTHROPIC,
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\
+             \"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1e30,\
+             \"output_tokens\":-5,\"cache_read_input_tokens\":\"many\"}}}\n\nevent: content_block_start\ndata: \
+             {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n\
+             event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\
+             \"text_delta\",\"text\":\"Hi\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\
+             \"index\":0}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\
+             \"end_turn\"},\"usage\":{\"output_tokens\":18446744073709551616}}\n\nevent: message_stop\ndata: \
+             {\"type\":\"message_stop\"}\n\n",
+        ),
+        (
+            OPENROUTER,
+            "data: {\"id\":\"r1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\
+             \"finish_reason\":\"stop\"}]}\n\ndata: {\"id\":\"r1\",\"choices\":[],\"usage\":{\"prompt_tokens\":1e30,\
+             \"completion_tokens\":-5,\"prompt_tokens_details\":{\"cached_tokens\":18446744073709551616}}}\n\n\
+             data: [DONE]\n\n",
+        ),
+    ];
+    for (http, body) in bodies {
+        let server = RawServer::start(vec![http.stream_head(), Step::send(body)]).await;
+        let (events, error) = call(http.build(server.url(), fast()).as_ref()).await;
+        assert!(error.is_none(), "{}: {error:?}", http.name);
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::TextDelta { text, .. } if text == "Hi")),
+            "{}",
+            http.name
+        );
+        let usage = events
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Event::Usage(usage) => Some(*usage),
+                _ => None,
+            })
+            .expect("usage");
+        // Past u64::MAX saturates, negative is 0, a string is unknown.
+        if http.name == "anthropic" {
+            assert_eq!(usage.output, Some(u64::MAX), "{usage:?}");
+        } else {
+            assert_eq!((usage.cache_read, usage.output), (Some(u64::MAX), Some(0)), "{usage:?}");
+        }
+    }
+}

@@ -10,11 +10,14 @@
 //! - [`within`] awaits a request or its headers under the same signal and read timeout;
 //!   [`read_error_body`] reads a capped, bounded error body.
 //! - [`redact_url`] and [`redirect_error`] keep keys on their host and out of logs.
+//! - [`token_count`] reads a server's usage numbers so no value breaks a stream or a sum.
 
+mod counts;
 mod drive;
 mod framing;
 mod redact;
 
+pub use counts::token_count;
 pub use drive::{Driver, StreamLimits, StreamTranslator, read_error_body, within};
 pub use framing::{Framer, Framing, MAX_LINE_BYTES};
 pub use redact::{redact_url, redirect_error};

@@ -160,16 +160,16 @@ pub struct MessageHead<'a> {
 #[non_exhaustive]
 pub struct WireUsage {
     /// Input tokens (cache reads and writes excluded).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub input_tokens: Option<u64>,
     /// Output tokens.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub output_tokens: Option<u64>,
     /// Tokens written to the cache.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub cache_creation_input_tokens: Option<u64>,
     /// Tokens read from the cache.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub cache_read_input_tokens: Option<u64>,
     /// Server tool use counts (`web_search_requests`...).
     #[serde(default)]

@@ -163,16 +163,16 @@ pub(crate) struct FunctionDelta<'a> {
 /// Usage as OpenAI, OpenRouter, DeepSeek and friends report it.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub(crate) prompt_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub(crate) completion_tokens: Option<u64>,
     #[serde(default)]
     pub(crate) prompt_tokens_details: Option<PromptDetails>,
     #[serde(default)]
     pub(crate) completion_tokens_details: Option<CompletionDetails>,
     /// DeepSeek's cache split.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub(crate) prompt_cache_hit_tokens: Option<u64>,
     /// OpenRouter's cost in credits (USD); Perplexity sends an object.
     #[serde(default)]
@@ -181,15 +181,15 @@ pub(crate) struct WireUsage {
 
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct PromptDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub(crate) cached_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub(crate) cache_write_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct CompletionDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub(crate) reasoning_tokens: Option<u64>,
 }
 
