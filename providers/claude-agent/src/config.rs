@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::lines::DEFAULT_MAX_LINE;
+use crate::redact;
 
 /// The environment variable naming the CLI program.
 pub const CLI_ENV: &str = "PATCHBAY_CLAUDE_CLI";
@@ -44,7 +45,9 @@ pub enum SystemPrompt {
 }
 
 /// Everything the provider is configured with. See the crate docs for the JSON form.
-#[derive(Debug, Clone)]
+///
+/// `Debug` prints environment variable names only and the flags of `extra_args`, never values.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ClaudeAgentConfig {
     /// The CLI program; `None` searches (see [`find_cli`]).
@@ -77,8 +80,13 @@ pub struct ClaudeAgentConfig {
     /// Emit a session marker (`Opaque {"type": "session"}`) before `Finish`, so a later call
     /// with the full history and no session can continue it (see the crate docs).
     pub session_markers: bool,
-    /// How long to wait for the CLI to exit after stdin EOF, and again after SIGTERM.
+    /// After a finished turn (and for an idle kept-alive CLI): how long to wait for the CLI to
+    /// exit after stdin EOF, and again after SIGTERM, before SIGKILL. Default 2 s.
     pub stop_grace: Duration,
+    /// Mid-turn (cancelled, its stream dropped, or failed): how long to wait for the CLI to exit
+    /// after the `interrupt` request and stdin EOF, and again after SIGTERM, before SIGKILL.
+    /// The CLI ignores stdin EOF mid-turn, so this bounds how long it lingers. Default 250 ms.
+    pub cancel_grace: Duration,
     /// How long to wait for the answer to `initialize`.
     pub init_timeout: Duration,
     /// Extra arguments appended to the command line.
@@ -107,6 +115,7 @@ impl Default for ClaudeAgentConfig {
             max_turns: None,
             session_markers: true,
             stop_grace: Duration::from_secs(2),
+            cancel_grace: Duration::from_millis(250),
             init_timeout: Duration::from_secs(60),
             extra_args: Vec::new(),
             record_stdout: None,
@@ -116,8 +125,9 @@ impl Default for ClaudeAgentConfig {
 }
 
 /// The JSON form of the options (registry constructor and `provider_options("claude-agent")`).
-/// Every field is optional; unknown fields are refused.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// Every field is optional; unknown fields are refused. `Debug` redacts as
+/// [`ClaudeAgentConfig`]'s does.
+#[derive(Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Options {
     /// See [`ClaudeAgentConfig::cli_path`].
@@ -151,6 +161,8 @@ pub struct Options {
     pub session_markers: Option<bool>,
     /// See [`ClaudeAgentConfig::stop_grace`], in milliseconds.
     pub stop_grace_ms: Option<u64>,
+    /// See [`ClaudeAgentConfig::cancel_grace`], in milliseconds.
+    pub cancel_grace_ms: Option<u64>,
     /// See [`ClaudeAgentConfig::extra_args`] (appended).
     #[serde(default)]
     pub extra_args: Vec<String>,
@@ -164,7 +176,7 @@ impl Options {
         if value.is_null() {
             return Ok(Self::default());
         }
-        Self::deserialize(value).map_err(|e| Error::Options(e.to_string()))
+        Self::deserialize(value).map_err(|e| Error::Options(redact::serde_message(&e.to_string())))
     }
 }
 
@@ -209,6 +221,9 @@ impl ClaudeAgentConfig {
         set(&mut self.session_markers, options.session_markers);
         if let Some(ms) = options.stop_grace_ms {
             self.stop_grace = Duration::from_millis(ms);
+        }
+        if let Some(ms) = options.cancel_grace_ms {
+            self.cancel_grace = Duration::from_millis(ms);
         }
         self.extra_args.extend(options.extra_args);
         if let Some(ms) = options.keep_alive_ms {
@@ -279,6 +294,20 @@ impl ClaudeAgentConfig {
     /// Append every stdout line of the CLI to `path`.
     pub fn with_record_stdout(mut self, path: impl Into<PathBuf>) -> Self {
         self.record_stdout = Some(path.into());
+        self
+    }
+
+    /// Set how long a CLI stopped after a finished turn gets for each step (see
+    /// [`ClaudeAgentConfig::stop_grace`]).
+    pub fn with_stop_grace(mut self, grace: Duration) -> Self {
+        self.stop_grace = grace;
+        self
+    }
+
+    /// Set how long a CLI stopped mid-turn gets for each step (see
+    /// [`ClaudeAgentConfig::cancel_grace`]).
+    pub fn with_cancel_grace(mut self, grace: Duration) -> Self {
+        self.cancel_grace = grace;
         self
     }
 

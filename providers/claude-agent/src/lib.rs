@@ -16,6 +16,7 @@ pub mod lines;
 mod pool;
 mod process;
 mod provider;
+mod redact;
 mod run;
 pub mod session;
 pub mod translate;

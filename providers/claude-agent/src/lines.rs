@@ -34,6 +34,16 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 
+    /// The byte stream read from.
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
+    /// The byte stream read from (reading it directly skips what is buffered here).
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
     /// The next line without its newline (a trailing `\r` is kept), or `None` at the end. A last
     /// line without a newline is returned too. Cancel-safe: a dropped call loses nothing.
     pub async fn next_line(&mut self) -> Result<Option<&[u8]>, Error> {

@@ -18,7 +18,7 @@ use crate::config::{ClaudeAgentConfig, HostTools, Options, SystemPrompt, find_cl
 use crate::control;
 use crate::error::{Error, PROVIDER};
 use crate::pool::Pool;
-use crate::process::CliProcess;
+use crate::process::{CliProcess, Grace};
 use crate::run::{Bridge, Start, run};
 use crate::session::{SessionArgs, plan};
 use crate::translate::Translator;
@@ -74,8 +74,8 @@ impl ClaudeAgentProvider {
     }
 }
 
-/// What one run was started with: the command line (for tests and logs; no secrets in it).
-#[derive(Debug, Clone)]
+/// What one run was started with. No `Debug`: `env` holds keys, and the MCP config file named
+/// in `args` may hold bearer headers.
 struct Launch {
     program: PathBuf,
     args: Vec<String>,
@@ -415,6 +415,9 @@ fn spawn(launch: &Launch, config: &ClaudeAgentConfig) -> Result<CliProcess, Prov
         command,
         &program,
         config.max_line_bytes,
-        config.stop_grace,
+        Grace {
+            finished: config.stop_grace,
+            cancel: config.cancel_grace,
+        },
     )?)
 }

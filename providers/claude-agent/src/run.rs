@@ -78,8 +78,8 @@ pub(crate) fn run(
         let signal = bridge.signal.clone();
         let mut handlers: FuturesUnordered<Handler> = FuturesUnordered::new();
         let init_id = "patchbay_init";
-        let mut next_request = 0u32;
         // A reused CLI was initialized by its first run: the user turn goes at once.
+        process.set_in_turn(true);
         let first = if start.reused { &start.user } else { &control::request_line(init_id, start.initialize.clone()) };
         if let Err(error) = process.write_line(first).await {
             let status = process.stop().await;
@@ -94,11 +94,9 @@ pub(crate) fn run(
             let line = tokio::select! {
                 biased;
                 _ = signal.cancelled() => {
-                    next_request += 1;
-                    let interrupt = control::request_line(&format!("patchbay_interrupt_{next_request}"), json!({ "subtype": "interrupt" }));
-                    let _ = tokio::time::timeout(std::time::Duration::from_millis(100), process.write_line(&interrupt)).await;
                     let turn = translator.step();
-                    // Dropping the process stops it in the background (EOF, TERM, KILL).
+                    // Dropping the process stops it in the background (`interrupt`, stdin EOF,
+                    // then SIGTERM and SIGKILL after `cancel_grace` each).
                     drop(process);
                     yield Err(ProviderError::cancelled().with_provider(PROVIDER).with_turn(turn));
                     return;
@@ -199,6 +197,10 @@ pub(crate) fn run(
                 _ => {
                     let pushed = translator.push_value(&line);
                     let finished = pushed.is_ok() && translator.is_done();
+                    if translator.is_done() {
+                        // The turn has its `result`: stdin EOF alone ends the CLI now.
+                        process.set_in_turn(false);
+                    }
                     if finished
                         && let (Some((pool, fingerprint, idle)), Some(session)) = (&start.park, translator.session_id())
                     {

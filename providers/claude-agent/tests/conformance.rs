@@ -116,6 +116,7 @@ fn main() {
         approval_allow_runs_the_cli_tool,
         approval_deny_reaches_the_model_with_its_message,
         cancel_mid_turn_ends_promptly_and_leaves_no_process,
+        dropping_the_stream_mid_turn_leaves_no_process,
         a_dead_mock_is_a_transport_error_and_a_broken_one_a_typed_error,
         host_tools_over_http_get_the_context_and_keep_metadata,
         a_kept_alive_cli_serves_the_next_turn_of_its_session,

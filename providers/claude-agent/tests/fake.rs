@@ -220,7 +220,8 @@ async fn cancel_mid_turn_ends_promptly_and_leaves_no_process() {
     assert_eq!(error.kind(), ErrorKind::Cancelled);
     assert!(stream.next().await.is_none(), "nothing after the error");
     let pid = fake.pid().unwrap_or_else(|| panic!("no pid"));
-    // stdin EOF and SIGTERM are ignored: SIGKILL after two grace periods (300 ms each).
+    // The interrupt, stdin EOF and SIGTERM are ignored: SIGKILL after two `cancel_grace`
+    // periods (250 ms each).
     assert!(gone_within(pid, Duration::from_secs(5)), "pid {pid} still alive");
     assert!(at.elapsed() < Duration::from_secs(5));
     assert!(

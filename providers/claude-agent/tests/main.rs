@@ -7,4 +7,6 @@ mod support;
 
 mod fake;
 mod pool;
+mod secrets;
+mod stop;
 mod translate;

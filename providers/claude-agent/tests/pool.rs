@@ -125,13 +125,18 @@ fn session_of(events: &[Event]) -> Option<String> {
     })
 }
 
-/// Whether `pid` is a live process (a zombie counts as gone).
+/// Whether `pid` is a live process (a zombie counts as gone once its other threads are: until
+/// then `waitpid` does not report it, and the pool would still take it for alive).
 fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit_once(')')
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|stat| {
+        stat.rsplit_once(')')
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-    })
+    });
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count);
+    match zombie {
+        Ok(zombie) => !zombie || threads > 1,
+        Err(_) => false,
+    }
 }
 
 async fn gone(pid: i32) -> bool {

@@ -231,52 +231,90 @@ fn pids_with_home(home: &Path) -> Vec<i32> {
     pids
 }
 
-pub(crate) async fn cancel_mid_turn_ends_promptly_and_leaves_no_process() {
-    let stall = Serve::Turn(Turn::Respond(
-        Response::new(vec![Part::text("Let me think about that")]).with_end(End::Stall),
-    ));
-    let real = real(vec![stall]).await;
-    let provider = ClaudeAgentProvider::new(real.config.clone());
-    let signal = Signal::new();
+/// How long until no process names this CLI home, checked every 5 ms up to `limit`.
+async fn time_to_gone(home: &Path, since: Instant, limit: Duration) -> Option<Duration> {
+    loop {
+        if pids_with_home(home).is_empty() {
+            return Some(since.elapsed());
+        }
+        if since.elapsed() > limit {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A run stalled mid-turn (the mock sends a first text and then nothing), its CLI found by its
+/// environment.
+async fn stalled(
+    real: &Real,
+    provider: &ClaudeAgentProvider,
+    signal: &Signal,
+) -> (patchbay_core::EventStream, Vec<i32>) {
     let mut stream = provider
-        .create_response(&[Message::user("think")], &ToolSet::new(), "claude-test", &signal, None)
+        .create_response(&[Message::user("think")], &ToolSet::new(), "claude-test", signal, None)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let mut text = String::new();
-    let mut pids = Vec::new();
-    let mut cancelled_at = None;
-    let mut error = None;
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(Event::TextDelta { text: delta, .. }) => {
-                text.push_str(&delta);
-                if text == "Let me think about that" {
-                    pids = pids_with_home(real.home.path());
-                    cancelled_at = Some(Instant::now());
-                    signal.cancel();
-                }
-            }
-            Ok(_) => {}
-            Err(e) => {
-                error = Some(e);
-                break;
-            }
+    while text != "Let me think about that" {
+        match stream.next().await {
+            Some(Ok(Event::TextDelta { text: delta, .. })) => text.push_str(&delta),
+            Some(Ok(_)) => {}
+            other => panic!("the turn ended before stalling: {other:?}"),
         }
     }
-    assert_eq!(error.map(|e| e.kind()), Some(ErrorKind::Cancelled));
-    let cancelled_at = cancelled_at.unwrap_or_else(|| panic!("never cancelled"));
+    let pids = pids_with_home(real.home.path());
+    assert!(!pids.is_empty(), "the CLI was found by its environment");
+    (stream, pids)
+}
+
+fn stall() -> Serve {
+    Serve::Turn(Turn::Respond(
+        Response::new(vec![Part::text("Let me think about that")]).with_end(End::Stall),
+    ))
+}
+
+/// Within a second, with the default `stop_grace` of 2 s: the CLI ignores stdin EOF mid-turn,
+/// so only the interrupt (or SIGTERM after `cancel_grace`) ends it in time.
+const GONE_WITHIN: Duration = Duration::from_secs(1);
+
+pub(crate) async fn cancel_mid_turn_ends_promptly_and_leaves_no_process() {
+    let real = real(vec![stall()]).await;
+    let provider = ClaudeAgentProvider::new(real.config.clone());
+    let signal = Signal::new();
+    let (mut stream, pids) = stalled(&real, &provider, &signal).await;
+    let cancelled_at = Instant::now();
+    signal.cancel();
+    let error = match stream.next().await {
+        Some(Err(error)) => error,
+        other => panic!("expected the cancel error, got {other:?}"),
+    };
+    assert_eq!(error.kind(), ErrorKind::Cancelled);
     assert!(
-        cancelled_at.elapsed() < Duration::from_secs(1),
+        cancelled_at.elapsed() < Duration::from_millis(200),
         "the stream ended promptly"
     );
-    assert!(!pids.is_empty(), "the CLI was found by its environment");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !pids_with_home(real.home.path()).is_empty() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let gone = time_to_gone(real.home.path(), cancelled_at, GONE_WITHIN).await;
+    eprintln!("cancelled real CLI gone after {gone:?}");
     assert!(
-        pids_with_home(real.home.path()).is_empty(),
-        "no process left of {pids:?}"
+        gone.is_some(),
+        "{:?} of {pids:?} still there {GONE_WITHIN:?} after the cancel",
+        pids_with_home(real.home.path())
+    );
+}
+
+pub(crate) async fn dropping_the_stream_mid_turn_leaves_no_process() {
+    let real = real(vec![stall()]).await;
+    let provider = ClaudeAgentProvider::new(real.config.clone());
+    let (stream, pids) = stalled(&real, &provider, &Signal::new()).await;
+    let dropped_at = Instant::now();
+    drop(stream);
+    let gone = time_to_gone(real.home.path(), dropped_at, GONE_WITHIN).await;
+    eprintln!("dropped real CLI gone after {gone:?}");
+    assert!(
+        gone.is_some(),
+        "{:?} of {pids:?} still there {GONE_WITHIN:?} after the drop",
+        pids_with_home(real.home.path())
     );
 }
 

@@ -1,0 +1,219 @@
+//! `Debug` without secrets: the configuration's environment values (API keys, base URLs with
+//! credentials) and command-line values (an `--mcp-config` JSON with bearer headers) print as
+//! `<redacted>`; names and flags stay, so a `{:?}` still says what was set.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::config::{ClaudeAgentConfig, Options};
+
+/// What a redacted value prints as.
+pub(crate) const REDACTED: &str = "<redacted>";
+
+struct Redacted;
+
+impl fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+/// Environment variables: names, values redacted.
+struct Env<'a>(&'a BTreeMap<String, String>);
+
+impl fmt::Debug for Env<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.0.keys().map(|key| (key, Redacted))).finish()
+    }
+}
+
+/// Command-line arguments: flags (the part before `=`), every value redacted.
+struct Args<'a>(&'a [String]);
+
+impl fmt::Debug for Args<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|arg| Arg(arg))).finish()
+    }
+}
+
+struct Arg<'a>(&'a str);
+
+impl fmt::Debug for Arg<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.0.starts_with('-') {
+            return f.write_str(REDACTED);
+        }
+        match self.0.split_once('=') {
+            Some((flag, _)) => write!(f, "\"{flag}={REDACTED}\""),
+            None => write!(f, "{:?}", self.0),
+        }
+    }
+}
+
+impl fmt::Debug for ClaudeAgentConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Destructured, so a new field cannot be printed without a decision.
+        let Self {
+            cli_path,
+            env,
+            inherit_env,
+            max_line_bytes,
+            permission_mode,
+            allowed_tools,
+            disallowed_tools,
+            tools,
+            agents,
+            system_prompt,
+            host_tools,
+            host_server_name,
+            max_turns,
+            session_markers,
+            stop_grace,
+            cancel_grace,
+            init_timeout,
+            extra_args,
+            record_stdout,
+            keep_alive,
+        } = self;
+        f.debug_struct("ClaudeAgentConfig")
+            .field("cli_path", cli_path)
+            .field("env", &Env(env))
+            .field("inherit_env", inherit_env)
+            .field("max_line_bytes", max_line_bytes)
+            .field("permission_mode", permission_mode)
+            .field("allowed_tools", allowed_tools)
+            .field("disallowed_tools", disallowed_tools)
+            .field("tools", tools)
+            .field("agents", agents)
+            .field("system_prompt", system_prompt)
+            .field("host_tools", host_tools)
+            .field("host_server_name", host_server_name)
+            .field("max_turns", max_turns)
+            .field("session_markers", session_markers)
+            .field("stop_grace", stop_grace)
+            .field("cancel_grace", cancel_grace)
+            .field("init_timeout", init_timeout)
+            .field("extra_args", &Args(extra_args))
+            .field("record_stdout", record_stdout)
+            .field("keep_alive", keep_alive)
+            .finish()
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            cli_path,
+            env,
+            inherit_env,
+            max_line_bytes,
+            permission_mode,
+            allowed_tools,
+            disallowed_tools,
+            tools,
+            agents,
+            system_prompt,
+            host_tools,
+            host_server_name,
+            max_turns,
+            session_markers,
+            stop_grace_ms,
+            cancel_grace_ms,
+            extra_args,
+            keep_alive_ms,
+        } = self;
+        f.debug_struct("Options")
+            .field("cli_path", cli_path)
+            .field("env", &Env(env))
+            .field("inherit_env", inherit_env)
+            .field("max_line_bytes", max_line_bytes)
+            .field("permission_mode", permission_mode)
+            .field("allowed_tools", allowed_tools)
+            .field("disallowed_tools", disallowed_tools)
+            .field("tools", tools)
+            .field("agents", agents)
+            .field("system_prompt", system_prompt)
+            .field("host_tools", host_tools)
+            .field("host_server_name", host_server_name)
+            .field("max_turns", max_turns)
+            .field("session_markers", session_markers)
+            .field("stop_grace_ms", stop_grace_ms)
+            .field("cancel_grace_ms", cancel_grace_ms)
+            .field("extra_args", &Args(extra_args))
+            .field("keep_alive_ms", keep_alive_ms)
+            .finish()
+    }
+}
+
+/// A serde error message with the values it quotes redacted: a secret put where another type
+/// was expected (`"env": "ANTHROPIC_API_KEY=sk-..."`) comes back as `invalid type: string
+/// "sk-...", expected a map`. Field names stay.
+pub(crate) fn serde_message(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    loop {
+        let string = rest.find("string \"").map(|i| (i + "string \"".len(), '"'));
+        let variant = rest.find("variant `").map(|i| (i + "variant `".len(), '`'));
+        let next = match (string, variant) {
+            (Some(a), Some(b)) => Some(if a.0 < b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        };
+        let Some((start, close)) = next else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..start]);
+        out.push_str(REDACTED);
+        rest = &rest[start..];
+        // The closing quote (serde escapes `"` inside a string as `\"`); none: redact the rest.
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '\\' if close == '"' && !escaped => escaped = true,
+                c if c == close && !escaped => {
+                    end = Some(i);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        match end {
+            Some(end) => rest = &rest[end..],
+            None => return out,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_messages_keep_their_shape_without_the_values() {
+        let message = r#"invalid type: string "KEY=sk-\"x\" y", expected a map"#;
+        assert_eq!(
+            serde_message(message),
+            r#"invalid type: string "<redacted>", expected a map"#
+        );
+        let message = "unknown variant `sk-1`, expected `in_process` or `http`";
+        assert_eq!(
+            serde_message(message),
+            "unknown variant `<redacted>`, expected `in_process` or `http`"
+        );
+        assert_eq!(serde_message("unknown field `envv`"), "unknown field `envv`");
+        assert_eq!(
+            serde_message("invalid type: string \"sk-1"),
+            "invalid type: string \"<redacted>"
+        );
+    }
+
+    #[test]
+    fn args_keep_flags_only() {
+        let args = ["--mcp-config".to_string(), "{\"h\":\"k\"}".into(), "--x=secret".into()];
+        assert_eq!(
+            format!("{:?}", Args(&args)),
+            r#"["--mcp-config", <redacted>, "--x=<redacted>"]"#
+        );
+    }
+}
