@@ -52,6 +52,8 @@ pub struct Framer {
     data: Vec<(usize, usize)>,
     /// Scratch space for frames with several `data:` lines.
     joined: Vec<u8>,
+    /// A frame found by [`has_frame`](Framer::has_frame), not yet taken.
+    ready: Option<Frame>,
     framing: Framing,
     max_bytes: usize,
 }
@@ -62,10 +64,13 @@ impl Default for Framer {
     }
 }
 
+#[derive(Debug, Clone, Copy)]
 /// Where a delivered frame's data is.
 enum Frame {
     Slice(usize, usize),
     Joined,
+    /// A line or frame past the cap.
+    TooLong,
 }
 
 impl Framer {
@@ -78,6 +83,7 @@ impl Framer {
             scan: 0,
             data: Vec::new(),
             joined: Vec::new(),
+            ready: None,
             framing,
             max_bytes: MAX_LINE_BYTES,
         }
@@ -111,17 +117,39 @@ impl Framer {
         Ok(())
     }
 
-    /// The data of the next complete frame in what was fed, if any.
-    pub fn next_frame(&mut self) -> Option<&[u8]> {
-        let frame = self.advance(false)?;
-        Some(self.slice(frame))
+    /// The data of the next complete frame in what was fed, if any. Fails (`Protocol`,
+    /// [`Limit::LineLength`]) for a line or frame past the cap, however it was cut into chunks.
+    pub fn next_frame(&mut self) -> Result<Option<&[u8]>, ProviderError> {
+        let frame = match self.ready.take() {
+            Some(frame) => frame,
+            None => match self.advance(false) {
+                Some(frame) => frame,
+                None => return Ok(None),
+            },
+        };
+        self.slice(frame).map(Some)
+    }
+
+    /// Whether [`next_frame`](Self::next_frame) has a frame to give (it is found now and kept
+    /// for it; for callers that must decide before borrowing the frame).
+    pub fn has_frame(&mut self) -> bool {
+        if self.ready.is_none() {
+            self.ready = self.advance(false);
+        }
+        self.ready.is_some()
     }
 
     /// End of input: the frames left, including a last line without its newline and a last
-    /// frame without its blank line. Call until it returns `None`.
-    pub fn end(&mut self) -> Option<&[u8]> {
-        let frame = self.advance(true)?;
-        Some(self.slice(frame))
+    /// frame without its blank line. Call until it returns `Ok(None)`. Fails like
+    /// [`feed`](Self::feed) when the unfinished rest is past the cap.
+    pub fn end(&mut self) -> Result<Option<&[u8]>, ProviderError> {
+        if let Some(frame) = self.ready.take() {
+            return self.slice(frame).map(Some);
+        }
+        match self.advance(true) {
+            Some(frame) => self.slice(frame).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Feed bytes; `on_data` gets the data of every frame they complete, in order. The first
@@ -131,7 +159,7 @@ impl Framer {
         F: FnMut(&[u8]) -> Result<(), ProviderError>,
     {
         self.feed(chunk)?;
-        while let Some(frame) = self.next_frame() {
+        while let Some(frame) = self.next_frame()? {
             on_data(frame)?;
         }
         Ok(())
@@ -142,7 +170,7 @@ impl Framer {
     where
         F: FnMut(&[u8]) -> Result<(), ProviderError>,
     {
-        while let Some(frame) = self.end() {
+        while let Some(frame) = self.end()? {
             on_data(frame)?;
         }
         Ok(())
@@ -153,15 +181,17 @@ impl Framer {
         self.buf.len() - self.frame_start
     }
 
-    fn slice(&self, frame: Frame) -> &[u8] {
-        match frame {
+    fn slice(&self, frame: Frame) -> Result<&[u8], ProviderError> {
+        Ok(match frame {
             Frame::Slice(start, end) => &self.buf[start..end],
             Frame::Joined => &self.joined,
-        }
+            Frame::TooLong => return Err(line_too_long(self.max_bytes)),
+        })
     }
 
     fn compact(&mut self) {
-        if self.frame_start == 0 {
+        // A frame kept by `has_frame` lies before `frame_start`: keep it until it is taken.
+        if self.frame_start == 0 || self.ready.is_some() {
             return;
         }
         if self.frame_start == self.buf.len() {
@@ -196,6 +226,10 @@ impl Framer {
                 end -= 1;
             }
             let next = next.min(self.buf.len());
+            // The cap holds for complete lines too, so chunking never changes the outcome.
+            if end - start > self.max_bytes || end - self.frame_start > self.max_bytes {
+                return Some(Frame::TooLong);
+            }
             let line = &self.buf[start..end];
             if self.framing == Framing::Lines {
                 self.line_start = next;

@@ -842,7 +842,7 @@ impl StreamTranslator {
             if self.translator.is_done() {
                 return Ok(None);
             }
-            match self.decoder.next_frame() {
+            match self.decoder.next_frame()? {
                 Some(frame) => {
                     if let Some(event) = self.translator.step(frame)? {
                         return Ok(Some(event));

@@ -34,7 +34,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A stdout line exceeded the configured limit.
-    #[error("a line from the CLI exceeded the limit of {limit} bytes")]
+    #[error("a line from the CLI exceeded the limit of {limit} bytes (limit max_line_bytes)")]
     LineTooLong {
         /// The limit.
         limit: usize,
@@ -61,8 +61,10 @@ impl From<Error> for ProviderError {
             Error::LineTooLong { .. } | Error::BadLine { .. } => ErrorKind::Protocol,
         };
         let message = error.to_string();
-        ProviderError::new(kind, message)
-            .with_provider(PROVIDER)
-            .with_source(error)
+        let mut out = ProviderError::new(kind, message).with_provider(PROVIDER);
+        if matches!(error, Error::LineTooLong { .. }) {
+            out = out.with_limit(patchbay_core::Limit::LineLength);
+        }
+        out.with_source(error)
     }
 }

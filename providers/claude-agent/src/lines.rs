@@ -1,22 +1,26 @@
-//! Newline-delimited reading with a size limit: one buffer, lines sliced out of it.
+//! Newline-delimited reading of the CLI's stdout on core's line framer
+//! ([`Framer`] in [`Framing::Lines`]): the workspace's one framer, with its one cap.
 
+use patchbay_core::kit::{Framer, Framing, MAX_LINE_BYTES};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::error::Error;
 
-/// The default longest stdout line accepted (32 MiB).
-pub const DEFAULT_MAX_LINE: usize = 32 * 1024 * 1024;
+/// The default longest stdout line accepted: the workspace's line cap (64 MiB).
+pub const DEFAULT_MAX_LINE: usize = MAX_LINE_BYTES;
 
-/// Reads `\n`-terminated lines from a byte stream. The buffer grows only up to the limit; a
-/// line past it is [`Error::LineTooLong`] (nothing is buffered without bound).
+/// How much is read from the pipe at once.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Reads `\n`-terminated lines from a byte stream. At most the limit plus one read is buffered;
+/// a line past the limit is [`Error::LineTooLong`]. Blank lines are skipped and a trailing `\r`
+/// is dropped (the CLI writes one JSON value per line).
 #[derive(Debug)]
 pub struct LineReader<R> {
     inner: R,
-    buf: Vec<u8>,
-    /// Start of the unread part of `buf`.
-    start: usize,
-    /// How far `buf[start..]` was already searched for a newline.
-    scanned: usize,
+    framer: Framer,
+    /// One read from the pipe, before it goes to the framer.
+    chunk: Vec<u8>,
     max: usize,
     eof: bool,
 }
@@ -26,9 +30,8 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     pub fn new(inner: R, max: usize) -> Self {
         Self {
             inner,
-            buf: Vec::with_capacity(64 * 1024),
-            start: 0,
-            scanned: 0,
+            framer: Framer::new(Framing::Lines).with_max_bytes(max),
+            chunk: Vec::with_capacity(READ_CHUNK),
             max,
             eof: false,
         }
@@ -44,45 +47,25 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         &mut self.inner
     }
 
-    /// The next line without its newline (a trailing `\r` is kept), or `None` at the end. A last
-    /// line without a newline is returned too. Cancel-safe: a dropped call loses nothing.
+    /// The next line without its newline, or `None` at the end. A last line without a newline
+    /// is returned too. Cancel-safe: a dropped call loses nothing.
     pub async fn next_line(&mut self) -> Result<Option<&[u8]>, Error> {
+        let max = self.max;
+        let too_long = move |_| Error::LineTooLong { limit: max };
         loop {
-            let pending = &self.buf[self.start + self.scanned..];
-            if let Some(pos) = memchr::memchr(b'\n', pending) {
-                let line_start = self.start;
-                let end = self.start + self.scanned + pos;
-                if end - line_start > self.max {
-                    return Err(Error::LineTooLong { limit: self.max });
-                }
-                self.start = end + 1;
-                self.scanned = 0;
-                return Ok(Some(&self.buf[line_start..end]));
-            }
-            self.scanned = self.buf.len() - self.start;
-            if self.scanned > self.max {
-                return Err(Error::LineTooLong { limit: self.max });
+            if self.framer.has_frame() {
+                return self.framer.next_frame().map_err(too_long);
             }
             if self.eof {
-                if self.scanned == 0 {
-                    return Ok(None);
-                }
-                let line_start = self.start;
-                self.start = self.buf.len();
-                self.scanned = 0;
-                return Ok(Some(&self.buf[line_start..]));
-            }
-            // Compact once the consumed prefix dominates: amortized linear.
-            if self.start > 0 && self.start >= self.buf.len() / 2 {
-                self.buf.drain(..self.start);
-                self.start = 0;
+                return self.framer.end().map_err(too_long);
             }
             // `read_buf` fills spare capacity and grows the length only once a read completes,
-            // so a call dropped mid-read (inside `select!`) leaves the buffer as it was.
-            self.buf.reserve(64 * 1024);
-            match self.inner.read_buf(&mut self.buf).await {
+            // so a call dropped mid-read (inside `select!`) leaves everything as it was.
+            self.chunk.clear();
+            self.chunk.reserve(READ_CHUNK);
+            match self.inner.read_buf(&mut self.chunk).await {
                 Ok(0) => self.eof = true,
-                Ok(_) => {}
+                Ok(_) => self.framer.feed(&self.chunk).map_err(too_long)?,
                 Err(source) => {
                     return Err(Error::Io {
                         what: "reading the CLI's stdout",
@@ -109,8 +92,8 @@ mod tests {
 
     #[tokio::test]
     async fn splits_lines_and_keeps_the_last_one() {
-        let got = lines(b"a\nbb\n\nccc", 10).await.ok();
-        assert_eq!(got, Some(vec!["a".into(), "bb".into(), "".into(), "ccc".into()]));
+        let got = lines(b"a\nbb\r\n\nccc", 10).await.ok();
+        assert_eq!(got, Some(vec!["a".into(), "bb".into(), "ccc".into()]));
     }
 
     #[tokio::test]

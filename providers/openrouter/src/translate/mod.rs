@@ -147,7 +147,7 @@ impl Translator {
             self.state.ended = true;
             return Err(error);
         }
-        while let Some(line) = self.lines.next_frame() {
+        while let Some(line) = self.lines.next_frame()? {
             self.state.line(line, self.framing, out)?;
             if self.state.ended {
                 break;
@@ -160,7 +160,7 @@ impl Translator {
     /// (`Finish`, or a `Protocol` error if the response never finished).
     pub fn finish(&mut self, out: &mut impl EventSink) -> Result<(), ProviderError> {
         while !self.state.ended
-            && let Some(line) = self.lines.end()
+            && let Some(line) = self.lines.end()?
         {
             self.state.line(line, self.framing, out)?;
         }
