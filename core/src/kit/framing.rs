@@ -367,24 +367,27 @@ mod tests {
     }
 
     #[test]
-    fn many_short_lines_in_one_big_chunk_are_not_capped() {
-        let mut decoder = Framer::new(Framing::Lines).with_max_bytes(16);
+    fn the_cap_is_per_line_whatever_the_chunks() {
         let body = b"line one\nline two\nline three\n".repeat(10);
         let mut lines = 0;
-        decoder
-            .push(&body, |_| {
-                lines += 1;
-                Ok(())
-            })
-            .expect("short lines pass");
+        let mut decoder = Framer::new(Framing::Lines).with_max_bytes(16);
+        let counted = decoder.push(&body, |_| {
+            lines += 1;
+            Ok(())
+        });
+        counted.expect("short lines pass in one big chunk");
         assert_eq!(lines, 30);
-        decoder
-            .push(&[b'y'; 17], |_| Ok(()))
-            .expect("the cap is checked before the next chunk");
-        assert!(
-            decoder.push(b"\n", |_| Ok(())).is_err(),
-            "an unfinished 17-byte line trips a 16-byte cap"
-        );
+        for framing in [Framing::Sse, Framing::SseOrJsonLines, Framing::Lines] {
+            for chunk in [1, 5, 17, 64] {
+                let mut decoder = Framer::new(framing).with_max_bytes(16);
+                let long = b"data: 0123456789abcdef\n\ndata: ok\n\n";
+                let outcome = long.chunks(chunk).try_for_each(|c| decoder.push(c, |_| Ok(())));
+                let error = outcome
+                    .and_then(|()| decoder.finish(|_| Ok(())))
+                    .expect_err("a 22-byte line trips a 16-byte cap");
+                assert_eq!(error.limit(), Some(Limit::LineLength), "{framing:?}, chunks of {chunk}");
+            }
+        }
     }
 
     #[test]
