@@ -154,10 +154,28 @@ impl Framer {
 
     /// Feed bytes; `on_data` gets the data of every frame they complete, in order. The first
     /// error (from the framing or from `on_data`) stops decoding and is returned.
+    ///
+    /// In [`Framing::Lines`] with nothing pending, complete lines are handed out straight from
+    /// `chunk` and only its unfinished tail is copied (the common case of a large network read).
     pub fn push<F>(&mut self, chunk: &[u8], mut on_data: F) -> Result<(), ProviderError>
     where
         F: FnMut(&[u8]) -> Result<(), ProviderError>,
     {
+        if self.framing == Framing::Lines && self.ready.is_none() && self.frame_start == self.buf.len() {
+            let mut rest = chunk;
+            while let Some(at) = memchr::memchr(b'\n', rest) {
+                let line = rest[..at].strip_suffix(b"\r").unwrap_or(&rest[..at]);
+                if line.len() > self.max_bytes {
+                    return Err(line_too_long(self.max_bytes));
+                }
+                if !line.is_empty() {
+                    on_data(line)?;
+                }
+                rest = &rest[at + 1..];
+            }
+            self.compact();
+            return self.feed(rest);
+        }
         self.feed(chunk)?;
         while let Some(frame) = self.next_frame()? {
             on_data(frame)?;

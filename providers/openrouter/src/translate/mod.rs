@@ -143,17 +143,17 @@ impl Translator {
         if self.state.ended {
             return Ok(());
         }
-        if let Err(error) = self.lines.feed(bytes) {
-            self.state.ended = true;
-            return Err(error);
-        }
-        while let Some(line) = self.lines.next_frame()? {
-            self.state.line(line, self.framing, out)?;
-            if self.state.ended {
-                break;
+        let (state, framing) = (&mut self.state, self.framing);
+        let result = self.lines.push(bytes, |line| {
+            if state.ended {
+                return Ok(());
             }
+            state.line(line, framing, out)
+        });
+        if result.is_err() {
+            self.state.ended = true;
         }
-        Ok(())
+        result
     }
 
     /// The body ended: translate a last line without a line end, then close the stream
