@@ -5,6 +5,7 @@ mod client;
 mod connection;
 mod convert;
 mod error;
+mod listen;
 mod registry;
 mod server;
 
@@ -15,6 +16,7 @@ pub use convert::{
     spec_from_mcp, spec_to_mcp, to_call_tool_result,
 };
 pub use error::Error;
+pub use listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 pub use registry::{CONTEXT_HEADER, ContextGuard, META_HEADER_PREFIX};
 pub use server::{ToolServer, ToolServerBuilder};
 

@@ -24,10 +24,8 @@ use tracing::Instrument;
 
 use crate::convert::{META_CLAUDE_TOOL_USE_ID, META_TOOL_USE_ID, spec_to_mcp, to_call_tool_result};
 use crate::error::Error;
+use crate::listen::{Limits, SHUTDOWN_GRACE};
 use crate::registry::{CONTEXT_HEADER, ContextGuard, ContextRegistry, HostContext, fresh_id, metadata_from_headers};
-
-/// How long [`ToolServer::shutdown`] waits for open connections before dropping them.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Builds a [`ToolServer`].
 #[derive(Clone)]
@@ -37,6 +35,7 @@ pub struct ToolServerBuilder {
     stateful: bool,
     token: Option<String>,
     origins: Vec<String>,
+    limits: Limits,
 }
 
 impl fmt::Debug for ToolServerBuilder {
@@ -46,6 +45,7 @@ impl fmt::Debug for ToolServerBuilder {
             .field("require_context", &self.require_context)
             .field("stateful", &self.stateful)
             .field("origins", &self.origins)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -77,6 +77,30 @@ impl ToolServerBuilder {
     /// Use this bearer token instead of a fresh random one.
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Close a connection whose request headers take longer than this to arrive: from the
+    /// accept on a new connection, from the request's first byte on a kept-alive one
+    /// (default [`DEFAULT_HEADER_READ_TIMEOUT`](crate::DEFAULT_HEADER_READ_TIMEOUT), 10 s).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.header_read = timeout;
+        self
+    }
+
+    /// Close a kept-alive connection that waits this long for its next request with none in
+    /// flight (default [`DEFAULT_IDLE_TIMEOUT`](crate::DEFAULT_IDLE_TIMEOUT), 60 s). A request
+    /// in flight (a slow tool, a streamed answer) is never cut by it.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.idle = timeout;
+        self
+    }
+
+    /// Serve at most this many connections at once (at least 1; default
+    /// [`DEFAULT_MAX_CONNECTIONS`](crate::DEFAULT_MAX_CONNECTIONS), 512). With the cap reached,
+    /// a new connection is accepted and closed at once, and a warning names the cap.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.limits.max_connections = max.clamp(1, u32::MAX as usize);
         self
     }
 
@@ -157,13 +181,7 @@ impl ToolServerBuilder {
         let app = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn_with_state(expected, require_token));
-        let stop = shutdown.clone();
-        let serve = async move {
-            let graceful = axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned());
-            if let Err(error) = graceful.await {
-                tracing::error!("MCP tool server stopped: {error}");
-            }
-        };
+        let serve = crate::listen::serve(listener, app, self.limits, shutdown.clone());
         let server = ToolServer {
             url: format!("http://127.0.0.1:{port}/mcp"),
             addr,
@@ -186,6 +204,9 @@ impl ToolServerBuilder {
 /// [`ToolContext`], exactly as in-process. Calls with an unknown or expired context id are
 /// refused with an MCP error, as are calls without one (unless
 /// [`allow_anonymous`](ToolServerBuilder::allow_anonymous)).
+///
+/// Connections are bounded (see the crate docs, "Limits"): a header-read timeout, an idle
+/// timeout and a cap on concurrent connections, each set on the [`ToolServerBuilder`].
 pub struct ToolServer {
     url: String,
     addr: SocketAddr,
@@ -216,6 +237,7 @@ impl ToolServer {
             stateful: false,
             token: None,
             origins: Vec::new(),
+            limits: Limits::default(),
         }
     }
 

@@ -7,5 +7,6 @@ mod agent;
 mod client;
 mod connect;
 mod conversions;
+mod hardening;
 mod plain;
 mod server;

@@ -1,0 +1,464 @@
+//! The tool server's accept loop: hyper-util's HTTP/1 and HTTP/2 server behind a connection
+//! cap, a header-read timeout and an idle timeout, with a bounded graceful shutdown.
+//!
+//! The two timeouts follow Go's `net/http` server: a connection waits for a request's headers
+//! for at most the header-read timeout (from the accept for a new connection, from the first
+//! byte of the next request on a kept-alive one), and waits for the next request with nothing
+//! in flight for at most the idle timeout. A request is in flight from its complete headers
+//! until its answer has been written (or dropped), so a slow tool or a long answer stream is
+//! never cut by either limit. hyper's own HTTP/1 `header_read_timeout` is switched off: it
+//! starts as soon as hyper waits for the next request, so it would close every idle HTTP/1
+//! connection at the header-read limit, and it does not cover the bytes hyper-util reads to
+//! tell HTTP/1 from HTTP/2 (a client that sends nothing at all).
+
+use std::convert::Infallible;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures::task::AtomicWaker;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::service::Service;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// How long a request's headers may take to arrive: from the accept on a new connection, from
+/// the request's first byte on a kept-alive one. Ten seconds: a local client sends its headers
+/// in well under a millisecond, so this only ever trips on a stalled or hostile client, and it
+/// frees the slot of such a client quickly.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a kept-alive connection may wait for its next request with nothing in flight.
+/// Sixty seconds: longer than the idle limits of common HTTP clients (Node's 4 s, httpx's 5 s),
+/// so a pooled client closes first and never races the server's close, and short enough that
+/// abandoned connections give their slot back within a minute.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many connections are served at once; further ones are accepted and closed at once.
+/// 512: far above what local MCP clients open (our client set opens one per call in flight),
+/// and far below the usual descriptor limit of 1024, so a flood of connections leaves the
+/// process descriptors for its own files, pipes and child processes.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// How long [`ToolServer::shutdown`](crate::ToolServer::shutdown) waits for open connections
+/// before dropping them.
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// At most one warning per this period while the connection cap turns connections away.
+const CAP_WARNING_EVERY: Duration = Duration::from_secs(10);
+/// Backoff after an `accept` error such as EMFILE (doubling from the first to the last).
+const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));
+
+/// The connection limits of one tool server.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub(crate) header_read: Duration,
+    pub(crate) idle: Duration,
+    pub(crate) max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            header_read: DEFAULT_HEADER_READ_TIMEOUT,
+            idle: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// Serve `app` on `listener` until `stop`, then wait (up to the grace) for open connections.
+pub(crate) async fn serve(listener: TcpListener, app: axum::Router, limits: Limits, stop: CancellationToken) {
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().header_read_timeout(None::<Duration>);
+    let builder = Arc::new(builder);
+    let app = TowerToHyperService::new(app);
+    let mut refused = Refused::default();
+    let mut backoff = None;
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => {
+                backoff = None;
+                stream
+            }
+            Err(error) => {
+                if let Some(delay) = accept_failed(&error, &mut backoff) {
+                    tokio::select! {
+                        () = stop.cancelled() => break,
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                }
+                continue;
+            }
+        };
+        match permits.clone().try_acquire_owned() {
+            Ok(permit) => {
+                let connection = Connection {
+                    builder: builder.clone(),
+                    app: app.clone(),
+                    limits,
+                    stop: stop.clone(),
+                    _permit: permit,
+                };
+                tokio::spawn(connection.run(stream));
+            }
+            Err(_) => refused.note(limits.max_connections),
+        }
+    }
+    drop(listener);
+    // Every connection holds a permit until it ends: all permits back means all ended. Each
+    // connection bounds its own graceful end by the grace; this bound is a second line.
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE + Duration::from_secs(1), permits.acquire_many(all)).await;
+}
+
+/// What to wait before the next `accept` after `error`, if anything. Errors of one connection
+/// (reset before it was accepted) need no wait; the others (EMFILE, ENFILE, ENOBUFS) would
+/// fail again at once, so back off instead of spinning.
+fn accept_failed(error: &io::Error, backoff: &mut Option<Duration>) -> Option<Duration> {
+    use io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(error.kind(), ConnectionAborted | ConnectionRefused | ConnectionReset) {
+        tracing::debug!("MCP tool server: a connection failed before it was accepted: {error}");
+        return None;
+    }
+    let (first, last) = ACCEPT_BACKOFF;
+    let delay = backoff.map_or(first, |delay| (delay * 2).min(last));
+    *backoff = Some(delay);
+    tracing::warn!("MCP tool server cannot accept connections ({error}): retrying in {delay:?}");
+    Some(delay)
+}
+
+/// Connections turned away at the cap, counted between (rate-limited) warnings.
+#[derive(Default)]
+struct Refused {
+    since_warning: u64,
+    warned: Option<Instant>,
+}
+
+impl Refused {
+    /// Close a connection over the cap (it was dropped already) and say so.
+    fn note(&mut self, cap: usize) {
+        self.since_warning += 1;
+        if self.warned.is_some_and(|at| at.elapsed() < CAP_WARNING_EVERY) {
+            tracing::debug!("MCP tool server: connection cap of {cap} reached: closing a new connection");
+            return;
+        }
+        tracing::warn!(
+            "MCP tool server: connection cap of {cap} (max_connections) reached: closed {} new connection(s) \
+             since the last warning",
+            self.since_warning
+        );
+        self.since_warning = 0;
+        self.warned = Some(Instant::now());
+    }
+}
+
+type App = TowerToHyperService<axum::Router>;
+
+/// One accepted connection, holding its slot under the cap until it ends.
+struct Connection {
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    app: App,
+    limits: Limits,
+    stop: CancellationToken,
+    _permit: OwnedSemaphorePermit,
+}
+
+/// What a connection is doing, and so which limit applies.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    /// Receiving a request's headers: the header-read timeout.
+    Head,
+    /// Waiting for the next request: the idle timeout.
+    Idle,
+    /// Serving at least one request: no limit.
+    Busy,
+}
+
+impl Connection {
+    async fn run(self, stream: TcpStream) {
+        let activity = Arc::new(Activity::default());
+        let io = TokioIo::new(Watched::new(stream, activity.clone()));
+        let service = Tracked {
+            app: self.app.clone(),
+            activity: activity.clone(),
+        };
+        let conn = self.builder.serve_connection(io, service);
+        tokio::pin!(conn);
+        let stop = self.stop.cancelled();
+        tokio::pin!(stop);
+        let limits = self.limits;
+        let deadline = tokio::time::sleep(limits.header_read);
+        tokio::pin!(deadline);
+        let mut phase = Phase::Head;
+        let mut stopping = false;
+        // One hand-written poll instead of a `select!` loop: the phase changes happen inside
+        // `conn`'s own poll (HTTP/1) and are read right after it, so a request costs no extra
+        // wake-up or second poll of the connection.
+        let tripped_in = std::future::poll_fn(|cx| {
+            loop {
+                activity.polling.store(true, Ordering::SeqCst);
+                if let Poll::Ready(ended) = conn.as_mut().poll(cx) {
+                    if let Err(error) = ended {
+                        tracing::debug!("MCP tool server connection ended: {error}");
+                    }
+                    return Poll::Ready(None);
+                }
+                if !stopping && stop.as_mut().poll(cx).is_ready() {
+                    // hyper closes an idle connection at once and a busy one after its answer.
+                    stopping = true;
+                    conn.as_mut().graceful_shutdown();
+                    deadline.as_mut().reset((Instant::now() + SHUTDOWN_GRACE).into());
+                    continue;
+                }
+                let now = activity.phase();
+                if !stopping && now != phase {
+                    phase = now;
+                    let limit = match phase {
+                        Phase::Head => Some(limits.header_read),
+                        Phase::Idle => Some(limits.idle),
+                        Phase::Busy => None,
+                    };
+                    if let Some(limit) = limit {
+                        deadline.as_mut().reset((Instant::now() + limit).into());
+                    }
+                }
+                if (stopping || phase != Phase::Busy) && deadline.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Some((phase, stopping)));
+                }
+                // An answer ending on another task (HTTP/2) wakes this one, unless it ended
+                // while this poll was running: look once more after saying we are done.
+                activity.waker.register(cx.waker());
+                activity.polling.store(false, Ordering::SeqCst);
+                if stopping || activity.phase() == phase {
+                    return Poll::Pending;
+                }
+            }
+        });
+        if let Some((phase, stopping)) = tripped_in.await {
+            tripped(phase, stopping, &limits);
+        }
+    }
+}
+
+/// Say which limit closed a connection.
+fn tripped(phase: Phase, stopping: bool, limits: &Limits) {
+    if stopping {
+        tracing::debug!("MCP tool server: shutdown grace of {SHUTDOWN_GRACE:?} over: closing a connection");
+    } else if phase == Phase::Head {
+        tracing::debug!(
+            "MCP tool server: header-read timeout of {:?} (header_read_timeout) reached: closing a connection \
+             whose request headers did not arrive in time",
+            limits.header_read
+        );
+    } else {
+        tracing::debug!(
+            "MCP tool server: idle timeout of {:?} (idle_timeout) reached: closing a connection with no request",
+            limits.idle
+        );
+    }
+}
+
+/// What one connection's reader, service and answers tell its task. The reader and the
+/// service run inside the connection's poll; an answer may end on another task (HTTP/2).
+struct Activity {
+    /// Requests whose answer is not written yet.
+    in_flight: AtomicUsize,
+    /// Bytes arrived while nothing was in flight: a request's headers are on their way (a new
+    /// connection starts so).
+    reading: AtomicBool,
+    /// The connection's task is polling, and looks at the phase when done.
+    polling: AtomicBool,
+    waker: AtomicWaker,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Self {
+            in_flight: AtomicUsize::new(0),
+            reading: AtomicBool::new(true),
+            polling: AtomicBool::new(false),
+            waker: AtomicWaker::new(),
+        }
+    }
+}
+
+impl Activity {
+    fn phase(&self) -> Phase {
+        if self.in_flight.load(Ordering::SeqCst) > 0 {
+            Phase::Busy
+        } else if self.reading.load(Ordering::SeqCst) {
+            Phase::Head
+        } else {
+            Phase::Idle
+        }
+    }
+
+    fn bytes_read(&self) {
+        if self.in_flight.load(Ordering::SeqCst) == 0 && !self.reading.load(Ordering::SeqCst) {
+            self.reading.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        self.reading.store(false, Ordering::SeqCst);
+        InFlight(self.clone())
+    }
+}
+
+/// One request in flight, until its answer is written or dropped.
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 && !self.0.polling.load(Ordering::SeqCst) {
+            self.0.waker.wake();
+        }
+    }
+}
+
+/// The connection's socket, noting when bytes arrive.
+struct Watched {
+    stream: TcpStream,
+    activity: Arc<Activity>,
+    protocol: Protocol,
+}
+
+/// What the first bytes of a connection say it speaks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    /// This many bytes of the HTTP/2 preface matched so far.
+    Unknown(usize),
+    Http1,
+    /// Frames between requests (acks, window updates, pings) are no request's headers: only
+    /// the idle timeout applies between requests.
+    Http2,
+}
+
+/// What an HTTP/2 client sends first (prior knowledge: the server speaks cleartext only).
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+impl Watched {
+    fn new(stream: TcpStream, activity: Arc<Activity>) -> Self {
+        Self {
+            stream,
+            activity,
+            protocol: Protocol::Unknown(0),
+        }
+    }
+
+    fn note(&mut self, bytes: &[u8]) {
+        if let Protocol::Unknown(matched) = self.protocol {
+            let wanted = &HTTP2_PREFACE[matched..];
+            let n = bytes.len().min(wanted.len());
+            self.protocol = if bytes[..n] != wanted[..n] {
+                Protocol::Http1
+            } else if n == wanted.len() {
+                Protocol::Http2
+            } else {
+                Protocol::Unknown(matched + n)
+            };
+        }
+        if self.protocol != Protocol::Http2 {
+            self.activity.bytes_read();
+        }
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            this.note(&buf.filled()[before..]);
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+/// The app, marking each request in flight until its answer is done.
+#[derive(Clone)]
+struct Tracked {
+    app: App,
+    activity: Arc<Activity>,
+}
+
+impl Service<hyper::Request<Incoming>> for Tracked {
+    type Response = hyper::Response<Answer>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn call(&self, request: hyper::Request<Incoming>) -> Self::Future {
+        let in_flight = self.activity.begin();
+        let answer = self.app.call(request.map(axum::body::Body::new));
+        Box::pin(async move {
+            let response = answer.await?;
+            Ok(response.map(|body| Answer {
+                body,
+                _in_flight: in_flight,
+            }))
+        })
+    }
+}
+
+/// An answer's body, keeping its request in flight until it is written or dropped.
+struct Answer {
+    body: axum::body::Body,
+    _in_flight: InFlight,
+}
+
+impl Body for Answer {
+    type Data = hyper::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
