@@ -102,7 +102,9 @@ impl ContextGuard {
     }
 
     /// Every header a client sends: the bearer token, the context id, and the metadata
-    /// (`x-patchbay-meta-<key>`, values percent-encoded where not plain ASCII).
+    /// (`x-patchbay-meta-<key>`, values percent-encoded where not plain ASCII). The metadata
+    /// headers are for whoever else reads the request: the tool server itself uses the copy
+    /// registered with the context and ignores them.
     pub fn headers(&self) -> &BTreeMap<String, String> {
         &self.headers
     }

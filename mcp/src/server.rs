@@ -51,9 +51,12 @@ impl fmt::Debug for ToolServerBuilder {
 }
 
 impl ToolServerBuilder {
-    /// Serve `tools/call` without a registered context too: such calls get an empty context
-    /// plus whatever metadata the `x-patchbay-meta-*` headers carry. Off by default. An
-    /// unknown context id is refused either way.
+    /// Serve `tools/call` without a registered context too: such calls (no
+    /// `x-patchbay-context` header) get an empty context plus whatever metadata the
+    /// `x-patchbay-meta-*` headers carry, so any holder of the token chooses that metadata:
+    /// tools must not trust it. Off by default. Calls under a registered context never read
+    /// those headers (the registered metadata is the whole metadata), and an unknown context
+    /// id is refused either way.
     pub fn allow_anonymous(mut self) -> Self {
         self.require_context = false;
         self
@@ -204,6 +207,11 @@ impl ToolServerBuilder {
 /// [`ToolContext`], exactly as in-process. Calls with an unknown or expired context id are
 /// refused with an MCP error, as are calls without one (unless
 /// [`allow_anonymous`](ToolServerBuilder::allow_anonymous)).
+///
+/// The metadata of a registered context is fixed at registration: under an
+/// `x-patchbay-context` header the `x-patchbay-meta-*` headers are ignored (never merged), so
+/// a holder of the token cannot add keys such as `role` that tools may trust. (A guard's own
+/// headers carry the metadata too; the server does not read them.)
 ///
 /// Connections are bounded (see the crate docs, "Limits"): a header-read timeout, an idle
 /// timeout and a cap on concurrent connections, each set on the [`ToolServerBuilder`].
@@ -401,36 +409,26 @@ impl Handler {
         let Some(parts) = cx.extensions.get::<http::request::Parts>() else {
             return Ok(Arc::new(HostContext::default()));
         };
-        let from_headers = metadata_from_headers(&parts.headers);
         match parts.headers.get(CONTEXT_HEADER) {
-            Some(id) => {
-                let registered = id
-                    .to_str()
-                    .ok()
-                    .and_then(|id| self.shared.registry.get(id))
-                    .ok_or_else(|| {
-                        ErrorData::invalid_request(
-                            "unknown or expired patchbay context id (x-patchbay-context): the context was never \
-                             registered with this tool server or its guard was dropped",
-                            None,
-                        )
-                    })?;
-                // Registered metadata wins; headers only add keys it lacks.
-                if from_headers.keys().all(|key| registered.metadata.contains_key(key)) {
-                    return Ok(registered);
-                }
-                let mut merged = (*registered).clone();
-                for (key, value) in from_headers {
-                    merged.metadata.entry(key).or_insert(value);
-                }
-                Ok(Arc::new(merged))
-            }
+            // The registered metadata is the whole metadata: `x-patchbay-meta-*` headers are
+            // ignored, or a holder of the token could add keys (`role: admin`) tools trust.
+            Some(id) => id
+                .to_str()
+                .ok()
+                .and_then(|id| self.shared.registry.get(id))
+                .ok_or_else(|| {
+                    ErrorData::invalid_request(
+                        "unknown or expired patchbay context id (x-patchbay-context): the context was never \
+                         registered with this tool server or its guard was dropped",
+                        None,
+                    )
+                }),
             None if for_call && self.shared.require_context => Err(ErrorData::invalid_request(
                 "missing x-patchbay-context header: this tool server runs tools only under a registered context",
                 None,
             )),
             None => Ok(Arc::new(HostContext {
-                metadata: from_headers,
+                metadata: metadata_from_headers(&parts.headers),
                 ..HostContext::default()
             })),
         }

@@ -1,10 +1,10 @@
 //! The tool server against hostile local clients (issue 11): connections that stall before
 //! or between requests are closed by the header-read and idle timeouts, connections over the
-//! cap are closed at once.
+//! cap are closed at once, and request headers cannot add metadata to a registered context.
 
 use std::time::{Duration, Instant};
 
-use patchbay_core::{FnTool, RequestContext, ToolContext, ToolResult, ToolSet};
+use patchbay_core::{FnTool, McpServerConfig, McpTransport, RequestContext, ToolContext, ToolResult, ToolSet};
 use patchbay_mcp::{McpClientSet, ToolServer};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -288,5 +288,33 @@ async fn calls_go_on_while_many_connections_stall_below_the_cap() {
         stalled.iter().all(still_open),
         "a connection under the limits was closed"
     );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn meta_headers_cannot_change_a_registered_context() {
+    let server = ToolServer::start(tools()).await.expect("server starts");
+    let guard = server.register(&RequestContext::new().with_metadata("project", "p1"));
+    let mut headers = guard.headers().clone();
+    headers.insert("x-patchbay-meta-role".into(), "admin".into());
+    headers.insert("x-patchbay-meta-project".into(), "evil".into());
+    let config = McpServerConfig {
+        name: "host".into(),
+        transport: McpTransport::Http {
+            url: server.url().into(),
+            headers,
+        },
+    };
+    let connections = McpClientSet::new().with_server(config).connect().await;
+    assert_eq!(connections.failed(), []);
+    let tools = connections.tools().await;
+    let result = tools
+        .get("whoami")
+        .expect("whoami listed")
+        .execute(json!({}), &Default::default())
+        .await;
+    let metadata = result.metadata.expect("whoami reports its context");
+    assert_eq!(metadata["metadata"], json!({"project": "p1"}));
+    connections.close().await;
     server.shutdown().await;
 }
