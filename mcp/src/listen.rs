@@ -113,7 +113,10 @@ pub(crate) async fn serve(listener: TcpListener, app: axum::Router, limits: Limi
                 };
                 tokio::spawn(connection.run(stream));
             }
-            Err(_) => refused.note(limits.max_connections),
+            Err(_) => {
+                drop(stream);
+                refused.note(limits.max_connections);
+            }
         }
     }
     drop(listener);
@@ -147,7 +150,7 @@ struct Refused {
 }
 
 impl Refused {
-    /// Close a connection over the cap (it was dropped already) and say so.
+    /// Say that a connection over the cap was closed (a warning at most every 10 s).
     fn note(&mut self, cap: usize) {
         self.since_warning += 1;
         if self.warned.is_some_and(|at| at.elapsed() < CAP_WARNING_EVERY) {
