@@ -155,31 +155,64 @@ impl Framer {
     /// Feed bytes; `on_data` gets the data of every frame they complete, in order. The first
     /// error (from the framing or from `on_data`) stops decoding and is returned.
     ///
-    /// In [`Framing::Lines`] with nothing pending, complete lines are handed out straight from
-    /// `chunk` and only its unfinished tail is copied (the common case of a large network read).
+    /// In [`Framing::Lines`], complete lines are handed out straight from `chunk`; only a line
+    /// that crosses chunks is copied (the common case of a large network read).
     pub fn push<F>(&mut self, chunk: &[u8], mut on_data: F) -> Result<(), ProviderError>
     where
         F: FnMut(&[u8]) -> Result<(), ProviderError>,
     {
-        if self.framing == Framing::Lines && self.ready.is_none() && self.frame_start == self.buf.len() {
-            let mut rest = chunk;
-            while let Some(at) = memchr::memchr(b'\n', rest) {
-                let line = rest[..at].strip_suffix(b"\r").unwrap_or(&rest[..at]);
-                if line.len() > self.max_bytes {
-                    return Err(line_too_long(self.max_bytes));
-                }
-                if !line.is_empty() {
-                    on_data(line)?;
-                }
-                rest = &rest[at + 1..];
-            }
-            self.compact();
-            return self.feed(rest);
+        // Lines mode, and what is pending holds no line end (everything fed was scanned).
+        if self.framing == Framing::Lines && self.ready.is_none() && self.scan.max(self.line_start) == self.buf.len() {
+            return self.push_lines(chunk, on_data);
         }
         self.feed(chunk)?;
         while let Some(frame) = self.next_frame()? {
             on_data(frame)?;
         }
+        Ok(())
+    }
+
+    /// [`push`](Self::push) for [`Framing::Lines`]: a pending partial line is completed from
+    /// the chunk's first line, then every complete line comes straight from `chunk`.
+    fn push_lines<F>(&mut self, chunk: &[u8], mut on_data: F) -> Result<(), ProviderError>
+    where
+        F: FnMut(&[u8]) -> Result<(), ProviderError>,
+    {
+        let mut rest = chunk;
+        if self.frame_start < self.buf.len() {
+            let Some(at) = memchr::memchr(b'\n', rest) else {
+                return self.feed_tail(rest);
+            };
+            self.compact();
+            if self.buf.len() + at > self.max_bytes {
+                return Err(line_too_long(self.max_bytes));
+            }
+            self.buf.extend_from_slice(&rest[..at]);
+            let line = self.buf.strip_suffix(b"\r").unwrap_or(&self.buf);
+            if !line.is_empty() {
+                on_data(line)?;
+            }
+            self.buf.clear();
+            (self.frame_start, self.line_start, self.scan) = (0, 0, 0);
+            rest = &rest[at + 1..];
+        }
+        while let Some(at) = memchr::memchr(b'\n', rest) {
+            let line = rest[..at].strip_suffix(b"\r").unwrap_or(&rest[..at]);
+            if line.len() > self.max_bytes {
+                return Err(line_too_long(self.max_bytes));
+            }
+            if !line.is_empty() {
+                on_data(line)?;
+            }
+            rest = &rest[at + 1..];
+        }
+        self.feed_tail(rest)
+    }
+
+    /// Append bytes known to hold no line end, and remember that they were scanned.
+    fn feed_tail(&mut self, tail: &[u8]) -> Result<(), ProviderError> {
+        self.feed(tail)?;
+        self.scan = self.buf.len();
         Ok(())
     }
 
@@ -405,6 +438,44 @@ mod tests {
                     .expect_err("a 22-byte line trips a 16-byte cap");
                 assert_eq!(error.limit(), Some(Limit::LineLength), "{framing:?}, chunks of {chunk}");
             }
+        }
+    }
+
+    #[test]
+    fn lines_split_anywhere_decode_the_same() {
+        let body = b": keep-alive\r\ndata: {\"a\":1}\n\n\ndata: {\"b\":\"long line\"}\r\nlast without newline";
+        let decode = |chunks: &[&[u8]]| {
+            let mut framer = Framer::new(Framing::Lines).with_max_bytes(40);
+            let mut out = Vec::new();
+            for chunk in chunks {
+                framer
+                    .push(chunk, |line| {
+                        out.push(String::from_utf8_lossy(line).into_owned());
+                        Ok(())
+                    })
+                    .expect("fits the cap");
+            }
+            framer
+                .finish(|line| {
+                    out.push(String::from_utf8_lossy(line).into_owned());
+                    Ok(())
+                })
+                .expect("fits the cap");
+            out
+        };
+        let whole = decode(&[body]);
+        assert_eq!(
+            whole,
+            vec![
+                ": keep-alive",
+                "data: {\"a\":1}",
+                "data: {\"b\":\"long line\"}",
+                "last without newline"
+            ]
+        );
+        for size in 1..body.len() {
+            let chunks: Vec<&[u8]> = body.chunks(size).collect();
+            assert_eq!(decode(&chunks), whole, "chunk size {size}");
         }
     }
 
