@@ -1,7 +1,7 @@
 //! The translator on synthetic streams: one behaviour per test, named after what would break.
 
-use patchbay_core::kit::{Framer, Framing};
 use patchbay_anthropic::{Translator, finish_reason};
+use patchbay_core::kit::{Framer, Framing};
 use patchbay_core::{ErrorKind, Event, ExecutedBy, FinishReason, ProviderError, validate};
 use serde_json::{Value, json};
 
