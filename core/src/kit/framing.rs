@@ -21,7 +21,7 @@ use crate::{ErrorKind, Limit, ProviderError};
 /// The default cap on one line or SSE frame (64 MiB).
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
-/// How bytes become frames; see the [module docs](self).
+/// How bytes become frames; see [`Framer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Framing {
     /// Server-sent events: a frame is the joined `data:` lines up to a blank line.
@@ -33,7 +33,10 @@ pub enum Framing {
     Lines,
 }
 
-/// The incremental framer; see the [module docs](self).
+/// One incremental framer for every byte stream: SSE, JSON lines, plain lines. One buffer,
+/// frames sliced out of it (no per-chunk copies), one cap ([`MAX_LINE_BYTES`] by default; a
+/// longer line or frame is a `Protocol` error naming [`Limit::LineLength`]). Lines end with LF
+/// or CRLF.
 ///
 /// Pull-based: [`feed`](Self::feed) bytes, then take frames with
 /// [`next_frame`](Self::next_frame) until it returns `None`, then feed again; at the end of

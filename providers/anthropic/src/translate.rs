@@ -5,7 +5,7 @@
 //!
 //! [`Translator`] consumes parsed stream events (a JSON payload as `&str`, a
 //! `serde_json::Value`, or a typed [`StreamEvent`]) and queues [`Event`]s; [`StreamTranslator`]
-//! puts the [`Framer`](patchbay_core::kit::Framer) in front of it so raw bytes go in. No I/O, no clock except the
+//! puts the [`Framer`] in front of it so raw bytes go in. No I/O, no clock except the
 //! [`MetricsRecorder`] of `Finish`. The agent-runtime provider reuses [`Translator`] for the
 //! `stream_event` partials of the Claude Code CLI (one translator per message).
 //!
