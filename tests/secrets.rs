@@ -103,6 +103,13 @@ fn configs_providers_and_errors_never_show_a_secret() {
     let error = OpenRouterProvider::from_options(&json!({ "base_url": format!("ftp://u:{}@h", secret("o")) }))
         .expect_err("not http");
     assert_error_clean("openrouter options error", &error);
+    let misplaced = json!({ "base_url": "http://127.0.0.1:9/v1", "include_usage": secret("misplaced") });
+    let error = OpenRouterProvider::from_options(&misplaced).expect_err("not a bool");
+    assert!(
+        error.to_string().contains("include_usage") || error.to_string().contains("invalid type"),
+        "{error}"
+    );
+    assert_error_clean("openrouter options error quoting a value", &error);
 
     // Claude agent runtime.
     let config = ClaudeAgentConfig::new()

@@ -20,4 +20,4 @@ mod redact;
 pub use counts::token_count;
 pub use drive::{Driver, StreamLimits, StreamTranslator, read_error_body, within};
 pub use framing::{Framer, Framing, MAX_LINE_BYTES};
-pub use redact::{redact_url, redirect_error};
+pub use redact::{redact_serde_message, redact_url, redirect_error};

@@ -61,9 +61,68 @@ pub fn redirect_error(status: u16, location: Option<&str>) -> ProviderError {
     .with_status(status)
 }
 
+/// A serde error message with the values it quotes redacted: a secret put where another type
+/// was expected (`"env": "ANTHROPIC_API_KEY=sk-..."`) comes back as `invalid type: string
+/// "<redacted>", expected a map`. Field names stay.
+pub fn redact_serde_message(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    loop {
+        let string = rest.find("string \"").map(|i| (i + "string \"".len(), '"'));
+        let variant = rest.find("variant `").map(|i| (i + "variant `".len(), '`'));
+        let next = match (string, variant) {
+            (Some(a), Some(b)) => Some(if a.0 < b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        };
+        let Some((start, close)) = next else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..start]);
+        out.push_str("<redacted>");
+        rest = &rest[start..];
+        // The closing quote (serde escapes `"` inside a string as `\"`); none: redact the rest.
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '\\' if close == '"' && !escaped => escaped = true,
+                c if c == close && !escaped => {
+                    end = Some(i);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        match end {
+            Some(end) => rest = &rest[end..],
+            None => return out,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::redact_url;
+    use super::{redact_serde_message, redact_url};
+
+    #[test]
+    fn serde_messages_keep_their_shape_without_the_values() {
+        let message = r#"invalid type: string "KEY=sk-\"x\" y", expected a map"#;
+        assert_eq!(
+            redact_serde_message(message),
+            r#"invalid type: string "<redacted>", expected a map"#
+        );
+        let message = "unknown variant `sk-1`, expected `in_process` or `http`";
+        assert_eq!(
+            redact_serde_message(message),
+            "unknown variant `<redacted>`, expected `in_process` or `http`"
+        );
+        assert_eq!(redact_serde_message("unknown field `envv`"), "unknown field `envv`");
+        assert_eq!(
+            redact_serde_message("invalid type: string \"sk-1"),
+            "invalid type: string \"<redacted>"
+        );
+    }
 
     #[test]
     fn credentials_and_queries_never_survive() {

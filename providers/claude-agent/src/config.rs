@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::lines::DEFAULT_MAX_LINE;
-use crate::redact;
 
 /// The environment variable naming the CLI program.
 pub const CLI_ENV: &str = "PATCHBAY_CLAUDE_CLI";
@@ -176,7 +175,7 @@ impl Options {
         if value.is_null() {
             return Ok(Self::default());
         }
-        Self::deserialize(value).map_err(|e| Error::Options(redact::serde_message(&e.to_string())))
+        Self::deserialize(value).map_err(|e| Error::Options(patchbay_core::kit::redact_serde_message(&e.to_string())))
     }
 }
 

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use patchbay_core::kit::{StreamLimits, redact_url};
+use patchbay_core::kit::{StreamLimits, redact_serde_message, redact_url};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -198,7 +198,7 @@ impl OpenRouterConfig {
         let options = if options.is_null() {
             Options::default()
         } else {
-            Options::deserialize(options).map_err(Error::BadOptions)?
+            Options::deserialize(options).map_err(|e| Error::BadOptions(redact_serde_message(&e.to_string())))?
         };
         let key = options.api_key.or_else(|| options.api_key_env.as_deref().and_then(env));
         let mut config = Self::resolve(options.base_url, key)?;

@@ -18,9 +18,9 @@ pub enum Error {
     /// The base URL is not an http(s) URL.
     #[error("bad base URL `{0}`: expected http:// or https://")]
     BadBaseUrl(String),
-    /// The JSON options could not be read.
+    /// The JSON options could not be read (serde's message, the values it quotes redacted).
     #[error("bad options: {0}")]
-    BadOptions(#[source] serde_json::Error),
+    BadOptions(String),
     /// A header name or value is not valid HTTP.
     #[error("bad header `{0}`")]
     BadHeader(String),
