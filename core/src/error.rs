@@ -102,8 +102,6 @@ pub enum Limit {
     ContentTimeout,
     /// One line or frame of the stream grew past its cap (`max_line_bytes`).
     LineLength,
-    /// The whole call took too long (`request_timeout`).
-    RequestTimeout,
 }
 
 impl Limit {
@@ -113,7 +111,6 @@ impl Limit {
             Self::ReadTimeout => "read_timeout",
             Self::ContentTimeout => "content_timeout",
             Self::LineLength => "max_line_bytes",
-            Self::RequestTimeout => "request_timeout",
         }
     }
 }

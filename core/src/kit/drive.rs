@@ -192,7 +192,7 @@ type Body<C> = Pin<Box<dyn Stream<Item = Result<C, ProviderError>> + Send>>;
 /// use patchbay_core::kit::{Driver, StreamTranslator};
 /// use patchbay_core::{Event, ProviderError, Signal};
 ///
-/// /// Counts bytes; one `TextDelta` per chunk.
+/// /// One `TextDelta` per chunk, as it came.
 /// struct Echo(Vec<Event>, bool);
 /// impl StreamTranslator for Echo {
 ///     fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
