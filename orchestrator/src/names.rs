@@ -50,6 +50,7 @@ fn validate(kind: &'static str, name: &str) -> Result<(), NameError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
