@@ -1,1 +1,218 @@
-//! (under construction)
+//! Sessions, jobs and events behind one trait, [`Store`]; the first backend is [`SqliteStore`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), patchbay_orchestrator::store::StoreError> {
+//! use std::sync::Arc;
+//! use patchbay_orchestrator::store::{JobKind, NewJob, NewSession, SqliteStore, Store};
+//!
+//! let store: Arc<dyn Store> = Arc::new(SqliteStore::open("./data").await?);
+//! store.recover_after_crash().await?;
+//! let session = store
+//!     .create_session(NewSession {
+//!         session_name: "fix-login".into(),
+//!         agent_name: "default".into(),
+//!         project_dir: ".".into(),
+//!         parent_session_name: None,
+//!     })
+//!     .await?;
+//! store
+//!     .enqueue_job(NewJob {
+//!         kind: JobKind::StartSession,
+//!         session_name: session.session_name.clone(),
+//!         agent_name: session.agent_name.clone(),
+//!         prompt: "Fix the login page".into(),
+//!         project_dir: session.project_dir.clone(),
+//!         parent_session_name: None,
+//!         callback: false,
+//!     })
+//!     .await?;
+//! let job = store.claim_next_job("worker-1").await?;
+//! # let _ = job;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Decisions
+//! - **Times are unix milliseconds** ([`UnixMillis`], `BIGINT` columns), not RFC 3339 text:
+//!   the same type and ordering in SQLite and PostgreSQL, no text-format or time-zone parsing,
+//!   no date crate. Rendering as RFC 3339 belongs to the presentation layer.
+//! - **JSON is stored as text** (conversation, events): SQLite has no JSON type; PostgreSQL can
+//!   later use `JSONB` behind the same trait without changing the types here.
+//! - **Queue order is insertion order**: `jobs.seq` is an autoincrement key, and claiming orders
+//!   by it alone (timestamps tie within a millisecond and wall clocks can go backwards).
+//! - **Claiming is one statement**: `UPDATE jobs SET status = 'claimed' ... WHERE job_id =
+//!   (SELECT ... oldest pending job whose session has no claimed or running job) AND status =
+//!   'pending' RETURNING ...`. One job at a time per session, in order. SQLite runs it under its
+//!   single writer lock, so concurrent claims never take the same job. The outer `status =
+//!   'pending'` makes the statement safe under PostgreSQL's READ COMMITTED too, where the
+//!   sub-select should add `FOR UPDATE SKIP LOCKED`; two PostgreSQL workers could still claim
+//!   two jobs of one session at once, so that backend needs a per-session guard (an advisory
+//!   lock or a partial unique index on running jobs per session) — noted for the next issue.
+//! - **Event numbers per session** come from a counter on the session row (`UPDATE sessions SET
+//!   event_seq = event_seq + n ... RETURNING event_seq`), which also checks that the session
+//!   exists and serializes appends in both databases; events are deleted with their session.
+//! - **Jobs outlive their session**: deleting a session cancels its pending and claimed jobs in
+//!   the same transaction and keeps job history. Stopping a running job is the runtime's work
+//!   (through the run's `Signal`); it then calls [`Store::finish_job`].
+//! - **Migrations live per backend** (`migrations/sqlite/`), since DDL for autoincrement keys
+//!   differs; the queries themselves use only portable SQL plus `RETURNING` (both databases).
+//! - **Durability**: WAL with `synchronous = NORMAL`: a committed transaction survives a kill -9
+//!   of the process (the WAL is in the OS cache); only a power loss can drop the last commits.
+//! - **Bad data is an error**: an unknown status text or broken JSON in a row is
+//!   [`StoreError::BadRow`], never a panic.
+
+mod sqlite;
+mod types;
+
+use patchbay_core::async_trait;
+
+pub use sqlite::{DB_FILE, SqliteStore};
+pub use types::{
+    Job, JobKind, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionStatus, SessionUpdate, StoredEvent,
+    UnixMillis, UnknownValue, now_millis,
+};
+
+/// The error of a job interrupted because the orchestrator stopped during its run.
+pub const INTERRUPTED: &str = "interrupted: the orchestrator stopped during the run";
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A session with this name exists already.
+    #[error("a session named `{0}` already exists")]
+    SessionExists(String),
+    /// No session has this name or id.
+    #[error("no session `{0}`")]
+    SessionNotFound(String),
+    /// No job has this id.
+    #[error("no job `{0}`")]
+    JobNotFound(String),
+    /// The job is not in a state that allows the change.
+    #[error("job `{job_id}` is {from}, it cannot become {to}")]
+    InvalidTransition {
+        /// The job.
+        job_id: String,
+        /// Its current status.
+        from: JobStatus,
+        /// The status asked for.
+        to: JobStatus,
+    },
+    /// A stored row could not be decoded.
+    #[error("stored {table}.{column} could not be decoded")]
+    BadRow {
+        /// The table.
+        table: &'static str,
+        /// The column.
+        column: &'static str,
+        /// What was wrong.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A value could not be encoded for storage.
+    #[error("could not encode {what}")]
+    Encode {
+        /// What was encoded.
+        what: &'static str,
+        /// The encoder's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The data directory could not be created.
+    #[error("could not create the data directory {path}")]
+    DataDir {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The schema migrations failed.
+    #[error("database migration failed")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The database refused or failed an operation.
+    #[error("database error")]
+    Database(#[from] sqlx::Error),
+}
+
+/// Sessions, jobs and events: everything the orchestrator keeps. Object-safe (`Arc<dyn Store>`).
+///
+/// Listing is oldest first. Every method is one transaction: nothing is partly written.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Creates a `pending` session; [`StoreError::SessionExists`] when the name is taken.
+    async fn create_session(&self, new: NewSession) -> Result<Session, StoreError>;
+
+    /// Creates a session and enqueues its first job in one transaction.
+    async fn create_session_with_job(&self, session: NewSession, job: NewJob) -> Result<(Session, Job), StoreError>;
+
+    /// The session with this id, if any.
+    async fn get_session(&self, session_id: &str) -> Result<Option<Session>, StoreError>;
+
+    /// The session with this name, if any.
+    async fn get_session_by_name(&self, name: &str) -> Result<Option<Session>, StoreError>;
+
+    /// A page of sessions, oldest first.
+    async fn list_sessions(&self, page: Page) -> Result<Vec<Session>, StoreError>;
+
+    /// Applies `update` to the session with this id and returns it as stored.
+    async fn update_session(&self, session_id: &str, update: SessionUpdate) -> Result<Session, StoreError>;
+
+    /// Deletes the session and its events, cancels its pending and claimed jobs; returns it.
+    async fn delete_session(&self, session_id: &str) -> Result<Session, StoreError>;
+
+    /// Deletes every session (as [`Store::delete_session`]); returns how many.
+    async fn delete_all_sessions(&self) -> Result<u64, StoreError>;
+
+    /// Adds a `pending` job at the end of the queue.
+    async fn enqueue_job(&self, new: NewJob) -> Result<Job, StoreError>;
+
+    /// The job with this id, if any.
+    async fn get_job(&self, job_id: &str) -> Result<Option<Job>, StoreError>;
+
+    /// A page of jobs in queue order, of one session or of all.
+    async fn list_jobs(&self, session_name: Option<&str>, page: Page) -> Result<Vec<Job>, StoreError>;
+
+    /// Claims the oldest pending job whose session has no claimed or running job, atomically.
+    async fn claim_next_job(&self, worker_id: &str) -> Result<Option<Job>, StoreError>;
+
+    /// Marks a claimed job `running`.
+    async fn mark_job_running(&self, job_id: &str) -> Result<Job, StoreError>;
+
+    /// Ends a job that is not over yet with a terminal `status` and an optional error.
+    async fn finish_job(&self, job_id: &str, status: JobStatus, error: Option<String>) -> Result<Job, StoreError>;
+
+    /// Cancels a job that is not over yet (the runtime stops a running one's run).
+    async fn cancel_job(&self, job_id: &str) -> Result<Job, StoreError> {
+        self.finish_job(job_id, JobStatus::Cancelled, Some("cancelled".to_owned()))
+            .await
+    }
+
+    /// Appends one event to a session's events; returns it numbered.
+    async fn append_event(
+        &self,
+        session_id: &str,
+        job_id: Option<&str>,
+        event: serde_json::Value,
+    ) -> Result<StoredEvent, StoreError> {
+        let mut stored = self.append_events(session_id, job_id, vec![event]).await?;
+        stored
+            .pop()
+            .ok_or_else(|| StoreError::SessionNotFound(session_id.to_owned()))
+    }
+
+    /// Appends events in order, in one transaction; returns them numbered.
+    async fn append_events(
+        &self,
+        session_id: &str,
+        job_id: Option<&str>,
+        events: Vec<serde_json::Value>,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// The session's events with `seq > after_seq`, in order (`after_seq = 0`: all).
+    async fn events_since(&self, session_id: &str, after_seq: i64) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// At start-up: jobs left `running` become `failed` with [`INTERRUPTED`] and so do their
+    /// sessions; jobs left `claimed` go back to `pending`; pending jobs stay to run.
+    async fn recover_after_crash(&self) -> Result<Recovery, StoreError>;
+}

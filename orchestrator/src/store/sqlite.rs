@@ -1,0 +1,586 @@
+//! [`SqliteStore`]: the embedded backend, one `orchestrator.db` file under a data directory.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
+use sqlx::{Row, SqlitePool};
+
+use super::types::{
+    Job, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionUpdate, StoredEvent, UnixMillis, UnknownValue,
+    now_millis,
+};
+use super::{INTERRUPTED, Store, StoreError};
+use patchbay_core::async_trait;
+
+/// The database file's name inside the data directory.
+pub const DB_FILE: &str = "orchestrator.db";
+
+/// How long a statement waits for SQLite's write lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections in the pool (SQLite has one writer; readers go on in parallel under WAL).
+const MAX_CONNECTIONS: u32 = 8;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+macro_rules! session_cols {
+    () => {
+        "session_id, session_name, agent_name, project_dir, parent_session_name, status, \
+         created_at, updated_at, finished_at, last_result, provider_session_id, conversation"
+    };
+}
+
+macro_rules! job_cols {
+    () => {
+        "job_id, kind, session_name, agent_name, prompt, project_dir, parent_session_name, \
+         callback, status, error, claimed_by, created_at, claimed_at, started_at, finished_at"
+    };
+}
+
+macro_rules! event_cols {
+    () => {
+        "session_id, job_id, seq, event, created_at"
+    };
+}
+
+/// The SQLite backend of [`Store`]: WAL, foreign keys on, a busy timeout, migrations at open.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    path: PathBuf,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) `data_dir/orchestrator.db` and brings its schema up to date.
+    pub async fn open(data_dir: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let dir = data_dir.as_ref();
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(|source| StoreError::DataDir {
+                path: dir.to_owned(),
+                source,
+            })?;
+        let path = dir.join(DB_FILE);
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .connect_with(options)
+            .await?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Self { pool, path })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection pool, for backend-specific work (tests, maintenance).
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Waits for every connection to close (a clean shutdown checkpoints the WAL).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Why `job_id` could not become `to`: missing, or in a state that forbids it.
+    async fn transition_error(&self, job_id: &str, to: JobStatus) -> StoreError {
+        match self.get_job(job_id).await {
+            Ok(Some(job)) => StoreError::InvalidTransition {
+                job_id: job_id.to_owned(),
+                from: job.status,
+                to,
+            },
+            Ok(None) => StoreError::JobNotFound(job_id.to_owned()),
+            Err(err) => err,
+        }
+    }
+}
+
+fn bad_row(
+    table: &'static str,
+    column: &'static str,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> StoreError {
+    StoreError::BadRow {
+        table,
+        column,
+        source: Box::new(source),
+    }
+}
+
+fn get<'r, T>(row: &'r SqliteRow, table: &'static str, column: &'static str) -> Result<T, StoreError>
+where
+    T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
+{
+    row.try_get(column).map_err(|e| bad_row(table, column, e))
+}
+
+fn get_enum<T>(row: &SqliteRow, table: &'static str, column: &'static str) -> Result<T, StoreError>
+where
+    T: FromStr<Err = UnknownValue>,
+{
+    let text: String = get(row, table, column)?;
+    text.parse().map_err(|e| bad_row(table, column, e))
+}
+
+fn get_json(row: &SqliteRow, table: &'static str, column: &'static str) -> Result<Value, StoreError> {
+    let text: String = get(row, table, column)?;
+    serde_json::from_str(&text).map_err(|e| bad_row(table, column, e))
+}
+
+fn session_from_row(row: &SqliteRow) -> Result<Session, StoreError> {
+    const T: &str = "sessions";
+    Ok(Session {
+        session_id: get(row, T, "session_id")?,
+        session_name: get(row, T, "session_name")?,
+        agent_name: get(row, T, "agent_name")?,
+        project_dir: get(row, T, "project_dir")?,
+        parent_session_name: get(row, T, "parent_session_name")?,
+        status: get_enum(row, T, "status")?,
+        created_at: get(row, T, "created_at")?,
+        updated_at: get(row, T, "updated_at")?,
+        finished_at: get(row, T, "finished_at")?,
+        last_result: get(row, T, "last_result")?,
+        provider_session_id: get(row, T, "provider_session_id")?,
+        conversation: get_json(row, T, "conversation")?,
+    })
+}
+
+fn job_from_row(row: &SqliteRow) -> Result<Job, StoreError> {
+    const T: &str = "jobs";
+    Ok(Job {
+        job_id: get(row, T, "job_id")?,
+        kind: get_enum(row, T, "kind")?,
+        session_name: get(row, T, "session_name")?,
+        agent_name: get(row, T, "agent_name")?,
+        prompt: get(row, T, "prompt")?,
+        project_dir: get(row, T, "project_dir")?,
+        parent_session_name: get(row, T, "parent_session_name")?,
+        callback: get(row, T, "callback")?,
+        status: get_enum(row, T, "status")?,
+        error: get(row, T, "error")?,
+        claimed_by: get(row, T, "claimed_by")?,
+        created_at: get(row, T, "created_at")?,
+        claimed_at: get(row, T, "claimed_at")?,
+        started_at: get(row, T, "started_at")?,
+        finished_at: get(row, T, "finished_at")?,
+    })
+}
+
+fn event_from_row(row: &SqliteRow) -> Result<StoredEvent, StoreError> {
+    const T: &str = "events";
+    Ok(StoredEvent {
+        session_id: get(row, T, "session_id")?,
+        job_id: get(row, T, "job_id")?,
+        seq: get(row, T, "seq")?,
+        event: get_json(row, T, "event")?,
+        created_at: get(row, T, "created_at")?,
+    })
+}
+
+fn to_json_text(value: &Value, what: &'static str) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
+}
+
+fn page_bounds(page: Page) -> (i64, i64) {
+    (i64::from(page.limit), i64::try_from(page.offset).unwrap_or(i64::MAX))
+}
+
+async fn insert_session(conn: &mut SqliteConnection, new: NewSession, now: UnixMillis) -> Result<Session, StoreError> {
+    let row = sqlx::query(concat!(
+        "INSERT INTO sessions (session_id, session_name, agent_name, project_dir, \
+         parent_session_name, status, created_at, updated_at, conversation) \
+         VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, '[]') RETURNING ",
+        session_cols!()
+    ))
+    .bind(uuid::Uuid::new_v4().to_string())
+    .bind(&new.session_name)
+    .bind(&new.agent_name)
+    .bind(&new.project_dir)
+    .bind(&new.parent_session_name)
+    .bind(now)
+    .fetch_one(conn)
+    .await
+    .map_err(|err| match &err {
+        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::SessionExists(new.session_name.clone()),
+        _ => StoreError::Database(err),
+    })?;
+    session_from_row(&row)
+}
+
+async fn insert_job(conn: &mut SqliteConnection, new: NewJob, now: UnixMillis) -> Result<Job, StoreError> {
+    let row = sqlx::query(concat!(
+        "INSERT INTO jobs (job_id, kind, session_name, agent_name, prompt, project_dir, \
+         parent_session_name, callback, status, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9) RETURNING ",
+        job_cols!()
+    ))
+    .bind(uuid::Uuid::new_v4().to_string())
+    .bind(new.kind.as_str())
+    .bind(&new.session_name)
+    .bind(&new.agent_name)
+    .bind(&new.prompt)
+    .bind(&new.project_dir)
+    .bind(&new.parent_session_name)
+    .bind(new.callback)
+    .bind(now)
+    .fetch_one(conn)
+    .await?;
+    job_from_row(&row)
+}
+
+/// Cancels the pending and claimed jobs of deleted sessions (`name = None`: of every session).
+async fn cancel_waiting_jobs(
+    conn: &mut SqliteConnection,
+    name: Option<&str>,
+    now: UnixMillis,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE jobs SET status = 'cancelled', error = 'session deleted', finished_at = ?1 \
+         WHERE status IN ('pending', 'claimed') AND (?2 IS NULL OR session_name = ?2)",
+    )
+    .bind(now)
+    .bind(name)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+fn strings(rows: Vec<SqliteRow>, table: &'static str, column: &'static str) -> Result<Vec<String>, StoreError> {
+    let mut out = rows
+        .iter()
+        .map(|row| get::<String>(row, table, column))
+        .collect::<Result<Vec<_>, _>>()?;
+    out.sort();
+    Ok(out)
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_session(&self, new: NewSession) -> Result<Session, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        insert_session(&mut conn, new, now_millis()).await
+    }
+
+    async fn create_session_with_job(&self, session: NewSession, job: NewJob) -> Result<(Session, Job), StoreError> {
+        let now = now_millis();
+        let mut tx = self.pool.begin().await?;
+        let session = insert_session(&mut tx, session, now).await?;
+        let job = insert_job(&mut tx, job, now).await?;
+        tx.commit().await?;
+        Ok((session, job))
+    }
+
+    async fn get_session(&self, session_id: &str) -> Result<Option<Session>, StoreError> {
+        sqlx::query(concat!(
+            "SELECT ",
+            session_cols!(),
+            " FROM sessions WHERE session_id = ?1"
+        ))
+        .bind(session_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(session_from_row)
+        .transpose()
+    }
+
+    async fn get_session_by_name(&self, name: &str) -> Result<Option<Session>, StoreError> {
+        sqlx::query(concat!(
+            "SELECT ",
+            session_cols!(),
+            " FROM sessions WHERE session_name = ?1"
+        ))
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(session_from_row)
+        .transpose()
+    }
+
+    async fn list_sessions(&self, page: Page) -> Result<Vec<Session>, StoreError> {
+        let (limit, offset) = page_bounds(page);
+        sqlx::query(concat!(
+            "SELECT ",
+            session_cols!(),
+            " FROM sessions ORDER BY created_at, session_name LIMIT ?1 OFFSET ?2"
+        ))
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(session_from_row)
+        .collect()
+    }
+
+    async fn update_session(&self, session_id: &str, update: SessionUpdate) -> Result<Session, StoreError> {
+        let now = now_millis();
+        let conversation = match &update.conversation {
+            Some(value) => Some(to_json_text(value, "the conversation")?),
+            None => None,
+        };
+        let finished_at = update.status.filter(|s| s.is_terminal()).map(|_| now);
+        let row = sqlx::query(concat!(
+            "UPDATE sessions SET status = COALESCE(?2, status), \
+             last_result = COALESCE(?3, last_result), \
+             provider_session_id = COALESCE(?4, provider_session_id), \
+             conversation = COALESCE(?5, conversation), \
+             parent_session_name = COALESCE(?6, parent_session_name), \
+             finished_at = CASE WHEN ?2 IS NULL THEN finished_at ELSE ?7 END, \
+             updated_at = ?8 WHERE session_id = ?1 RETURNING ",
+            session_cols!()
+        ))
+        .bind(session_id)
+        .bind(update.status.map(|s| s.as_str()))
+        .bind(&update.last_result)
+        .bind(&update.provider_session_id)
+        .bind(conversation)
+        .bind(&update.parent_session_name)
+        .bind(finished_at)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => session_from_row(&row),
+            None => Err(StoreError::SessionNotFound(session_id.to_owned())),
+        }
+    }
+
+    async fn delete_session(&self, session_id: &str) -> Result<Session, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query(concat!(
+            "DELETE FROM sessions WHERE session_id = ?1 RETURNING ",
+            session_cols!()
+        ))
+        .bind(session_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            return Err(StoreError::SessionNotFound(session_id.to_owned()));
+        };
+        let session = session_from_row(&row)?;
+        cancel_waiting_jobs(&mut tx, Some(&session.session_name), now_millis()).await?;
+        tx.commit().await?;
+        Ok(session)
+    }
+
+    async fn delete_all_sessions(&self) -> Result<u64, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let deleted = sqlx::query("DELETE FROM sessions").execute(&mut *tx).await?;
+        cancel_waiting_jobs(&mut tx, None, now_millis()).await?;
+        tx.commit().await?;
+        Ok(deleted.rows_affected())
+    }
+
+    async fn enqueue_job(&self, new: NewJob) -> Result<Job, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        insert_job(&mut conn, new, now_millis()).await
+    }
+
+    async fn get_job(&self, job_id: &str) -> Result<Option<Job>, StoreError> {
+        sqlx::query(concat!("SELECT ", job_cols!(), " FROM jobs WHERE job_id = ?1"))
+            .bind(job_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(job_from_row)
+            .transpose()
+    }
+
+    async fn list_jobs(&self, session_name: Option<&str>, page: Page) -> Result<Vec<Job>, StoreError> {
+        let (limit, offset) = page_bounds(page);
+        sqlx::query(concat!(
+            "SELECT ",
+            job_cols!(),
+            " FROM jobs WHERE (?1 IS NULL OR session_name = ?1) ORDER BY seq LIMIT ?2 OFFSET ?3"
+        ))
+        .bind(session_name)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(job_from_row)
+        .collect()
+    }
+
+    async fn claim_next_job(&self, worker_id: &str) -> Result<Option<Job>, StoreError> {
+        sqlx::query(concat!(
+            "UPDATE jobs SET status = 'claimed', claimed_at = ?1, claimed_by = ?2 \
+             WHERE job_id = (SELECT j.job_id FROM jobs j WHERE j.status = 'pending' \
+               AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.session_name = j.session_name \
+                 AND r.status IN ('claimed', 'running')) \
+               ORDER BY j.seq LIMIT 1) \
+             AND status = 'pending' RETURNING ",
+            job_cols!()
+        ))
+        .bind(now_millis())
+        .bind(worker_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(job_from_row)
+        .transpose()
+    }
+
+    async fn mark_job_running(&self, job_id: &str) -> Result<Job, StoreError> {
+        let row = sqlx::query(concat!(
+            "UPDATE jobs SET status = 'running', started_at = ?2 \
+             WHERE job_id = ?1 AND status = 'claimed' RETURNING ",
+            job_cols!()
+        ))
+        .bind(job_id)
+        .bind(now_millis())
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => job_from_row(&row),
+            None => Err(self.transition_error(job_id, JobStatus::Running).await),
+        }
+    }
+
+    async fn finish_job(&self, job_id: &str, status: JobStatus, error: Option<String>) -> Result<Job, StoreError> {
+        if !status.is_terminal() {
+            return Err(self.transition_error(job_id, status).await);
+        }
+        let row = sqlx::query(concat!(
+            "UPDATE jobs SET status = ?2, error = ?3, finished_at = ?4 \
+             WHERE job_id = ?1 AND status IN ('pending', 'claimed', 'running') RETURNING ",
+            job_cols!()
+        ))
+        .bind(job_id)
+        .bind(status.as_str())
+        .bind(error)
+        .bind(now_millis())
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => job_from_row(&row),
+            None => Err(self.transition_error(job_id, status).await),
+        }
+    }
+
+    async fn append_events(
+        &self,
+        session_id: &str,
+        job_id: Option<&str>,
+        events: Vec<Value>,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let texts = events
+            .iter()
+            .map(|e| to_json_text(e, "an event"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let count = i64::try_from(texts.len()).unwrap_or(i64::MAX);
+        let now = now_millis();
+        let mut tx = self.pool.begin().await?;
+        let last: Option<i64> = sqlx::query_scalar(
+            "UPDATE sessions SET event_seq = event_seq + ?2 WHERE session_id = ?1 \
+             RETURNING event_seq",
+        )
+        .bind(session_id)
+        .bind(count)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(last) = last else {
+            return Err(StoreError::SessionNotFound(session_id.to_owned()));
+        };
+        let mut stored = Vec::with_capacity(events.len());
+        for ((seq, text), event) in (last - count + 1..).zip(texts).zip(events) {
+            sqlx::query(
+                "INSERT INTO events (session_id, seq, job_id, event, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .bind(session_id)
+            .bind(seq)
+            .bind(job_id)
+            .bind(text)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            stored.push(StoredEvent {
+                session_id: session_id.to_owned(),
+                job_id: job_id.map(str::to_owned),
+                seq,
+                event,
+                created_at: now,
+            });
+        }
+        tx.commit().await?;
+        Ok(stored)
+    }
+
+    async fn events_since(&self, session_id: &str, after_seq: i64) -> Result<Vec<StoredEvent>, StoreError> {
+        sqlx::query(concat!(
+            "SELECT ",
+            event_cols!(),
+            " FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq"
+        ))
+        .bind(session_id)
+        .bind(after_seq)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(event_from_row)
+        .collect()
+    }
+
+    async fn recover_after_crash(&self) -> Result<Recovery, StoreError> {
+        let now = now_millis();
+        let mut tx = self.pool.begin().await?;
+        // Sessions of interrupted runs, and sessions left `running` with no job left to run.
+        let sessions = sqlx::query(
+            "UPDATE sessions SET status = 'failed', finished_at = ?1, updated_at = ?1 \
+             WHERE session_name IN (SELECT session_name FROM jobs WHERE status = 'running') \
+             OR (status = 'running' AND session_name NOT IN \
+               (SELECT session_name FROM jobs WHERE status IN ('pending', 'claimed'))) \
+             RETURNING session_name",
+        )
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await?;
+        let failed = sqlx::query(
+            "UPDATE jobs SET status = 'failed', error = ?2, finished_at = ?1 \
+             WHERE status = 'running' RETURNING job_id",
+        )
+        .bind(now)
+        .bind(INTERRUPTED)
+        .fetch_all(&mut *tx)
+        .await?;
+        let requeued = sqlx::query(
+            "UPDATE jobs SET status = 'pending', claimed_at = NULL, claimed_by = NULL \
+             WHERE status = 'claimed' RETURNING job_id",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let recovery = Recovery {
+            failed_jobs: strings(failed, "jobs", "job_id")?,
+            failed_sessions: strings(sessions, "sessions", "session_name")?,
+            requeued_jobs: strings(requeued, "jobs", "job_id")?,
+        };
+        if recovery != Recovery::default() {
+            tracing::warn!(
+                failed_jobs = recovery.failed_jobs.len(),
+                requeued_jobs = recovery.requeued_jobs.len(),
+                "recovered after an unclean stop"
+            );
+        }
+        Ok(recovery)
+    }
+}
