@@ -1,1 +1,289 @@
-//! (under construction)
+//! Answers of the MCP tools, in markdown (the default) or JSON, from plain data structs.
+//!
+//! Markdown gives each item a `## name` heading, then one `- field: value` line per field that
+//! has a value (fields without one are left out), and a session's result text last, under
+//! `### result`. JSON is `serde_json` pretty-printed; lists are wrapped in an object
+//! (`{"blueprints": [...]}`, `{"sessions": [...]}`) so fields can be added later. Result texts
+//! over [`MAX_RESULT_CHARS`] characters are cut by [`truncate_result`] in both formats.
+//!
+//! ```
+//! use patchbay_orchestrator::format::{BlueprintSummary, ResponseFormat, render_blueprints};
+//!
+//! let list = [BlueprintSummary {
+//!     name: "default".into(),
+//!     description: "Scripted, offline.".into(),
+//!     provider: "scripted".into(),
+//!     model: "scripted".into(),
+//!     status: "active".into(),
+//! }];
+//! let format: ResponseFormat = "markdown".parse().unwrap();
+//! assert_eq!(
+//!     render_blueprints(&list, format),
+//!     "## default\n- description: Scripted, offline.\n- provider: scripted\n- model: scripted\n- status: active\n"
+//! );
+//! ```
+
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::blueprint::Blueprint;
+
+/// The most characters of a result text an answer carries.
+pub const MAX_RESULT_CHARS: usize = 25_000;
+
+/// How a tool answers: `markdown` (default) or `json`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponseFormat {
+    /// Headings per item and `- field: value` lines.
+    #[default]
+    Markdown,
+    /// Pretty-printed JSON.
+    Json,
+}
+
+/// A `response_format` that is neither `markdown` nor `json`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("response_format `{given}` is not supported: use `markdown` or `json`")]
+#[non_exhaustive]
+pub struct ResponseFormatError {
+    /// The value as given.
+    pub given: String,
+}
+
+impl FromStr for ResponseFormat {
+    type Err = ResponseFormatError;
+
+    /// `markdown` or `json`, exactly (lowercase).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "markdown" => Ok(Self::Markdown),
+            "json" => Ok(Self::Json),
+            _ => Err(ResponseFormatError { given: s.to_owned() }),
+        }
+    }
+}
+
+impl ResponseFormat {
+    /// Parses an optional parameter: `None` is markdown.
+    pub fn parse_optional(value: Option<&str>) -> Result<Self, ResponseFormatError> {
+        value.map_or(Ok(Self::Markdown), str::parse)
+    }
+}
+
+/// `text` unchanged when it has at most [`MAX_RESULT_CHARS`] characters; otherwise its first
+/// [`MAX_RESULT_CHARS`] characters (cut at a character boundary) and a line saying it was
+/// truncated.
+pub fn truncate_result(text: &str) -> String {
+    match text.char_indices().nth(MAX_RESULT_CHARS) {
+        None => text.to_owned(),
+        Some((cut, _)) => {
+            let total = text.chars().count();
+            format!(
+                "{}\n\n[truncated: the result had {} characters; the first {} are shown]",
+                &text[..cut],
+                thousands(total),
+                thousands(MAX_RESULT_CHARS),
+            )
+        }
+    }
+}
+
+/// `25000` as `25,000`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// One blueprint as listed to callers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlueprintSummary {
+    /// Its name.
+    pub name: String,
+    /// What it is for.
+    pub description: String,
+    /// The provider's registry name.
+    pub provider: String,
+    /// The model.
+    pub model: String,
+    /// `active` or `retired`.
+    pub status: String,
+}
+
+impl From<&Blueprint> for BlueprintSummary {
+    fn from(b: &Blueprint) -> Self {
+        Self {
+            name: b.name.clone(),
+            description: b.description.clone(),
+            provider: b.provider.clone(),
+            model: b.model.clone(),
+            status: b.status.as_str().to_owned(),
+        }
+    }
+}
+
+/// One session as listed to callers. Times are RFC 3339 text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    /// The caller-chosen unique name.
+    pub session_name: String,
+    /// The generated id.
+    pub session_id: String,
+    /// The blueprint it runs on.
+    pub agent_name: String,
+    /// `pending`, `running`, `finished`, `failed` or `cancelled`.
+    pub status: String,
+    /// The run's working directory.
+    pub project_dir: Option<String>,
+    /// The session that started (or last resumed) it.
+    pub parent_session_name: Option<String>,
+    /// When it was created.
+    pub created_at: String,
+    /// When it last changed.
+    pub updated_at: String,
+}
+
+/// One session's status and, once it ended, its result: the answer of
+/// `get_agent_session_status` and `get_agent_session_result`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionReport {
+    /// The session.
+    #[serde(flatten)]
+    pub session: SessionSummary,
+    /// When its last run ended.
+    pub finished_at: Option<String>,
+    /// Its latest job.
+    pub job_id: Option<String>,
+    /// That job's status.
+    pub job_status: Option<String>,
+    /// Why the last run failed.
+    pub error: Option<String>,
+    /// The last result text (truncated when rendered).
+    pub result: Option<String>,
+}
+
+/// The answer of a start or resume that did not wait for the run (async mode, or the wait
+/// limit reached).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobAccepted {
+    /// The session.
+    pub session_name: String,
+    /// The queued job.
+    pub job_id: String,
+    /// The job's status.
+    pub status: String,
+    /// The parent session resumed when the run ends, when a callback was asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub callback_to: Option<String>,
+}
+
+/// A list of blueprints.
+pub fn render_blueprints(list: &[BlueprintSummary], format: ResponseFormat) -> String {
+    match format {
+        ResponseFormat::Json => json(&serde_json::json!({ "blueprints": list })),
+        ResponseFormat::Markdown if list.is_empty() => "No blueprints.\n".to_owned(),
+        ResponseFormat::Markdown => join_items(list.iter().map(|b| {
+            let mut out = heading(&b.name);
+            field(&mut out, "description", Some(&b.description));
+            field(&mut out, "provider", Some(&b.provider));
+            field(&mut out, "model", Some(&b.model));
+            field(&mut out, "status", Some(&b.status));
+            out
+        })),
+    }
+}
+
+/// A list of sessions.
+pub fn render_sessions(list: &[SessionSummary], format: ResponseFormat) -> String {
+    match format {
+        ResponseFormat::Json => json(&serde_json::json!({ "sessions": list })),
+        ResponseFormat::Markdown if list.is_empty() => "No sessions.\n".to_owned(),
+        ResponseFormat::Markdown => join_items(list.iter().map(session_markdown)),
+    }
+}
+
+/// One session's status and result; the result text is truncated.
+pub fn render_session(report: &SessionReport, format: ResponseFormat) -> String {
+    let result = report.result.as_deref().map(truncate_result);
+    match format {
+        ResponseFormat::Json => json(&SessionReport {
+            result,
+            ..report.clone()
+        }),
+        ResponseFormat::Markdown => {
+            let mut out = session_markdown(&report.session);
+            field(&mut out, "finished_at", report.finished_at.as_deref());
+            field(&mut out, "job_id", report.job_id.as_deref());
+            field(&mut out, "job_status", report.job_status.as_deref());
+            field(&mut out, "error", report.error.as_deref());
+            if let Some(result) = result {
+                let _ = write!(out, "\n### result\n\n{result}\n");
+            }
+            out
+        }
+    }
+}
+
+/// A start or resume that returned before the run ended.
+pub fn render_job_accepted(accepted: &JobAccepted, format: ResponseFormat) -> String {
+    match format {
+        ResponseFormat::Json => json(accepted),
+        ResponseFormat::Markdown => {
+            let mut out = heading(&accepted.session_name);
+            field(&mut out, "job_id", Some(&accepted.job_id));
+            field(&mut out, "status", Some(&accepted.status));
+            field(&mut out, "callback_to", accepted.callback_to.as_deref());
+            out
+        }
+    }
+}
+
+fn session_markdown(s: &SessionSummary) -> String {
+    let mut out = heading(&s.session_name);
+    field(&mut out, "session_id", Some(&s.session_id));
+    field(&mut out, "agent_name", Some(&s.agent_name));
+    field(&mut out, "status", Some(&s.status));
+    field(&mut out, "project_dir", s.project_dir.as_deref());
+    field(&mut out, "parent_session_name", s.parent_session_name.as_deref());
+    field(&mut out, "created_at", Some(&s.created_at));
+    field(&mut out, "updated_at", Some(&s.updated_at));
+    out
+}
+
+fn heading(name: &str) -> String {
+    format!("## {}\n", one_line(name))
+}
+
+/// Appends `- name: value` when there is a value; line breaks in it become spaces so the list
+/// stays one line per field.
+fn field(out: &mut String, name: &str, value: Option<&str>) {
+    if let Some(value) = value {
+        let _ = writeln!(out, "- {name}: {}", one_line(value));
+    }
+}
+
+fn one_line(value: &str) -> String {
+    value.replace("\r\n", " ").replace(['\n', '\r'], " ")
+}
+
+/// Items separated by a blank line.
+fn join_items(items: impl Iterator<Item = String>) -> String {
+    items.collect::<Vec<_>>().join("\n")
+}
+
+fn json<T: Serialize + ?Sized>(value: &T) -> String {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => text,
+        // Only strings, options and lists: serializing cannot fail.
+        Err(e) => serde_json::json!({ "error": format!("cannot render the answer: {e}") }).to_string(),
+    }
+}
