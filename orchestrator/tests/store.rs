@@ -355,9 +355,9 @@ async fn recover_after_crash_fails_running_jobs_and_requeues_claimed_ones() -> T
     );
 
     let recovery = store.recover_after_crash().await?;
-    assert_eq!(recovery.failed_jobs, [running.job_id.clone()]);
+    assert_eq!(recovery.failed_jobs, std::slice::from_ref(&running.job_id));
     assert_eq!(recovery.failed_sessions, ["r"]);
-    assert_eq!(recovery.requeued_jobs, [claimed.job_id.clone()]);
+    assert_eq!(recovery.requeued_jobs, std::slice::from_ref(&claimed.job_id));
 
     let job = store.get_job(&running.job_id).await?.ok_or("job gone")?;
     assert_eq!(job.status, JobStatus::Failed);
