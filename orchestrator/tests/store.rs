@@ -116,6 +116,19 @@ async fn sessions_are_created_read_listed_updated_and_deleted() -> TestResult {
     assert_eq!(same.last_result, done.last_result);
     assert_eq!(same.finished_at, done.finished_at);
 
+    // Running again (a resume) clears the finish time.
+    let resumed = store
+        .update_session(
+            &a.session_id,
+            SessionUpdate {
+                status: Some(SessionStatus::Running),
+                ..Default::default()
+            },
+        )
+        .await?;
+    assert_eq!(resumed.finished_at, None);
+    assert_eq!(resumed.last_result.as_deref(), Some("done"));
+
     let missing = store.update_session("nope", SessionUpdate::default()).await;
     assert!(matches!(missing, Err(StoreError::SessionNotFound(id)) if id == "nope"));
 
