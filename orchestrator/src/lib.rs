@@ -3,7 +3,7 @@
 //!
 //! - [`blueprint`]: named agent definitions loaded from TOML.
 //! - [`names`]: session-name rules.
-//! - [`format`]: answers in markdown or JSON, long results truncated.
+//! - [`format`](mod@format): answers in markdown or JSON, long results truncated.
 //! - [`store`]: sessions, jobs and events behind one trait; SQLite through sqlx first.
 
 pub mod blueprint;
