@@ -103,6 +103,20 @@ impl fmt::Debug for Agent {
     }
 }
 
+/// The conversation of a run started with [`Agent::stream_with_transcript`].
+#[derive(Debug)]
+pub struct Transcript {
+    rx: std::sync::mpsc::Receiver<Vec<Message>>,
+}
+
+impl Transcript {
+    /// The input messages followed by every assistant and tool-result message of the run,
+    /// once the run's stream ended with `Finish`; `None` before that or after an error.
+    pub fn messages(&self) -> Option<Vec<Message>> {
+        self.rx.try_iter().last()
+    }
+}
+
 /// The end of a collected run: the response and the whole conversation after it.
 #[derive(Debug, Clone)]
 pub struct AgentOutcome {
@@ -177,6 +191,14 @@ impl Agent {
     /// The run as one event stream.
     pub fn stream(&self, messages: Vec<Message>, signal: Signal) -> EventStream {
         self.run_stream(messages, signal, None)
+    }
+
+    /// The run as one event stream, plus the grown conversation once it finished: a host
+    /// that stores every event and resumes later from the conversation needs both. The
+    /// [`Transcript`] holds the messages only after the stream ended with `Finish`.
+    pub fn stream_with_transcript(&self, messages: Vec<Message>, signal: Signal) -> (EventStream, Transcript) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        (self.run_stream(messages, signal, Some(tx)), Transcript { rx })
     }
 
     fn run_stream(

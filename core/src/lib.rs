@@ -14,7 +14,7 @@ mod tool;
 mod toolset;
 pub mod validate;
 
-pub use agent::{Agent, AgentOutcome, AttachedTools, DEFAULT_MAX_STEPS, ToolSource};
+pub use agent::{Agent, AgentOutcome, AttachedTools, DEFAULT_MAX_STEPS, ToolSource, Transcript};
 pub use context::{
     Approval, ApprovalHandler, ApprovalRequest, Extensions, McpServerConfig, McpTransport, RequestContext, Sampling,
     Session, ToolChoice,

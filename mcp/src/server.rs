@@ -36,6 +36,9 @@ pub struct ToolServerBuilder {
     token: Option<String>,
     origins: Vec<String>,
     limits: Limits,
+    port: u16,
+    metadata_headers: Vec<(http::HeaderName, String)>,
+    routes: Option<axum::Router>,
 }
 
 impl fmt::Debug for ToolServerBuilder {
@@ -46,6 +49,9 @@ impl fmt::Debug for ToolServerBuilder {
             .field("stateful", &self.stateful)
             .field("origins", &self.origins)
             .field("limits", &self.limits)
+            .field("port", &self.port)
+            .field("metadata_headers", &self.metadata_headers)
+            .field("routes", &self.routes.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -74,6 +80,36 @@ impl ToolServerBuilder {
     /// programs, and a web page should not reach it.
     pub fn allow_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.origins.extend(origins.into_iter().map(Into::into));
+        self
+    }
+
+    /// For calls without a registered context (see [`allow_anonymous`](Self::allow_anonymous)),
+    /// copy the value of the request header `header` into the metadata under `key`
+    /// (`X-Agent-Session-Name` → `agent_session_name`, say). Like the `x-patchbay-meta-*`
+    /// headers, any holder of the token chooses it: it says who the caller claims to be, not
+    /// who it is. A header that is not valid UTF-8 is ignored; calls under a registered context
+    /// never read it. An invalid header name is ignored with a warning.
+    pub fn metadata_header(mut self, header: &str, key: impl Into<String>) -> Self {
+        match http::HeaderName::try_from(header) {
+            Ok(name) => self.metadata_headers.push((name, key.into())),
+            Err(_) => tracing::warn!(header, "not a valid HTTP header name: ignored"),
+        }
+        self
+    }
+
+    /// Bind this port of `127.0.0.1` instead of an OS-assigned one (`0`, the default).
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// Serve these routes on the same listener, next to `/mcp`, behind the same bearer token
+    /// and connection limits (a service's JSON API beside its MCP endpoint).
+    pub fn with_routes(mut self, routes: axum::Router) -> Self {
+        self.routes = Some(match self.routes.take() {
+            Some(existing) => existing.merge(routes),
+            None => routes,
+        });
         self
     }
 
@@ -107,7 +143,7 @@ impl ToolServerBuilder {
         self
     }
 
-    /// Bind `127.0.0.1` on an OS-assigned port and serve on the current runtime until
+    /// Bind `127.0.0.1` (on an OS-assigned port unless [`port`](Self::port) named one) and serve on the current runtime until
     /// [`ToolServer::shutdown`] or drop.
     pub async fn start(self) -> Result<ToolServer, Error> {
         let (server, serve) = self.bind().await?;
@@ -138,6 +174,7 @@ impl ToolServerBuilder {
                 registry: ContextRegistry::default(),
                 require_context: false,
                 fixed: Some(Arc::new(HostContext::from_request(context, None))),
+                metadata_headers: Vec::new(),
             }),
         };
         let running = handler.serve((read, write)).await.map_err(|error| Error::Serve {
@@ -149,10 +186,10 @@ impl ToolServerBuilder {
     }
 
     async fn bind(self) -> Result<(ToolServer, impl Future<Output = ()> + Send + 'static), Error> {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.port))
             .await
             .map_err(|source| Error::Serve {
-                message: "cannot bind 127.0.0.1".into(),
+                message: format!("cannot bind 127.0.0.1:{}", self.port),
                 source: Some(source),
             })?;
         let addr = listener.local_addr().map_err(|source| Error::Serve {
@@ -168,6 +205,7 @@ impl ToolServerBuilder {
                 registry: registry.clone(),
                 require_context: self.require_context,
                 fixed: None,
+                metadata_headers: self.metadata_headers,
             }),
         };
         let port = addr.port();
@@ -181,9 +219,11 @@ impl ToolServerBuilder {
         let service: StreamableHttpService<Handler, LocalSessionManager> =
             StreamableHttpService::new(move || Ok(handler.clone()), Default::default(), config);
         let expected: Arc<str> = format!("Bearer {token}").into();
-        let app = axum::Router::new()
-            .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn_with_state(expected, require_token));
+        let mut app = axum::Router::new().nest_service("/mcp", service);
+        if let Some(routes) = self.routes {
+            app = app.merge(routes);
+        }
+        let app = app.layer(axum::middleware::from_fn_with_state(expected, require_token));
         let serve = crate::listen::serve(listener, app, self.limits, shutdown.clone());
         let server = ToolServer {
             url: format!("http://127.0.0.1:{port}/mcp"),
@@ -246,6 +286,9 @@ impl ToolServer {
             token: None,
             origins: Vec::new(),
             limits: Limits::default(),
+            port: 0,
+            metadata_headers: Vec::new(),
+            routes: None,
         }
     }
 
@@ -393,6 +436,8 @@ struct Shared {
     require_context: bool,
     /// The one context of a stdio server.
     fixed: Option<Arc<HostContext>>,
+    /// Headers copied into the metadata of anonymous calls.
+    metadata_headers: Vec<(http::HeaderName, String)>,
 }
 
 #[derive(Clone)]
@@ -427,10 +472,18 @@ impl Handler {
                 "missing x-patchbay-context header: this tool server runs tools only under a registered context",
                 None,
             )),
-            None => Ok(Arc::new(HostContext {
-                metadata: metadata_from_headers(&parts.headers),
-                ..HostContext::default()
-            })),
+            None => {
+                let mut metadata = metadata_from_headers(&parts.headers);
+                for (name, key) in &self.shared.metadata_headers {
+                    if let Some(value) = parts.headers.get(name).and_then(|v| v.to_str().ok()) {
+                        metadata.insert(key.clone(), value.to_owned());
+                    }
+                }
+                Ok(Arc::new(HostContext {
+                    metadata,
+                    ..HostContext::default()
+                }))
+            }
         }
     }
 

@@ -53,7 +53,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use patchbay_core::McpServerConfig;
+use patchbay::McpServerConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::names::{NameError, validate_blueprint_name};
@@ -89,6 +89,11 @@ pub struct Blueprint {
     /// MCP servers attached to every run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<McpServerConfig>,
+    /// Whether runs reach this orchestrator's own seven tools over MCP (as the MCP server
+    /// `orchestrator`, with an `X-Agent-Session-Name` header naming the run's session), so the
+    /// agent can start, resume and wait for agents of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub orchestrator_tools: bool,
     /// The most model turns per run; left out: the agent's own default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
@@ -307,6 +312,7 @@ impl Blueprints {
             system: None,
             tools: Vec::new(),
             mcp_servers: Vec::new(),
+            orchestrator_tools: false,
             max_steps: None,
             provider_options: empty_object(),
             status: BlueprintStatus::Active,

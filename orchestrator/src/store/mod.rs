@@ -64,7 +64,7 @@
 mod sqlite;
 mod types;
 
-use patchbay_core::async_trait;
+use patchbay::async_trait;
 
 pub use sqlite::{DB_FILE, SqliteStore};
 pub use types::{

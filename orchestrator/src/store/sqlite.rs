@@ -15,7 +15,7 @@ use super::types::{
     now_millis,
 };
 use super::{INTERRUPTED, Store, StoreError};
-use patchbay_core::async_trait;
+use patchbay::async_trait;
 
 /// The database file's name inside the data directory.
 pub const DB_FILE: &str = "orchestrator.db";

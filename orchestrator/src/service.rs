@@ -1,0 +1,676 @@
+//! The service: the operations behind the MCP tools and the HTTP API, on one [`Orchestrator`].
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use patchbay::{Registry, Signal};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::blueprint::{Blueprint, BlueprintStatus, Blueprints};
+use crate::error::OrchestratorError;
+use crate::format::{BlueprintSummary, JobAccepted, SessionReport, SessionSummary};
+use crate::names::validate_session_name;
+use crate::notify::Notifier;
+use crate::store::{Job, JobKind, JobStatus, NewJob, NewSession, Page, Session, SessionStatus, SessionUpdate, Store};
+
+/// The default number of runs at once.
+pub const DEFAULT_WORKERS: usize = 4;
+/// The default longest wait of a sync start or resume: ten minutes.
+pub const DEFAULT_SYNC_WAIT: Duration = Duration::from_secs(600);
+/// The metadata key (and MCP header) naming the caller's own session.
+pub const CALLER_METADATA_KEY: &str = "agent_session_name";
+/// The HTTP header naming the caller's own session.
+pub const CALLER_HEADER: &str = "x-agent-session-name";
+/// The environment variable naming the caller's own session (stdio), and every run's own.
+pub const CALLER_ENV: &str = "AGENT_SESSION_NAME";
+
+/// Where runs reach this orchestrator's MCP tools (for blueprints with `orchestrator_tools`).
+#[derive(Clone)]
+pub struct McpEndpoint {
+    /// The streamable HTTP URL (`http://127.0.0.1:<port>/mcp`).
+    pub url: String,
+    /// The bearer token (a secret: never logged).
+    pub token: String,
+}
+
+impl std::fmt::Debug for McpEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpEndpoint")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds an [`Orchestrator`].
+pub struct OrchestratorBuilder {
+    store: Arc<dyn Store>,
+    blueprints: Blueprints,
+    registry: Option<Registry>,
+    workers: usize,
+    sync_wait: Duration,
+    project_dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for OrchestratorBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrchestratorBuilder")
+            .field("blueprints", &self.blueprints.len())
+            .field("workers", &self.workers)
+            .field("sync_wait", &self.sync_wait)
+            .field("project_dir", &self.project_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OrchestratorBuilder {
+    /// Build providers with this registry instead of [`Registry::compiled`] (a host adds its
+    /// own providers this way).
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Run at most this many jobs at once (at least 1; default [`DEFAULT_WORKERS`]).
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers.max(1);
+        self
+    }
+
+    /// Wait at most this long for a sync start or resume (default [`DEFAULT_SYNC_WAIT`]).
+    pub fn sync_wait_limit(mut self, limit: Duration) -> Self {
+        self.sync_wait = limit;
+        self
+    }
+
+    /// The working directory of sessions started without `project_dir`, and the base of
+    /// relative ones (default: the current directory).
+    pub fn project_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.project_dir = Some(dir.into());
+        self
+    }
+
+    /// Recover from a previous crash ([`Store::recover_after_crash`]) and start the workers
+    /// on the current tokio runtime.
+    pub async fn start(self) -> Result<Orchestrator, OrchestratorError> {
+        let recovery = self.store.recover_after_crash().await?;
+        if !recovery.failed_jobs.is_empty() || !recovery.requeued_jobs.is_empty() {
+            tracing::warn!(
+                failed = recovery.failed_jobs.len(),
+                requeued = recovery.requeued_jobs.len(),
+                "recovered after a stop during runs: running jobs failed, claimed jobs queued again"
+            );
+        }
+        let project_dir = match self.project_dir {
+            Some(dir) => dir,
+            None => {
+                std::env::current_dir().map_err(|e| OrchestratorError::Invalid(format!("no current directory: {e}")))?
+            }
+        };
+        let inner = Arc::new(Inner {
+            store: self.store,
+            blueprints: self.blueprints,
+            registry: self.registry.unwrap_or_else(Registry::compiled),
+            sync_wait: self.sync_wait,
+            project_dir,
+            status: Notifier::new(),
+            events: Notifier::new(),
+            queue: Notify::new(),
+            running: Mutex::new(HashMap::new()),
+            endpoint: Mutex::new(None),
+            stop: CancellationToken::new(),
+            tasks: Mutex::new(Vec::new()),
+        });
+        let handles = (0..self.workers)
+            .map(|n| {
+                tokio::spawn(crate::worker::work(
+                    inner.clone(),
+                    format!("worker-{n}-{}", uuid::Uuid::new_v4()),
+                ))
+            })
+            .collect();
+        if let Ok(mut tasks) = inner.tasks.lock() {
+            *tasks = handles;
+        }
+        Ok(Orchestrator { inner })
+    }
+}
+
+/// A run in progress: its session and the signal that cancels it.
+pub(crate) struct Running {
+    pub(crate) session_name: String,
+    pub(crate) signal: Signal,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) blueprints: Blueprints,
+    pub(crate) registry: Registry,
+    pub(crate) sync_wait: Duration,
+    pub(crate) project_dir: PathBuf,
+    /// Bumped when a session's status or a job of it changes.
+    pub(crate) status: Notifier,
+    /// Bumped when events of a session were stored.
+    pub(crate) events: Notifier,
+    /// Wakes idle workers: a job was queued or a run ended.
+    pub(crate) queue: Notify,
+    /// Runs in progress by job id.
+    pub(crate) running: Mutex<HashMap<String, Running>>,
+    pub(crate) endpoint: Mutex<Option<McpEndpoint>>,
+    pub(crate) stop: CancellationToken,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Inner {
+    /// Cancel the runs of jobs matching `which`; returns how many.
+    pub(crate) fn cancel_runs(&self, which: impl Fn(&str, &Running) -> bool) -> usize {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let mut n = 0;
+        for (job_id, run) in running.iter() {
+            if which(job_id, run) {
+                run.signal.cancel();
+                n += 1;
+            }
+        }
+        n
+    }
+}
+
+/// What a start or resume answers: the finished session, or the queued job when the call did
+/// not wait (async mode) or its wait ended first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunAnswer {
+    /// The run ended (finished, failed or cancelled); the report carries its result or error.
+    Ended(Box<SessionReport>),
+    /// The run goes on.
+    Accepted(JobAccepted),
+}
+
+/// A request to start a session.
+#[derive(Debug, Clone, Default)]
+pub struct StartRequest {
+    /// The new session's unique name.
+    pub session_name: String,
+    /// The first prompt.
+    pub prompt: String,
+    /// The blueprint; `None`: `default`.
+    pub blueprint: Option<String>,
+    /// The working directory; `None`: the orchestrator's.
+    pub project_dir: Option<String>,
+    /// Return at once instead of waiting for the run.
+    pub async_mode: bool,
+    /// Resume the caller with the result when the run ends.
+    pub callback: bool,
+    /// The caller's own session name, if it is an agent.
+    pub caller: Option<String>,
+}
+
+/// A request to resume a session.
+#[derive(Debug, Clone, Default)]
+pub struct ResumeRequest {
+    /// The session.
+    pub session_name: String,
+    /// The next prompt.
+    pub prompt: String,
+    /// Return at once instead of waiting for the run.
+    pub async_mode: bool,
+    /// Resume the caller with the result when the run ends.
+    pub callback: bool,
+    /// The caller's own session name; a different one than stored becomes the new parent.
+    pub caller: Option<String>,
+}
+
+/// The agent-session service: a store, blueprints and a worker pool. Cheap to clone.
+#[derive(Clone)]
+pub struct Orchestrator {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Orchestrator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Orchestrator")
+            .field("blueprints", &self.inner.blueprints.len())
+            .field("running", &self.running_jobs())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Orchestrator {
+    /// A builder over `store` and `blueprints`.
+    pub fn builder(store: Arc<dyn Store>, blueprints: Blueprints) -> OrchestratorBuilder {
+        OrchestratorBuilder {
+            store,
+            blueprints,
+            registry: None,
+            workers: DEFAULT_WORKERS,
+            sync_wait: DEFAULT_SYNC_WAIT,
+            project_dir: None,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// The blueprints.
+    pub fn blueprints(&self) -> &Blueprints {
+        &self.inner.blueprints
+    }
+
+    /// Tell runs where this orchestrator's MCP tools are (needed by blueprints with
+    /// `orchestrator_tools`).
+    pub fn set_mcp_endpoint(&self, endpoint: McpEndpoint) {
+        if let Ok(mut slot) = self.inner.endpoint.lock() {
+            *slot = Some(endpoint);
+        }
+    }
+
+    /// How many runs are in progress in this process.
+    pub fn running_jobs(&self) -> usize {
+        self.inner.running.lock().map(|r| r.len()).unwrap_or_default()
+    }
+
+    /// The active blueprints.
+    pub fn list_blueprints(&self) -> Vec<BlueprintSummary> {
+        self.inner.blueprints.active().map(BlueprintSummary::from).collect()
+    }
+
+    /// A blueprint by name, active or retired.
+    pub fn blueprint(&self, name: &str) -> Result<&Blueprint, OrchestratorError> {
+        self.inner
+            .blueprints
+            .get(name)
+            .ok_or_else(|| OrchestratorError::UnknownBlueprint(name.to_owned()))
+    }
+
+    /// Every session, oldest first.
+    pub async fn list_sessions(&self) -> Result<Vec<SessionSummary>, OrchestratorError> {
+        let mut all = Vec::new();
+        let mut page = Page::first(Page::DEFAULT_LIMIT);
+        loop {
+            let batch = self.inner.store.list_sessions(page).await?;
+            let done = batch.len() < page.limit as usize;
+            all.extend(batch.iter().map(summary));
+            if done {
+                return Ok(all);
+            }
+            page.offset += u64::from(page.limit);
+        }
+    }
+
+    /// Start a session: create it and queue its first run in one transaction, then wait for
+    /// the run unless `async_mode`.
+    pub async fn start_session(&self, request: StartRequest) -> Result<RunAnswer, OrchestratorError> {
+        self.accepting()?;
+        validate_session_name(&request.session_name)?;
+        check_prompt(&request.prompt)?;
+        let blueprint = match &request.blueprint {
+            Some(name) => self.blueprint(name)?,
+            None => self.inner.blueprints.default_blueprint(),
+        };
+        if blueprint.status == BlueprintStatus::Retired {
+            return Err(OrchestratorError::RetiredBlueprint(blueprint.name.clone()));
+        }
+        let project_dir = self.project_dir(request.project_dir.as_deref())?;
+        let project_dir = project_dir.to_string_lossy().into_owned();
+        let session = NewSession {
+            session_name: request.session_name.clone(),
+            agent_name: blueprint.name.clone(),
+            project_dir: project_dir.clone(),
+            parent_session_name: request.caller.clone(),
+        };
+        let job = NewJob {
+            kind: JobKind::StartSession,
+            session_name: request.session_name.clone(),
+            agent_name: blueprint.name.clone(),
+            prompt: request.prompt,
+            project_dir,
+            parent_session_name: request.caller.clone(),
+            callback: request.callback,
+        };
+        let (_, job) = self.inner.store.create_session_with_job(session, job).await?;
+        self.queued(&job);
+        self.answer(
+            job,
+            request.async_mode,
+            request.callback.then_some(request.caller).flatten(),
+        )
+        .await
+    }
+
+    /// Resume a session with a new prompt; it runs after any run of the session in progress.
+    pub async fn resume_session(&self, request: ResumeRequest) -> Result<RunAnswer, OrchestratorError> {
+        self.accepting()?;
+        validate_session_name(&request.session_name)?;
+        check_prompt(&request.prompt)?;
+        let session = self.session_by_name(&request.session_name).await?;
+        if let Some(caller) = &request.caller
+            && session.parent_session_name.as_deref() != Some(caller)
+        {
+            let update = SessionUpdate {
+                parent_session_name: Some(caller.clone()),
+                ..SessionUpdate::default()
+            };
+            self.inner.store.update_session(&session.session_id, update).await?;
+        }
+        let job = NewJob {
+            kind: JobKind::ResumeSession,
+            session_name: session.session_name.clone(),
+            agent_name: session.agent_name.clone(),
+            prompt: request.prompt,
+            project_dir: session.project_dir.clone(),
+            parent_session_name: request.caller.clone().or(session.parent_session_name.clone()),
+            callback: request.callback,
+        };
+        let job = self.inner.store.enqueue_job(job).await?;
+        self.queued(&job);
+        let callback_to = request.callback.then(|| job.parent_session_name.clone()).flatten();
+        self.answer(job, request.async_mode, callback_to).await
+    }
+
+    /// Queue a job as the HTTP API's `POST /jobs` does: a start creates its session.
+    pub async fn submit(&self, kind: JobKind, request: StartRequest) -> Result<Job, OrchestratorError> {
+        let answer = match kind {
+            JobKind::StartSession => {
+                self.start_session(StartRequest {
+                    async_mode: true,
+                    ..request
+                })
+                .await?
+            }
+            JobKind::ResumeSession => {
+                let resume = ResumeRequest {
+                    session_name: request.session_name,
+                    prompt: request.prompt,
+                    async_mode: true,
+                    callback: request.callback,
+                    caller: request.caller,
+                };
+                self.resume_session(resume).await?
+            }
+        };
+        let job_id = match answer {
+            RunAnswer::Accepted(accepted) => accepted.job_id,
+            RunAnswer::Ended(report) => report.job_id.unwrap_or_default(),
+        };
+        self.job(&job_id).await
+    }
+
+    /// A session's status and, once ended, its result. With `wait`, first waits up to that
+    /// long for the session to change, unless it has ended and nothing is queued for it.
+    pub async fn status(&self, session_name: &str, wait: Option<Duration>) -> Result<SessionReport, OrchestratorError> {
+        let seen = self.inner.status.version(session_name);
+        let report = self.report_by_name(session_name).await?;
+        let Some(wait) = wait.filter(|w| !w.is_zero()) else {
+            return Ok(report);
+        };
+        let settled = report
+            .job_status
+            .as_deref()
+            .is_none_or(|s| s.parse::<JobStatus>().is_ok_and(JobStatus::is_terminal));
+        if settled {
+            return Ok(report);
+        }
+        self.inner.status.changed(session_name, seen, wait).await;
+        self.report_by_name(session_name).await
+    }
+
+    /// The result of a session whose run has ended; an error while it still runs.
+    pub async fn result(&self, session_name: &str) -> Result<SessionReport, OrchestratorError> {
+        let report = self.report_by_name(session_name).await?;
+        let open = report
+            .job_status
+            .as_deref()
+            .is_some_and(|s| s.parse::<JobStatus>().is_ok_and(|s| !s.is_terminal()));
+        if open {
+            return Err(OrchestratorError::StillRunning {
+                session_name: session_name.to_owned(),
+                status: report.session.status.clone(),
+            });
+        }
+        Ok(report)
+    }
+
+    /// The session named `name`.
+    pub async fn session_by_name(&self, name: &str) -> Result<Session, OrchestratorError> {
+        self.inner
+            .store
+            .get_session_by_name(name)
+            .await?
+            .ok_or_else(|| OrchestratorError::SessionNotFound(name.to_owned()))
+    }
+
+    /// The session with id `id`.
+    pub async fn session(&self, id: &str) -> Result<Session, OrchestratorError> {
+        self.inner
+            .store
+            .get_session(id)
+            .await?
+            .ok_or_else(|| OrchestratorError::SessionNotFound(id.to_owned()))
+    }
+
+    /// The job with id `id`.
+    pub async fn job(&self, id: &str) -> Result<Job, OrchestratorError> {
+        self.inner
+            .store
+            .get_job(id)
+            .await?
+            .ok_or_else(|| OrchestratorError::JobNotFound(id.to_owned()))
+    }
+
+    /// The report of a session (status, latest job, result).
+    pub async fn report(&self, session: &Session) -> Result<SessionReport, OrchestratorError> {
+        let latest = self.latest_job(&session.session_name).await?;
+        Ok(report(session, latest.as_ref()))
+    }
+
+    async fn report_by_name(&self, name: &str) -> Result<SessionReport, OrchestratorError> {
+        let session = self.session_by_name(name).await?;
+        self.report(&session).await
+    }
+
+    async fn latest_job(&self, session_name: &str) -> Result<Option<Job>, OrchestratorError> {
+        // Newest last: page from the end of the session's jobs.
+        let mut page = Page::first(Page::DEFAULT_LIMIT);
+        let mut last = None;
+        loop {
+            let batch = self.inner.store.list_jobs(Some(session_name), page).await?;
+            let done = batch.len() < page.limit as usize;
+            if let Some(job) = batch.into_iter().last() {
+                last = Some(job);
+            }
+            if done {
+                return Ok(last);
+            }
+            page.offset += u64::from(page.limit);
+        }
+    }
+
+    /// Cancel a job: a queued one at once, a running one through its run's signal (the run
+    /// ends `cancelled` promptly). A job that has ended is an error.
+    pub async fn cancel_job(&self, job_id: &str) -> Result<Job, OrchestratorError> {
+        let job = self.job(job_id).await?;
+        if self.inner.cancel_runs(|id, _| id == job_id) > 0 {
+            return self
+                .wait_for_job(job_id, &job.session_name, Duration::from_secs(30))
+                .await;
+        }
+        let job = self.inner.store.cancel_job(job_id).await?;
+        self.inner.status.notify(&job.session_name);
+        Ok(job)
+    }
+
+    /// Delete a session (by id) with its events, cancelling its queued jobs and its run.
+    pub async fn delete_session(&self, session_id: &str) -> Result<Session, OrchestratorError> {
+        let session = self.inner.store.delete_session(session_id).await?;
+        self.inner
+            .cancel_runs(|_, run| run.session_name == session.session_name);
+        self.inner.status.notify(&session.session_name);
+        self.inner.events.notify(&session.session_name);
+        Ok(session)
+    }
+
+    /// Delete every session, cancelling every queued job and every run; returns how many.
+    pub async fn delete_all_sessions(&self) -> Result<u64, OrchestratorError> {
+        let names: Vec<String> = self
+            .list_sessions()
+            .await?
+            .into_iter()
+            .map(|s| s.session_name)
+            .collect();
+        let deleted = self.inner.store.delete_all_sessions().await?;
+        self.inner.cancel_runs(|_, _| true);
+        for name in names {
+            self.inner.status.notify(&name);
+            self.inner.events.notify(&name);
+        }
+        Ok(deleted)
+    }
+
+    /// Wait until the job has ended (`Ok` with it) or `limit` passed (`Ok` with it as it is).
+    pub async fn wait_for_job(
+        &self,
+        job_id: &str,
+        session_name: &str,
+        limit: Duration,
+    ) -> Result<Job, OrchestratorError> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let seen = self.inner.status.version(session_name);
+            let job = self.job(job_id).await?;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if job.status.is_terminal() || left.is_zero() {
+                return Ok(job);
+            }
+            self.inner.status.changed(session_name, seen, left).await;
+        }
+    }
+
+    /// Wait for events of a session after `seen` (a value of [`Orchestrator::events_version`]).
+    pub async fn events_changed(&self, session_name: &str, seen: u64, limit: Duration) -> bool {
+        self.inner.events.changed(session_name, seen, limit).await
+    }
+
+    /// The change counter of a session's events, for [`Orchestrator::events_changed`].
+    pub fn events_version(&self, session_name: &str) -> u64 {
+        self.inner.events.version(session_name)
+    }
+
+    /// Resolves when [`Orchestrator::shutdown`] began.
+    pub async fn stopping(&self) {
+        self.inner.stop.cancelled().await;
+    }
+
+    /// Stop taking jobs, cancel the runs in progress (their jobs end `cancelled`), and wait
+    /// for the workers to end.
+    pub async fn shutdown(&self) {
+        self.inner.stop.cancel();
+        self.inner.cancel_runs(|_, _| true);
+        self.inner.queue.notify_waiters();
+        let tasks = std::mem::take(&mut *self.inner.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+
+    fn accepting(&self) -> Result<(), OrchestratorError> {
+        if self.inner.stop.is_cancelled() {
+            return Err(OrchestratorError::ShuttingDown);
+        }
+        Ok(())
+    }
+
+    fn queued(&self, job: &Job) {
+        self.inner.status.notify(&job.session_name);
+        self.inner.queue.notify_waiters();
+    }
+
+    async fn answer(
+        &self,
+        job: Job,
+        async_mode: bool,
+        callback_to: Option<String>,
+    ) -> Result<RunAnswer, OrchestratorError> {
+        let job = if async_mode {
+            job
+        } else {
+            self.wait_for_job(&job.job_id, &job.session_name, self.inner.sync_wait)
+                .await?
+        };
+        if !job.status.is_terminal() {
+            return Ok(RunAnswer::Accepted(JobAccepted {
+                session_name: job.session_name,
+                job_id: job.job_id,
+                status: job.status.as_str().to_owned(),
+                callback_to,
+            }));
+        }
+        let session = self.session_by_name(&job.session_name).await?;
+        Ok(RunAnswer::Ended(Box::new(report(&session, Some(&job)))))
+    }
+
+    fn project_dir(&self, given: Option<&str>) -> Result<PathBuf, OrchestratorError> {
+        let dir = match given.map(str::trim).filter(|d| !d.is_empty()) {
+            None => self.inner.project_dir.clone(),
+            Some(dir) => self.inner.project_dir.join(Path::new(dir)),
+        };
+        match std::fs::canonicalize(&dir) {
+            Ok(dir) if dir.is_dir() => Ok(dir),
+            Ok(_) => Err(OrchestratorError::Invalid(format!(
+                "project_dir `{}` is not a directory",
+                dir.display()
+            ))),
+            Err(e) => Err(OrchestratorError::Invalid(format!(
+                "project_dir `{}`: {e}",
+                dir.display()
+            ))),
+        }
+    }
+}
+
+fn check_prompt(prompt: &str) -> Result<(), OrchestratorError> {
+    if prompt.trim().is_empty() {
+        return Err(OrchestratorError::Invalid("the prompt is empty".to_owned()));
+    }
+    Ok(())
+}
+
+/// RFC 3339 text (UTC, milliseconds) for unix milliseconds.
+pub(crate) fn rfc3339(millis: i64) -> String {
+    let time = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or_default());
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// The summary of a session.
+pub fn summary(s: &Session) -> SessionSummary {
+    SessionSummary {
+        session_name: s.session_name.clone(),
+        session_id: s.session_id.clone(),
+        agent_name: s.agent_name.clone(),
+        status: s.status.as_str().to_owned(),
+        project_dir: Some(s.project_dir.clone()),
+        parent_session_name: s.parent_session_name.clone(),
+        created_at: rfc3339(s.created_at),
+        updated_at: rfc3339(s.updated_at),
+    }
+}
+
+/// The report of a session and its latest job.
+pub fn report(s: &Session, job: Option<&Job>) -> SessionReport {
+    let ended = matches!(
+        s.status,
+        SessionStatus::Finished | SessionStatus::Failed | SessionStatus::Cancelled
+    );
+    SessionReport {
+        session: summary(s),
+        finished_at: s.finished_at.map(rfc3339),
+        job_id: job.map(|j| j.job_id.clone()),
+        job_status: job.map(|j| j.status.as_str().to_owned()),
+        error: job.and_then(|j| j.error.clone()),
+        result: s.last_result.clone().filter(|_| ended),
+    }
+}

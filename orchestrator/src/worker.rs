@@ -1,0 +1,383 @@
+//! The worker pool: claim a job, run it through patchbay's `Agent`, store every event, end it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::{FutureExt, StreamExt};
+use patchbay::mcp::McpClientSet;
+use patchbay::tools::{Workspace, coding_tools};
+use patchbay::{
+    Agent, ContentBuilder, ErrorKind, Event, McpServerConfig, McpTransport, Message, ProviderError, RequestContext,
+    Signal, ToolSet,
+};
+
+use crate::blueprint::Blueprint;
+use crate::service::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, Inner, Running};
+use crate::store::{Job, JobKind, JobStatus, NewJob, Session, SessionStatus, SessionUpdate, StoreError};
+
+/// The most events stored in one transaction (a burst of deltas is stored together).
+const EVENT_BATCH: usize = 256;
+
+/// One worker: claims jobs until the orchestrator stops.
+pub(crate) async fn work(inner: Arc<Inner>, worker_id: String) {
+    loop {
+        // Listen before claiming, so a job queued in between is never missed.
+        let wake = inner.queue.notified();
+        tokio::pin!(wake);
+        wake.as_mut().enable();
+        if inner.stop.is_cancelled() {
+            return;
+        }
+        match inner.store.claim_next_job(&worker_id).await {
+            Ok(Some(job)) => run_job(&inner, job).await,
+            Ok(None) => {
+                tokio::select! {
+                    () = wake => {}
+                    () = inner.stop.cancelled() => return,
+                }
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot claim a job; retrying in a second");
+                tokio::select! {
+                    () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+                    () = inner.stop.cancelled() => return,
+                }
+            }
+        }
+    }
+}
+
+/// How a run ended.
+enum Outcome {
+    Completed {
+        text: String,
+        conversation: Option<Vec<Message>>,
+        provider_session_id: Option<String>,
+    },
+    Failed(String),
+    Cancelled(String),
+}
+
+async fn run_job(inner: &Arc<Inner>, job: Job) {
+    let signal = Signal::new();
+    if inner.stop.is_cancelled() {
+        signal.cancel();
+    }
+    register(inner, &job, &signal);
+    let outcome = match inner.store.mark_job_running(&job.job_id).await {
+        // Cancelled between the claim and now.
+        Err(StoreError::InvalidTransition { .. }) => {
+            unregister(inner, &job);
+            return;
+        }
+        Err(error) => Outcome::Failed(format!("storage error: {error}")),
+        Ok(job) => run(inner, &job, &signal).await,
+    };
+    finish(inner, &job, outcome, &signal).await;
+    unregister(inner, &job);
+    inner.status.notify(&job.session_name);
+    inner.queue.notify_waiters();
+}
+
+fn register(inner: &Inner, job: &Job, signal: &Signal) {
+    let mut running = inner.running.lock().unwrap_or_else(|p| p.into_inner());
+    running.insert(
+        job.job_id.clone(),
+        Running {
+            session_name: job.session_name.clone(),
+            signal: signal.clone(),
+        },
+    );
+}
+
+fn unregister(inner: &Inner, job: &Job) {
+    let mut running = inner.running.lock().unwrap_or_else(|p| p.into_inner());
+    running.remove(&job.job_id);
+}
+
+async fn run(inner: &Arc<Inner>, job: &Job, signal: &Signal) -> Outcome {
+    let session = match inner.store.get_session_by_name(&job.session_name).await {
+        Ok(Some(session)) => session,
+        Ok(None) => return Outcome::Cancelled("the session was deleted".to_owned()),
+        Err(error) => return Outcome::Failed(format!("storage error: {error}")),
+    };
+    let Some(blueprint) = inner.blueprints.get(&job.agent_name).cloned() else {
+        return Outcome::Failed(format!("the agent blueprint `{}` is no longer loaded", job.agent_name));
+    };
+    let update = SessionUpdate {
+        status: Some(SessionStatus::Running),
+        ..SessionUpdate::default()
+    };
+    if let Err(error) = inner.store.update_session(&session.session_id, update).await {
+        return Outcome::Failed(format!("storage error: {error}"));
+    }
+    inner.status.notify(&job.session_name);
+    let provider = match inner.registry.build(&blueprint.provider, &blueprint.provider_options) {
+        Ok(provider) => provider,
+        Err(error) => return Outcome::Failed(format!("cannot build the provider `{}`: {error}", blueprint.provider)),
+    };
+    let capabilities = provider.info().capabilities;
+    let resume_id = session.provider_session_id.clone().filter(|_| capabilities.sessions);
+    let mut messages = match (&resume_id, job.kind) {
+        (Some(_), _) | (None, JobKind::StartSession) => Vec::new(),
+        (None, JobKind::ResumeSession) => match serde_json::from_value::<Vec<Message>>(session.conversation.clone()) {
+            Ok(messages) => messages,
+            Err(error) => return Outcome::Failed(format!("the stored conversation cannot be read: {error}")),
+        },
+    };
+    messages.push(Message::user(job.prompt.clone()));
+    let context = context_for(inner, &session, &blueprint, resume_id);
+    let mut agent = Agent::new(provider, blueprint.model.clone())
+        .with_tools(tools_for(&blueprint, &session))
+        .with_context(context);
+    if !capabilities.runs_tools {
+        // A direct API connects no MCP servers itself: the agent loop does.
+        agent = agent.with_tool_source(Arc::new(McpClientSet::new()));
+    }
+    if let Some(max_steps) = blueprint.max_steps {
+        agent = agent.with_max_steps(max_steps);
+    }
+    let (mut stream, transcript) = agent.stream_with_transcript(messages, signal.clone());
+
+    let mut content = ContentBuilder::default();
+    let mut provider_session_id = None;
+    let mut finished = false;
+    let mut error: Option<ProviderError> = None;
+    let mut batch = Vec::new();
+    while let Some(item) = stream.next().await {
+        let mut items = vec![item];
+        // Store a burst together: take what is ready without waiting.
+        while items.len() < EVENT_BATCH {
+            match stream.next().now_or_never() {
+                Some(Some(item)) => items.push(item),
+                _ => break,
+            }
+        }
+        for item in items {
+            match item {
+                Ok(event) => {
+                    match &event {
+                        Event::Started {
+                            session_id: Some(id), ..
+                        } => provider_session_id = Some(id.clone()),
+                        Event::StepFinished { .. } => content = ContentBuilder::default(),
+                        Event::Finish { .. } => finished = true,
+                        _ => {}
+                    }
+                    content.push(&event);
+                    batch.push(serde_json::to_value(&event).unwrap_or_default());
+                }
+                Err(e) => {
+                    batch.push(
+                        serde_json::json!({"type": "error", "kind": e.kind().as_str(), "message": e.to_string()}),
+                    );
+                    error = Some(e);
+                }
+            }
+        }
+        store_events(inner, &session, job, &mut batch).await;
+    }
+    drop(stream);
+    store_events(inner, &session, job, &mut batch).await;
+    match error {
+        Some(e) if e.kind() == ErrorKind::Cancelled || signal.is_cancelled() => {
+            Outcome::Cancelled(cancel_reason(inner).to_owned())
+        }
+        Some(e) => Outcome::Failed(e.to_string()),
+        None if signal.is_cancelled() => Outcome::Cancelled(cancel_reason(inner).to_owned()),
+        None if !finished => Outcome::Failed("the run ended without finishing".to_owned()),
+        None => Outcome::Completed {
+            text: text_of(content),
+            conversation: transcript.messages(),
+            provider_session_id,
+        },
+    }
+}
+
+fn cancel_reason(inner: &Inner) -> &'static str {
+    if inner.stop.is_cancelled() {
+        "cancelled: the orchestrator shut down during the run"
+    } else {
+        "cancelled"
+    }
+}
+
+fn text_of(content: ContentBuilder) -> String {
+    let message = Message::new(patchbay::Role::Assistant, content.finish());
+    message.text()
+}
+
+async fn store_events(inner: &Inner, session: &Session, job: &Job, batch: &mut Vec<serde_json::Value>) {
+    if batch.is_empty() {
+        return;
+    }
+    let events = std::mem::take(batch);
+    match inner
+        .store
+        .append_events(&session.session_id, Some(&job.job_id), events)
+        .await
+    {
+        Ok(_) => inner.events.notify(&session.session_name),
+        // Deleted during the run: its run is being cancelled, nothing to keep.
+        Err(StoreError::SessionNotFound(_)) => {}
+        Err(error) => tracing::error!(%error, session = %session.session_name, "cannot store events"),
+    }
+}
+
+/// The run's request context: working directory, the session name in env and metadata, the
+/// system prompt, MCP servers (this orchestrator's own with the caller header), resumption.
+fn context_for(inner: &Inner, session: &Session, blueprint: &Blueprint, resume_id: Option<String>) -> RequestContext {
+    let mut context = RequestContext::new()
+        .with_working_dir(&session.project_dir)
+        .with_env(CALLER_ENV, &session.session_name)
+        .with_metadata(CALLER_METADATA_KEY, &session.session_name);
+    if let Some(system) = &blueprint.system {
+        context = context.with_system(system);
+    }
+    for server in &blueprint.mcp_servers {
+        context = context.with_mcp_server(server.clone());
+    }
+    if blueprint.orchestrator_tools {
+        let endpoint = inner.endpoint.lock().ok().and_then(|e| e.clone());
+        match endpoint {
+            Some(endpoint) => {
+                let headers = BTreeMap::from([
+                    ("Authorization".to_owned(), format!("Bearer {}", endpoint.token)),
+                    (CALLER_HEADER.to_owned(), session.session_name.clone()),
+                ]);
+                context = context.with_mcp_server(McpServerConfig {
+                    name: "orchestrator".to_owned(),
+                    transport: McpTransport::Http {
+                        url: endpoint.url,
+                        headers,
+                    },
+                });
+            }
+            None => tracing::warn!(
+                blueprint = %blueprint.name,
+                "the blueprint asks for orchestrator_tools but this orchestrator serves no MCP endpoint"
+            ),
+        }
+    }
+    if let Some(id) = resume_id {
+        context = context.with_session(patchbay::Session::Resume { id });
+    }
+    context
+}
+
+/// The blueprint's coding tools, rooted at the session's project folder.
+fn tools_for(blueprint: &Blueprint, session: &Session) -> ToolSet {
+    if blueprint.tools.is_empty() {
+        return ToolSet::new();
+    }
+    let bash = blueprint.tools.iter().any(|t| t == "bash");
+    let all = coding_tools(Workspace::new(&session.project_dir).with_bash(bash));
+    let mut chosen = ToolSet::new();
+    for tool in all.iter() {
+        if blueprint.tools.iter().any(|t| *t == tool.spec().name) {
+            chosen.insert(tool.clone());
+        }
+    }
+    chosen
+}
+
+async fn finish(inner: &Arc<Inner>, job: &Job, outcome: Outcome, signal: &Signal) {
+    let _ = signal;
+    let (job_status, session_update, error, result) = match outcome {
+        Outcome::Completed {
+            text,
+            conversation,
+            provider_session_id,
+        } => {
+            let conversation = conversation.and_then(|c| serde_json::to_value(c).ok());
+            let update = SessionUpdate {
+                status: Some(SessionStatus::Finished),
+                last_result: Some(text.clone()),
+                provider_session_id,
+                conversation,
+                ..SessionUpdate::default()
+            };
+            (JobStatus::Completed, update, None, Ok(text))
+        }
+        Outcome::Failed(message) => {
+            let update = SessionUpdate {
+                status: Some(SessionStatus::Failed),
+                ..SessionUpdate::default()
+            };
+            (
+                JobStatus::Failed,
+                update,
+                Some(message.clone()),
+                Err(format!("failed: {message}")),
+            )
+        }
+        Outcome::Cancelled(message) => {
+            let update = SessionUpdate {
+                status: Some(SessionStatus::Cancelled),
+                ..SessionUpdate::default()
+            };
+            (
+                JobStatus::Cancelled,
+                update,
+                Some(message.clone()),
+                Err(format!("was {message}")),
+            )
+        }
+    };
+    // The session first, then the job: a waiter woken by the job's end reads the result.
+    if let Ok(Some(session)) = inner.store.get_session_by_name(&job.session_name).await
+        && let Err(error) = inner.store.update_session(&session.session_id, session_update).await
+    {
+        tracing::error!(%error, session = %job.session_name, "cannot store the end of a run");
+    }
+    if let Err(error) = inner.store.finish_job(&job.job_id, job_status, error).await {
+        tracing::warn!(%error, job = %job.job_id, "cannot end the job");
+    }
+    if job.callback {
+        call_back(inner, job, result).await;
+    }
+}
+
+/// Resume the parent with the child's result (or error). A parent that is not a session of
+/// this orchestrator (a person's Claude Code, say) cannot be resumed: a warning says so.
+async fn call_back(inner: &Arc<Inner>, job: &Job, result: Result<String, String>) {
+    let Some(parent_name) = &job.parent_session_name else {
+        tracing::warn!(session = %job.session_name, "callback asked but the caller named no session");
+        return;
+    };
+    let parent = match inner.store.get_session_by_name(parent_name).await {
+        Ok(Some(parent)) => parent,
+        Ok(None) => {
+            tracing::warn!(session = %job.session_name, parent = %parent_name, "callback: the parent is not a session here");
+            return;
+        }
+        Err(error) => {
+            tracing::error!(%error, "callback: cannot read the parent session");
+            return;
+        }
+    };
+    let child = &job.session_name;
+    let prompt = match result {
+        Ok(text) => format!(
+            "[callback] Agent session `{child}` finished. Its result:\n\n{}",
+            crate::format::truncate_result(&text)
+        ),
+        Err(what) => format!("[callback] Agent session `{child}` {what}."),
+    };
+    let resume = NewJob {
+        kind: JobKind::ResumeSession,
+        session_name: parent.session_name.clone(),
+        agent_name: parent.agent_name.clone(),
+        prompt,
+        project_dir: parent.project_dir.clone(),
+        parent_session_name: parent.parent_session_name.clone(),
+        callback: false,
+    };
+    match inner.store.enqueue_job(resume).await {
+        Ok(job) => {
+            inner.status.notify(&job.session_name);
+            inner.queue.notify_waiters();
+        }
+        Err(error) => tracing::error!(%error, parent = %parent_name, "callback: cannot queue the parent's resume"),
+    }
+}
