@@ -94,6 +94,34 @@ async fn run_collects_the_response_and_the_grown_conversation() {
     assert_eq!(outcome.response.tool_results["c1"].text_content(), "x");
 }
 
+#[tokio::test]
+async fn a_streamed_run_hands_over_its_conversation_only_after_finish() {
+    let count = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::new(
+        provider(vec![
+            respond(vec![echo_call("c1", "x")], 1, 1),
+            respond(vec![Part::text("ok")], 1, 1),
+        ]),
+        "m",
+    )
+    .with_tools(tools(count));
+    let (stream, transcript) = agent.stream_with_transcript(vec![Message::user("go")], Signal::new());
+    assert!(transcript.messages().is_none(), "nothing before the run");
+    let (events, error) = collect(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert!(matches!(events.last(), Some(Event::Finish { .. })));
+    let messages = transcript.messages().expect("the conversation after Finish");
+    assert_eq!(messages.len(), 4, "user, assistant call, user result, assistant answer");
+    assert_eq!(messages[3].text(), "ok");
+
+    // A run that fails hands over nothing.
+    let failing = Agent::new(provider(vec![]), "m");
+    let (stream, transcript) = failing.stream_with_transcript(vec![Message::user("go")], Signal::new());
+    let (_, error) = collect(stream).await;
+    assert!(error.is_some(), "a script without turns fails");
+    assert!(transcript.messages().is_none());
+}
+
 struct Decide(Approval);
 
 #[async_trait]

@@ -363,3 +363,83 @@ async fn a_client_timeout_cancels_the_tool_on_our_server() {
     connections.close().await;
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_mapped_header_becomes_metadata_of_anonymous_calls_only() {
+    let open = ToolServer::builder(tools())
+        .allow_anonymous()
+        .metadata_header("X-Agent-Session-Name", "project_id")
+        .start()
+        .await
+        .expect("starts");
+    let bearer = format!("Bearer {}", open.token());
+    let config = http(
+        "open",
+        open.url(),
+        &[("Authorization", &bearer), ("X-Agent-Session-Name", "from-header")],
+    );
+    let connections = McpClientSet::new().with_server(config).connect().await;
+    let tools = connections.tools().await;
+    let result = tools
+        .get("whoami")
+        .expect("whoami")
+        .execute(json!({}), &Default::default())
+        .await;
+    assert_eq!(result.text_content(), r#"project=Some("from-header") db=none"#);
+    connections.close().await;
+
+    // Under a registered context the registered metadata is the whole metadata.
+    let guard = open.register(&RequestContext::new().with_metadata("project_id", "registered"));
+    let mut config = guard.server_config("host");
+    if let patchbay_core::McpTransport::Http { headers, .. } = &mut config.transport {
+        headers.insert("X-Agent-Session-Name".into(), "from-header".into());
+    }
+    let connections = McpClientSet::new().with_server(config).connect().await;
+    let tools = connections.tools().await;
+    let result = tools
+        .get("whoami")
+        .expect("whoami")
+        .execute(json!({}), &Default::default())
+        .await;
+    assert_eq!(result.text_content(), r#"project=Some("registered") db=none"#);
+    connections.close().await;
+}
+
+#[tokio::test]
+async fn extra_routes_share_the_listener_the_token_and_a_chosen_port() {
+    // Find a free port, then ask for it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let routes = axum::Router::new().route("/hello", axum::routing::get(|| async { "hi" }));
+    let server = ToolServer::builder(tools())
+        .port(port)
+        .with_routes(routes)
+        .start()
+        .await
+        .expect("starts on the chosen port");
+    assert_eq!(server.addr().port(), port);
+    assert_eq!(server.url(), format!("http://127.0.0.1:{port}/mcp"));
+    let client = patchbay_http::client_builder().build().expect("a client");
+    let url = format!("http://127.0.0.1:{port}/hello");
+    let refused = client.get(&url).send().await.expect("answers");
+    assert_eq!(refused.status(), 401, "the routes need the token");
+    let ok = client
+        .get(&url)
+        .bearer_auth(server.token())
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(ok.status(), 200);
+    assert_eq!(ok.text().await.expect("body"), "hi");
+    // The MCP endpoint still works beside them.
+    let bearer = format!("Bearer {}", server.token());
+    let connections = McpClientSet::new()
+        .with_server(http("host", server.url(), &[("Authorization", &bearer)]))
+        .connect()
+        .await;
+    assert_eq!(connections.failed(), []);
+    connections.close().await;
+    server.shutdown().await;
+}

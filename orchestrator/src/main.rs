@@ -110,10 +110,17 @@ fn init_logging() {
         Ok("trace") => tracing::Level::TRACE,
         _ => tracing::Level::INFO,
     };
-    tracing_subscriber::fmt()
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // rmcp logs every stateless request at info: keep its warnings only.
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_default(level)
+        .with_target("rmcp", tracing::Level::WARN.min(level));
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_max_level(level)
-        .with_target(false)
+        .with_target(false);
+    tracing_subscriber::registry()
+        .with(tracing_subscriber::Layer::with_filter(layer, filter))
         .init();
 }
 
