@@ -1,11 +1,359 @@
-//! The JSON HTTP API (filled in below).
+//! The JSON HTTP API, served beside `/mcp` on the same loopback listener, behind the same
+//! bearer token (`Authorization: Bearer <token>`) and connection limits (see
+//! [`crate::http::serve_http`]).
+//!
+//! | Endpoint | Answer |
+//! |---|---|
+//! | `POST /jobs` | `201` with the queued job ([`JobView`]) and a `Location` header |
+//! | `GET /jobs?session_name=&limit=&offset=` | a page of jobs in queue order ([`JobList`]) |
+//! | `GET /jobs/{id}` | the job |
+//! | `POST /jobs/{id}/cancel` | the cancelled job (`409` once it has ended) |
+//! | `GET /sessions?limit=&offset=` | a page of sessions, oldest first ([`SessionList`]) |
+//! | `GET /sessions/by-name/{name}` | the session's report ([`SessionReport`]) |
+//! | `GET /sessions/{id}` | the session's report |
+//! | `GET /sessions/{id}/result` | the report with the result (`409` while a run is queued or going on) |
+//! | `GET /sessions/{id}/events?after=&follow=` | server-sent events (see below) |
+//! | `DELETE /sessions/{id}` | the deleted session ([`SessionSummary`]); its run is cancelled |
+//! | `DELETE /sessions` | how many were deleted ([`Deleted`]) |
+//! | `GET /agents` | every blueprint ([`AgentList`]) |
+//! | `GET /agents/{name}` | one blueprint without secrets ([`BlueprintView`]) |
+//!
+//! `POST /jobs` takes `{"type": "start_session" | "resume_session", "session_name", "prompt",
+//! "agent_name"?, "project_dir"?, "parent_session_name"?, "callback"?}` (`agent_blueprint_name`
+//! is accepted for `agent_name`, as the MCP tool calls it).
+//!
+//! Errors are `{"error": {"code": "...", "message": "..."}}` ([`ApiError`]) with a 4xx status
+//! for what the caller can fix: `400` for bad input (a session name breaking the rule,
+//! malformed JSON, unknown fields, bad query parameters), `404` for an unknown id, name, route,
+//! `405` for a wrong method, `409` for a conflict (an existing name, a result asked for while
+//! running, cancelling an ended job), `413` for a body over [`MAX_BODY_BYTES`], `415` for a body
+//! that is not `application/json`; `503` while shutting down and `500` for storage failures.
+//! A request without the right token is `401` (answered by the listener, before any route).
+//!
+//! # Events
+//! `GET /sessions/{id}/events` is a `text/event-stream`: first the session's stored events, then
+//! each new one as the worker stores it (woken by the orchestrator's notifications, never by a
+//! timer). Every message is `id: <seq>` and `data: <StoredEvent JSON>`. It starts after the
+//! `Last-Event-ID` header's seq when there is one (a reconnecting `EventSource`), else after the
+//! `after` parameter, else from the first event. The stream ends with a message `event: end`
+//! whose data is `{"reason": ...}`: `deleted` (the session was deleted), `stopping` (the
+//! orchestrator shuts down), `ended` (with `follow=false`, once the session's run has ended and
+//! nothing is queued), or `error` (the store failed). The end message has no id, so a client
+//! reconnecting after it resumes where it was. A keep-alive comment goes out every 15 s.
+//!
+//! # Decisions
+//! - **Times are RFC 3339 text** (UTC, milliseconds), as in the MCP tools' JSON: the API
+//!   shows sessions through the [`crate::format`] summaries and reports and jobs as
+//!   [`JobView`]; the raw unix-millisecond store types are not exposed.
+//! - **Sessions are shown without their stored conversation** (it can be large and the events
+//!   carry the same content); the result text is whole (the 25,000-character cut is for
+//!   agents' context windows, not for API clients).
+//! - **The caller** of `POST /jobs` is `parent_session_name`, or else the
+//!   `X-Agent-Session-Name` header; a name breaking the rule is refused. `callback: true`
+//!   without a caller is refused (there would be no one to call back).
+//! - **A resume runs on the session's own blueprint and folder**: `agent_name` or
+//!   `project_dir` given with a resume must match the session's, else `400`.
+//! - **`GET /agents` lists retired blueprints too** (a web view shows the blueprint of an old
+//!   session); `GET /agents/{name}` shows provider option names, MCP header and environment
+//!   names and the number of stdio arguments, never their values (they may hold keys), and
+//!   redacts credentials and query strings in MCP URLs.
+//! - **Listings are paged**: `limit` 1 to [`MAX_PAGE`] (default [`DEFAULT_PAGE`]), `offset`
+//!   from 0; `next_offset` is set when the page was full. Unknown query parameters are refused.
 
-use axum::Router;
+mod error;
+mod sse;
+mod views;
 
-use crate::service::Orchestrator;
+use std::path::Path;
 
-/// The API routes over `orchestrator`.
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+
+pub use self::error::ApiError;
+use self::error::{Body, Id, Params};
+pub use self::views::{
+    AgentList, BlueprintView, Deleted, JobList, JobView, McpServerView, McpTransportView, SessionList,
+};
+use crate::format::{BlueprintSummary, SessionReport, SessionSummary};
+use crate::names::validate_session_name;
+use crate::service::{CALLER_HEADER, Orchestrator, StartRequest, summary};
+use crate::store::{JobKind, Page};
+
+/// The largest request body accepted: 1 MiB.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The page size of listings when `limit` is not given.
+pub const DEFAULT_PAGE: u32 = 100;
+/// The largest `limit` of a listing.
+pub const MAX_PAGE: u32 = 1000;
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// The API routes over `orchestrator`, to serve with the MCP endpoint (see
+/// [`crate::http::serve_http`]); unknown paths and methods answer JSON errors.
 pub fn routes(orchestrator: Orchestrator) -> Router {
-    let _ = orchestrator;
     Router::new()
+        .route("/jobs", post(create_job).get(list_jobs))
+        .route("/jobs/{id}", get(get_job))
+        .route("/jobs/{id}/cancel", post(cancel_job))
+        .route("/sessions", get(list_sessions).delete(delete_all_sessions))
+        .route("/sessions/by-name/{name}", get(session_by_name))
+        .route("/sessions/{id}", get(get_session).delete(delete_session))
+        .route("/sessions/{id}/result", get(session_result))
+        .route("/sessions/{id}/events", get(sse::events))
+        .route("/agents", get(list_agents))
+        .route("/agents/{name}", get(get_agent))
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(orchestrator)
+}
+
+/// The body of `POST /jobs`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobRequest {
+    #[serde(rename = "type")]
+    kind: JobKind,
+    session_name: String,
+    prompt: String,
+    #[serde(default, alias = "agent_blueprint_name")]
+    agent_name: Option<String>,
+    #[serde(default)]
+    project_dir: Option<String>,
+    #[serde(default)]
+    parent_session_name: Option<String>,
+    #[serde(default)]
+    callback: bool,
+}
+
+async fn create_job(
+    State(o): State<Orchestrator>,
+    headers: HeaderMap,
+    Body(request): Body<JobRequest>,
+) -> ApiResult<Response> {
+    let caller = match request.parent_session_name {
+        Some(name) => Some(name),
+        None => caller_header(&headers)?,
+    };
+    if let Some(caller) = &caller {
+        validate_session_name(caller).map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_name",
+                format!("parent_session_name: {e}"),
+            )
+        })?;
+    }
+    if request.callback && caller.is_none() {
+        return Err(ApiError::invalid(
+            "`callback: true` needs a parent to call back: give `parent_session_name` \
+             (or the X-Agent-Session-Name header)",
+        ));
+    }
+    if request.kind == JobKind::ResumeSession {
+        check_resume(
+            &o,
+            &request.session_name,
+            request.agent_name.as_deref(),
+            request.project_dir.as_deref(),
+        )
+        .await?;
+    }
+    let start = StartRequest {
+        session_name: request.session_name,
+        prompt: request.prompt,
+        blueprint: request.agent_name,
+        project_dir: request.project_dir,
+        async_mode: true,
+        callback: request.callback,
+        caller,
+    };
+    let job = o.submit(request.kind, start).await?;
+    let location = HeaderValue::from_str(&format!("/jobs/{}", job.job_id)).ok();
+    let mut response = (StatusCode::CREATED, Json(JobView::from(job))).into_response();
+    if let Some(location) = location {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// The caller named by the `X-Agent-Session-Name` header, if any.
+fn caller_header(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    let Some(value) = headers.get(CALLER_HEADER) else {
+        return Ok(None);
+    };
+    let value = value
+        .to_str()
+        .map_err(|_| ApiError::invalid("the X-Agent-Session-Name header is not text"))?
+        .trim();
+    Ok((!value.is_empty()).then(|| value.to_owned()))
+}
+
+/// A resume may repeat the session's blueprint and folder, not change them.
+async fn check_resume(o: &Orchestrator, name: &str, agent: Option<&str>, dir: Option<&str>) -> ApiResult<()> {
+    if agent.is_none() && dir.is_none() {
+        return Ok(());
+    }
+    validate_session_name(name).map_err(crate::OrchestratorError::from)?;
+    let session = o.session_by_name(name).await?;
+    if let Some(agent) = agent
+        && agent != session.agent_name
+    {
+        return Err(ApiError::invalid(format!(
+            "session `{name}` runs on the blueprint `{}`: a resume cannot change it (leave `agent_name` out)",
+            session.agent_name
+        )));
+    }
+    if let Some(dir) = dir {
+        let stored = Path::new(&session.project_dir);
+        let same = Path::new(dir) == stored || std::fs::canonicalize(dir).is_ok_and(|d| d == stored);
+        if !same {
+            return Err(ApiError::invalid(format!(
+                "session `{name}` runs in `{}`: a resume cannot change it (leave `project_dir` out)",
+                session.project_dir
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `limit` and `offset` of a listing.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PageQuery {
+    #[serde(default)]
+    limit: Option<u32>,
+    #[serde(default)]
+    offset: Option<u64>,
+}
+
+impl PageQuery {
+    fn page(&self) -> ApiResult<Page> {
+        let limit = self.limit.unwrap_or(DEFAULT_PAGE);
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(ApiError::invalid(format!("`limit` must be from 1 to {MAX_PAGE}")));
+        }
+        Ok(Page {
+            limit,
+            offset: self.offset.unwrap_or(0),
+        })
+    }
+}
+
+/// The offset after `page` when it came back full.
+fn next_offset(page: Page, len: usize) -> Option<u64> {
+    (len >= page.limit as usize).then(|| page.offset + len as u64)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobsQuery {
+    #[serde(default)]
+    session_name: Option<String>,
+    #[serde(default)]
+    limit: Option<u32>,
+    #[serde(default)]
+    offset: Option<u64>,
+}
+
+async fn list_jobs(State(o): State<Orchestrator>, Params(query): Params<JobsQuery>) -> ApiResult<Json<JobList>> {
+    let page = PageQuery {
+        limit: query.limit,
+        offset: query.offset,
+    }
+    .page()?;
+    if let Some(name) = &query.session_name {
+        validate_session_name(name).map_err(crate::OrchestratorError::from)?;
+    }
+    let jobs = o
+        .store()
+        .list_jobs(query.session_name.as_deref(), page)
+        .await
+        .map_err(crate::OrchestratorError::from)?;
+    let next_offset = next_offset(page, jobs.len());
+    Ok(Json(JobList {
+        jobs: jobs.into_iter().map(JobView::from).collect(),
+        next_offset,
+    }))
+}
+
+async fn get_job(State(o): State<Orchestrator>, Id(id): Id) -> ApiResult<Json<JobView>> {
+    Ok(Json(o.job(&id).await?.into()))
+}
+
+async fn cancel_job(State(o): State<Orchestrator>, Id(id): Id) -> ApiResult<Json<JobView>> {
+    Ok(Json(o.cancel_job(&id).await?.into()))
+}
+
+async fn list_sessions(
+    State(o): State<Orchestrator>,
+    Params(query): Params<PageQuery>,
+) -> ApiResult<Json<SessionList>> {
+    let page = query.page()?;
+    let sessions = o
+        .store()
+        .list_sessions(page)
+        .await
+        .map_err(crate::OrchestratorError::from)?;
+    Ok(Json(SessionList {
+        next_offset: next_offset(page, sessions.len()),
+        sessions: sessions.iter().map(summary).collect(),
+    }))
+}
+
+async fn session_by_name(State(o): State<Orchestrator>, Id(name): Id) -> ApiResult<Json<SessionReport>> {
+    validate_session_name(&name).map_err(crate::OrchestratorError::from)?;
+    let session = o.session_by_name(&name).await?;
+    Ok(Json(o.report(&session).await?))
+}
+
+async fn get_session(State(o): State<Orchestrator>, Id(id): Id) -> ApiResult<Json<SessionReport>> {
+    let session = o.session(&id).await?;
+    Ok(Json(o.report(&session).await?))
+}
+
+async fn session_result(State(o): State<Orchestrator>, Id(id): Id) -> ApiResult<Json<SessionReport>> {
+    let session = o.session(&id).await?;
+    Ok(Json(o.result(&session.session_name).await?))
+}
+
+async fn delete_session(State(o): State<Orchestrator>, Id(id): Id) -> ApiResult<Json<SessionSummary>> {
+    let session = o.delete_session(&id).await?;
+    Ok(Json(summary(&session)))
+}
+
+async fn delete_all_sessions(State(o): State<Orchestrator>) -> ApiResult<Json<Deleted>> {
+    let deleted = o.delete_all_sessions().await?;
+    Ok(Json(Deleted { deleted }))
+}
+
+async fn list_agents(State(o): State<Orchestrator>) -> Json<AgentList> {
+    Json(AgentList {
+        agents: o.blueprints().all().map(BlueprintSummary::from).collect(),
+    })
+}
+
+async fn get_agent(State(o): State<Orchestrator>, Id(name): Id) -> ApiResult<Json<BlueprintView>> {
+    let blueprint = o.blueprint(&name)?;
+    Ok(Json(BlueprintView::new(blueprint, o.blueprints().source(&name))))
+}
+
+async fn not_found(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no endpoint `{method} {}`", uri.path()),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("`{}` does not take {method}", uri.path()),
+    )
 }
