@@ -1,0 +1,131 @@
+"""Drive the orchestrator's seven MCP tools with the Python MCP SDK (mcp<2) over streamable HTTP,
+as a parent agent would, and print one JSON object of what came back for the Rust trial
+(tests/peers/python.rs) to check.
+
+Environment: URL (the MCP endpoint), TOKEN (the bearer token).
+"""
+
+import asyncio
+import json
+import os
+import sys
+import time
+from contextlib import asynccontextmanager
+
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+
+URL = os.environ["URL"]
+TOKEN = os.environ["TOKEN"]
+ENDED = ("completed", "failed", "cancelled")
+
+
+@asynccontextmanager
+async def connect(caller=None):
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    if caller:
+        headers["X-Agent-Session-Name"] = caller
+    async with streamablehttp_client(URL, headers=headers) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+async def call(session, name, arguments=None):
+    """A tool call's text and error flag."""
+    result = await session.call_tool(name, arguments or {})
+    text = "".join(c.text for c in result.content if getattr(c, "type", None) == "text")
+    return {"is_error": bool(result.isError), "text": text}
+
+
+async def call_json(session, name, arguments):
+    answer = await call(session, name, dict(arguments, response_format="json"))
+    if answer["is_error"]:
+        raise RuntimeError(f"{name} failed: {answer['text']}")
+    return json.loads(answer["text"])
+
+
+async def status(session, name, wait_seconds):
+    return await call_json(
+        session, "get_agent_session_status", {"session_name": name, "wait_seconds": wait_seconds}
+    )
+
+
+async def main():
+    out = {}
+    async with connect() as top:
+        listed = await top.list_tools()
+        out["tools"] = sorted(tool.name for tool in listed.tools)
+        out["blueprints"] = await call_json(top, "list_agent_blueprints", {})
+        out["blueprints_markdown"] = (await call(top, "list_agent_blueprints"))["text"]
+        # The parent is a session here too, started in sync mode.
+        out["parent_start"] = await call_json(
+            top, "start_agent_session", {"session_name": "py-parent", "prompt": "Plan the work."}
+        )
+
+    async with connect("py-parent") as parent:
+        out["child_start"] = await call_json(
+            parent,
+            "start_agent_session",
+            {"session_name": "py-child", "prompt": "Do the work.", "async_mode": True, "callback": True},
+        )
+        # No polling: each status call waits for the next change.
+        seen = []
+        for _ in range(30):
+            report = await status(parent, "py-child", 5)
+            seen.append(report["job_status"])
+            if report["job_status"] in ENDED:
+                break
+        out["child_statuses"] = seen
+        out["child_status"] = report
+        out["child_result"] = await call_json(parent, "get_agent_session_result", {"session_name": "py-child"})
+        out["child_result_markdown"] = (
+            await call(parent, "get_agent_session_result", {"session_name": "py-child"})
+        )["text"]
+
+        # The callback resumes py-parent with the child's result: wait for that run to end.
+        first_job = out["parent_start"]["job_id"]
+        deadline = time.monotonic() + 60
+        while True:
+            report = await status(parent, "py-parent", 5)
+            if report["job_id"] != first_job and report["job_status"] in ENDED:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the callback never resumed py-parent: {report}")
+            if report["job_id"] == first_job:
+                # The resume is queued when the child's run has been stored; not yet there.
+                await asyncio.sleep(0.05)
+        out["parent_after_callback"] = report
+
+        out["child_resume"] = await call_json(
+            parent, "resume_agent_session", {"session_name": "py-child", "prompt": "Once more."}
+        )
+        out["result_of_unknown"] = await call(parent, "get_agent_session_result", {"session_name": "py-nobody"})
+        out["start_existing"] = await call(
+            parent, "start_agent_session", {"session_name": "py-child", "prompt": "Again."}
+        )
+        out["start_bad_name"] = await call(
+            parent, "start_agent_session", {"session_name": "no spaces allowed", "prompt": "Hi."}
+        )
+        out["resume_missing"] = await call(
+            parent, "resume_agent_session", {"session_name": "py-nobody", "prompt": "Hi."}
+        )
+        out["sessions"] = await call_json(parent, "list_agent_sessions", {})
+        out["sessions_markdown"] = (await call(parent, "list_agent_sessions"))["text"]
+        out["deleted"] = await call(parent, "delete_all_agent_sessions")
+        out["sessions_after_delete"] = await call_json(parent, "list_agent_sessions", {})
+    print(json.dumps(out))
+
+
+def flatten(error):
+    inner = getattr(error, "exceptions", None)
+    if inner:
+        return " | ".join(flatten(e) for e in inner)
+    return f"{type(error).__name__}: {error}"
+
+
+try:
+    asyncio.run(asyncio.wait_for(main(), 120))
+except BaseException as error:  # noqa: BLE001 - report anything, exit non-zero
+    print("ERROR", flatten(error))
+    sys.exit(1)

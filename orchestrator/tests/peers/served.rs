@@ -1,0 +1,271 @@
+//! The `patchbay-orchestrator` binary run as a user runs it: `serve` on a data folder, the lines
+//! it prints (MCP URL, API URL, token), patchbay's MCP client against it with the caller header,
+//! and a store opened beside it. The process is killed when dropped. Shared by `tests/binary.rs`
+//! and the `peers` test binary.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use patchbay::mcp::{McpClientSet, McpConnections};
+use patchbay::{McpServerConfig, McpTransport, ToolResult, ToolSet};
+use patchbay_orchestrator::store::{Job, Page, SqliteStore, Store};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStdout, Command};
+
+/// The binary under test.
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_patchbay-orchestrator");
+
+/// How long the binary may take to print its lines or to exit when asked.
+pub(crate) const START_LIMIT: Duration = Duration::from_secs(60);
+
+/// A running `patchbay-orchestrator serve`; SIGKILLed on drop.
+pub(crate) struct Served {
+    child: Child,
+    _stdout: BufReader<ChildStdout>,
+    log: PathBuf,
+    /// The MCP endpoint.
+    pub(crate) mcp: String,
+    /// The JSON API base URL.
+    pub(crate) api: String,
+    /// The bearer token.
+    pub(crate) token: String,
+    /// The data folder, as printed.
+    pub(crate) data: String,
+}
+
+impl Served {
+    /// Start `serve --data DATA [--blueprints DIR] EXTRA...`, its stderr written to `log`, and
+    /// read the four lines it prints.
+    pub(crate) async fn start(data: &Path, blueprints: Option<&Path>, extra: &[&str], log: &Path) -> Self {
+        let mut command = Command::new(BIN);
+        command.arg("serve").arg("--data").arg(data);
+        if let Some(dir) = blueprints {
+            command.arg("--blueprints").arg(dir);
+        }
+        let stderr = std::fs::File::create(log).unwrap_or_else(|e| panic!("log file {}: {e}", log.display()));
+        command
+            .args(extra)
+            .env_remove("AGENT_SESSION_NAME")
+            .env_remove("PATCHBAY_ORCHESTRATOR_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .kill_on_drop(true);
+        let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot run {BIN}: {e}"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("stdout piped"));
+        let mut stdout = BufReader::new(stdout);
+        let mut fields = BTreeMap::new();
+        let read = async {
+            let mut line = String::new();
+            while fields.len() < 4 {
+                line.clear();
+                match stdout.read_line(&mut line).await {
+                    Ok(0) | Err(_) => return false,
+                    Ok(_) => {
+                        if let Some((key, value)) = line.trim_end().split_once(": ") {
+                            fields.insert(key.to_owned(), value.to_owned());
+                        }
+                    }
+                }
+            }
+            true
+        };
+        let complete = tokio::time::timeout(START_LIMIT, read).await.unwrap_or(false);
+        let log = log.to_path_buf();
+        if !complete {
+            let _ = child.start_kill();
+            panic!(
+                "serve did not print its four lines (got {fields:?}); stderr:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        let field = |key: &str| fields.get(key).cloned().unwrap_or_default();
+        Self {
+            mcp: field("mcp"),
+            api: field("api"),
+            token: field("token"),
+            data: field("data"),
+            child,
+            _stdout: stdout,
+            log,
+        }
+    }
+
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id().unwrap_or_else(|| panic!("the orchestrator has exited"))
+    }
+
+    /// Its stderr so far.
+    pub(crate) fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// kill -9, and wait for it to be gone.
+    pub(crate) async fn kill9(mut self) {
+        self.child.start_kill().unwrap_or_else(|e| panic!("SIGKILL: {e}"));
+        let status = tokio::time::timeout(START_LIMIT, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("still running after SIGKILL"))
+            .unwrap_or_else(|e| panic!("wait: {e}"));
+        assert!(!status.success(), "{status:?}");
+    }
+
+    /// SIGTERM, then wait up to `limit` for the exit; `None` if it did not exit in time (it
+    /// is then killed on drop).
+    pub(crate) async fn terminate(mut self, limit: Duration) -> (Option<ExitStatus>, String) {
+        let pid = rustix::process::Pid::from_raw(self.pid() as i32).unwrap_or_else(|| panic!("a pid"));
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap_or_else(|e| panic!("SIGTERM: {e}"));
+        let status = tokio::time::timeout(limit, self.child.wait())
+            .await
+            .ok()
+            .map(|s| s.unwrap_or_else(|e| panic!("wait: {e}")));
+        (status, self.stderr())
+    }
+
+    /// Patchbay's MCP client connected to the endpoint with the token and, when given, the
+    /// `X-Agent-Session-Name` header.
+    pub(crate) async fn connect(&self, caller: Option<&str>) -> Mcp {
+        let mut headers = BTreeMap::from([("Authorization".to_owned(), format!("Bearer {}", self.token))]);
+        if let Some(caller) = caller {
+            headers.insert("X-Agent-Session-Name".to_owned(), caller.to_owned());
+        }
+        let config = McpServerConfig {
+            name: "orchestrator".to_owned(),
+            transport: McpTransport::Http {
+                url: self.mcp.clone(),
+                headers,
+            },
+        };
+        Mcp::connect(config).await
+    }
+}
+
+/// Whether a process with this pid exists (a zombie counts as gone).
+pub(crate) fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Every process whose parent is `pid` (from `/proc`).
+pub(crate) fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// A connected MCP client and the orchestrator's seven tools.
+pub(crate) struct Mcp {
+    connections: Option<McpConnections>,
+    /// The tools, by their plain names.
+    pub(crate) tools: ToolSet,
+}
+
+impl Mcp {
+    /// Connect to `config` (within the client's connect timeout); panics if it fails.
+    pub(crate) async fn connect(config: McpServerConfig) -> Self {
+        let connections = McpClientSet::new()
+            .with_call_timeout(Duration::from_secs(120))
+            .with_server(config)
+            .connect()
+            .await;
+        assert_eq!(connections.failed(), [], "{:?}", connections.warnings());
+        let tools = connections.tools().await;
+        Self {
+            connections: Some(connections),
+            tools,
+        }
+    }
+
+    /// The connections (the stdio server's pid, say).
+    pub(crate) fn connections(&self) -> &McpConnections {
+        self.connections.as_ref().unwrap_or_else(|| panic!("connected"))
+    }
+
+    /// Call tool `name` with `input`.
+    pub(crate) async fn call(&self, name: &str, input: Value) -> ToolResult {
+        let tool = self.tools.get(name).unwrap_or_else(|| panic!("tool {name} not listed"));
+        tool.execute(input, &Default::default()).await
+    }
+
+    /// Call tool `name` and parse its text as JSON; panics on a tool error.
+    pub(crate) async fn json(&self, name: &str, input: Value) -> Value {
+        let result = self.call(name, input).await;
+        let text = result.text_content();
+        assert!(!result.is_error(), "{name} failed: {text}");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name} answered no JSON ({e}): {text}"))
+    }
+
+    /// `get_agent_session_status` in JSON, waiting up to `wait_seconds` for a change.
+    pub(crate) async fn status(&self, session: &str, wait_seconds: u64) -> Value {
+        let input = serde_json::json!({
+            "session_name": session,
+            "wait_seconds": wait_seconds,
+            "response_format": "json",
+        });
+        self.json("get_agent_session_status", input).await
+    }
+
+    /// Wait (with `wait_seconds`, no sleeping) until the session's report satisfies `done`;
+    /// panics with the last report after `limit`.
+    pub(crate) async fn wait_until(&self, session: &str, limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let report = self.status(session, 2).await;
+            if done(&report) {
+                return report;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "session {session} did not get there within {limit:?}: {report:#}"
+            );
+        }
+    }
+
+    /// Close the connections (a stdio server gets its stdin closed).
+    pub(crate) async fn close(mut self) {
+        if let Some(connections) = self.connections.take() {
+            connections.close().await;
+        }
+    }
+}
+
+/// Every job in the store, in queue order.
+pub(crate) async fn all_jobs(store: &SqliteStore) -> Vec<Job> {
+    store
+        .list_jobs(None, Page::first(1000))
+        .await
+        .unwrap_or_else(|e| panic!("list jobs: {e}"))
+}
+
+/// Open the store of a data folder (while the orchestrator runs too: SQLite WAL allows it).
+pub(crate) async fn open_store(data: &Path) -> SqliteStore {
+    SqliteStore::open(data)
+        .await
+        .unwrap_or_else(|e| panic!("open the store in {}: {e}", data.display()))
+}
