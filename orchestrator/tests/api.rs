@@ -5,15 +5,22 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use patchbay::mcp::ToolServer;
 use patchbay_orchestrator::Orchestrator;
-use patchbay_orchestrator::blueprint::{Blueprint, Blueprints};
+use patchbay_orchestrator::blueprint::Blueprints;
 use patchbay_orchestrator::http::{HttpOptions, serve_http};
 use patchbay_orchestrator::store::{JobStatus, SqliteStore};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
+
+#[path = "api/fixtures.rs"]
+mod fixtures;
+#[path = "api/sse_client.rs"]
+mod sse_client;
+
+use fixtures::{retired_blueprint, secret_blueprint, stall_blueprint};
+use sse_client::{Events, Message, event_type, is_end};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -26,44 +33,6 @@ struct Api {
     server: ToolServer,
     base: String,
     client: reqwest::Client,
-}
-
-/// A blueprint whose runs print "working" and then stall until cancelled.
-fn stall_blueprint() -> Result<Blueprint, serde_json::Error> {
-    serde_json::from_value(json!({
-        "name": "stall",
-        "description": "Stalls until cancelled.",
-        "provider": "scripted",
-        "model": "scripted",
-        "tools": [],
-        "provider_options": {"script": {"turns": [
-            {"type": "respond", "parts": [{"type": "text", "text": "working on it"}], "end": {"type": "stall"}}
-        ]}},
-    }))
-}
-
-/// A blueprint with secrets in its options and MCP servers (never to be shown).
-fn secret_blueprint() -> Result<Blueprint, serde_json::Error> {
-    serde_json::from_value(json!({
-        "name": "secretive",
-        "description": "Has keys.",
-        "provider": "anthropic",
-        "model": "claude-test",
-        "system": "Be brief.",
-        "provider_options": {"api_key": "sk-SECRET-OPTION", "max_tokens": 100},
-        "mcp_servers": [
-            {"name": "web", "transport": {"type": "http", "url": "https://user:sk-SECRET-URL@example.invalid/mcp?key=sk-SECRET-QUERY",
-                "headers": {"Authorization": "Bearer sk-SECRET-HEADER"}}},
-            {"name": "local", "transport": {"type": "stdio", "command": "server", "args": ["--key", "sk-SECRET-ARG"],
-                "env": {"API_KEY": "sk-SECRET-ENV"}}}
-        ],
-    }))
-}
-
-fn retired_blueprint() -> Result<Blueprint, serde_json::Error> {
-    serde_json::from_value(json!({
-        "name": "old", "provider": "scripted", "model": "scripted", "status": "retired",
-    }))
 }
 
 async fn start() -> Result<Api, Box<dyn std::error::Error>> {
@@ -239,7 +208,7 @@ async fn jobs_sessions_and_agents_happy_paths() -> TestResult {
     assert!(result["result"].as_str().is_some_and(|r| !r.is_empty()), "{result}");
 
     // A resume (the header names the caller), then paging through the session's jobs.
-    let resume = json!({"type": "resume_session", "session_name": "alpha", "prompt": "again", "agent_name": "default"});
+    let resume = json!({"type": "resume_session", "session_name": "alpha", "prompt": "again", "agent_name": "default", "project_dir": "."});
     let response = api
         .client
         .post(api.url("/jobs"))
@@ -323,6 +292,8 @@ async fn the_token_is_required() -> TestResult {
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{path} without a token");
         let response = plain.get(api.url(path)).bearer_auth("wrong").send().await?;
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{path} with a wrong token");
+        let body: Value = response.json().await?;
+        assert!(body["error"]["message"].is_string(), "a JSON error: {body}");
     }
     let body = json!({"type": "start_session", "session_name": "sneaky", "prompt": "hi"});
     let response = plain.post(api.url("/jobs")).json(&body).send().await?;
@@ -493,6 +464,12 @@ async fn conflicts_are_409() -> TestResult {
         StatusCode::BAD_REQUEST,
         "invalid_request",
     );
+    let moved = json!({"type": "resume_session", "session_name": "busy", "prompt": "hi", "project_dir": "/"});
+    assert_error(
+        &api.post("/jobs", &moved).await?,
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    );
 
     // Cancel the running job: it ends cancelled; cancelling it again is a conflict.
     let job_id = job["job_id"].as_str().ok_or("id")?;
@@ -511,109 +488,6 @@ async fn conflicts_are_409() -> TestResult {
     Ok(())
 }
 
-/// One server-sent message.
-#[derive(Debug, Default)]
-struct Message {
-    event: Option<String>,
-    id: Option<String>,
-    data: String,
-}
-
-impl Message {
-    fn seq(&self) -> Option<i64> {
-        self.id.as_deref().and_then(|id| id.parse().ok())
-    }
-
-    fn json(&self) -> Result<Value, serde_json::Error> {
-        serde_json::from_str(&self.data)
-    }
-}
-
-/// Reads an event stream message by message, each read bounded by [`LIMIT`].
-struct Events {
-    body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
-    buffer: String,
-}
-
-impl Events {
-    async fn open(api: &Api, path: &str, last_event_id: Option<i64>) -> Result<Self, Box<dyn std::error::Error>> {
-        let mut request = api.client.get(api.url(path)).timeout(Duration::from_secs(120));
-        if let Some(id) = last_event_id {
-            request = request.header("Last-Event-ID", id.to_string());
-        }
-        let response = request.send().await?;
-        assert_eq!(response.status(), StatusCode::OK);
-        let kind = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
-        assert!(kind.starts_with("text/event-stream"), "{kind}");
-        Ok(Self {
-            body: response.bytes_stream().map(|chunk| chunk.map(|b| b.to_vec())).boxed(),
-            buffer: String::new(),
-        })
-    }
-
-    /// The next message (keep-alive comments skipped), or `None` when the stream ended.
-    async fn next(&mut self) -> Result<Option<Message>, Box<dyn std::error::Error>> {
-        loop {
-            if let Some(at) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..at + 2).collect();
-                let mut message = Message::default();
-                let mut any = false;
-                for line in block.lines() {
-                    let (field, value) = line.split_once(':').unwrap_or((line, ""));
-                    let value = value.strip_prefix(' ').unwrap_or(value);
-                    match field {
-                        "event" => message.event = Some(value.to_owned()),
-                        "id" => message.id = Some(value.to_owned()),
-                        "data" => {
-                            if any {
-                                message.data.push('\n');
-                            }
-                            message.data.push_str(value);
-                            any = true;
-                        }
-                        _ => {}
-                    }
-                }
-                if any || message.event.is_some() {
-                    return Ok(Some(message));
-                }
-                continue;
-            }
-            match tokio::time::timeout(LIMIT, self.body.next()).await {
-                Err(_) => return Err("no message within the limit".into()),
-                Ok(None) => return Ok(None),
-                Ok(Some(chunk)) => self.buffer.push_str(std::str::from_utf8(&chunk?)?),
-            }
-        }
-    }
-
-    /// Messages up to and including the first whose event matches `until`.
-    async fn until(&mut self, until: impl Fn(&Message) -> bool) -> Result<Vec<Message>, Box<dyn std::error::Error>> {
-        let mut seen = Vec::new();
-        loop {
-            let message = self.next().await?.ok_or("the stream ended first")?;
-            let stop = until(&message);
-            seen.push(message);
-            if stop {
-                return Ok(seen);
-            }
-        }
-    }
-}
-
-fn is_end(message: &Message) -> bool {
-    message.event.as_deref() == Some("end")
-}
-
-fn event_type(message: &Message) -> Option<String> {
-    message.json().ok()?["event"]["type"].as_str().map(str::to_owned)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn events_stored_first_then_live_and_resumable() -> TestResult {
     let api = start().await?;
@@ -624,7 +498,12 @@ async fn events_stored_first_then_live_and_resumable() -> TestResult {
     assert!(stored.len() >= 2, "a run stores events");
 
     // follow=false on an ended session: every stored event, numbered 1..n, then the end.
-    let mut events = Events::open(&api, &format!("/sessions/{id}/events?follow=false"), None).await?;
+    let mut events = Events::open(
+        &api.client,
+        api.url(&format!("/sessions/{id}/events?follow=false")),
+        None,
+    )
+    .await?;
     let messages = events.until(is_end).await?;
     let (end, messages) = messages.split_last().ok_or("messages")?;
     let seqs: Vec<i64> = messages.iter().filter_map(Message::seq).collect();
@@ -639,14 +518,24 @@ async fn events_stored_first_then_live_and_resumable() -> TestResult {
     assert!(events.next().await?.is_none(), "the stream closes after its end");
 
     // `after` and Last-Event-ID skip what the client has (the header wins).
-    let mut events = Events::open(&api, &format!("/sessions/{id}/events?follow=false&after=1"), None).await?;
+    let mut events = Events::open(
+        &api.client,
+        api.url(&format!("/sessions/{id}/events?follow=false&after=1")),
+        None,
+    )
+    .await?;
     assert_eq!(events.next().await?.and_then(|m| m.seq()), Some(2));
-    let mut events = Events::open(&api, &format!("/sessions/{id}/events?follow=false&after=1"), Some(2)).await?;
+    let mut events = Events::open(
+        &api.client,
+        api.url(&format!("/sessions/{id}/events?follow=false&after=1")),
+        Some(2),
+    )
+    .await?;
     assert_eq!(events.next().await?.and_then(|m| m.seq()), Some(3));
 
     // Following: the stored events, then the events of a resume as they are stored.
     let n = stored.len() as i64;
-    let mut events = Events::open(&api, &format!("/sessions/{id}/events"), None).await?;
+    let mut events = Events::open(&api.client, api.url(&format!("/sessions/{id}/events")), None).await?;
     let old = events.until(|m| m.seq() == Some(n)).await?;
     assert_eq!(old.len() as i64, n);
     let resume = json!({"type": "resume_session", "session_name": "talker", "prompt": "more"});
@@ -680,7 +569,12 @@ async fn events_of_a_run_in_progress() -> TestResult {
 
     // The run is stalled after its text: the stream shows the text, and follow=false does
     // not end while the run goes on.
-    let mut events = Events::open(&api, &format!("/sessions/{id}/events?follow=false"), None).await?;
+    let mut events = Events::open(
+        &api.client,
+        api.url(&format!("/sessions/{id}/events?follow=false")),
+        None,
+    )
+    .await?;
     let before = events
         .until(|m| m.json().is_ok_and(|v| v.to_string().contains("working")))
         .await?;
@@ -705,7 +599,12 @@ async fn events_of_a_run_in_progress() -> TestResult {
     );
 
     // Stopping the orchestrator ends a following stream.
-    let mut events = Events::open(&api, &format!("/sessions/{id}/events"), Some(i64::MAX - 1)).await?;
+    let mut events = Events::open(
+        &api.client,
+        api.url(&format!("/sessions/{id}/events")),
+        Some(i64::MAX - 1),
+    )
+    .await?;
     api.orchestrator.shutdown().await;
     let rest = events.until(is_end).await?;
     assert_eq!(rest.last().ok_or("end")?.json()?["reason"], "stopping");

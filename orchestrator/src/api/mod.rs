@@ -28,7 +28,9 @@
 //! `405` for a wrong method, `409` for a conflict (an existing name, a result asked for while
 //! running, cancelling an ended job), `413` for a body over [`MAX_BODY_BYTES`], `415` for a body
 //! that is not `application/json`; `503` while shutting down and `500` for storage failures.
-//! A request without the right token is `401` (answered by the listener, before any route).
+//! A request without the right token is `401`, answered by the listener before any route, with
+//! the MCP server's JSON-RPC error body (`{"error": {"code": -32001, "message": ...}}`, a
+//! numeric code).
 //!
 //! # Events
 //! `GET /sessions/{id}/events` is a `text/event-stream`: first the session's stored events, then
@@ -210,7 +212,9 @@ async fn check_resume(o: &Orchestrator, name: &str, agent: Option<&str>, dir: Op
     }
     if let Some(dir) = dir {
         let stored = Path::new(&session.project_dir);
-        let same = Path::new(dir) == stored || std::fs::canonicalize(dir).is_ok_and(|d| d == stored);
+        // Relative folders are under the orchestrator's, as when the session started.
+        let given = o.inner.project_dir.join(dir);
+        let same = given == stored || std::fs::canonicalize(&given).is_ok_and(|d| d == stored);
         if !same {
             return Err(ApiError::invalid(format!(
                 "session `{name}` runs in `{}`: a resume cannot change it (leave `project_dir` out)",
