@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{
     Harness, TestResult, accepted, answering, echo, echo_answer, ended, eventually, gate, heard, running, scripted,
-    stalling, within, within_for,
+    stalling, whoami, within, within_for,
 };
 use patchbay::ErrorKind;
 use patchbay::scripted::{Script, ScriptedError, Turn};
@@ -118,6 +118,69 @@ async fn async_start_returns_at_once_and_the_run_then_finishes() -> TestResult {
     assert_eq!(done2.status, JobStatus::Completed);
     // The caller is no session here: nothing was queued for it.
     assert!(o.session_by_name("outside-parent").await.is_err());
+    h.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sync_start_past_the_wait_limit_answers_with_the_job_and_the_run_goes_on() -> TestResult {
+    let g = gate("sync-limit");
+    let blueprints = vec![echo("held", Some("sync-limit"))];
+    let h = Harness::start_with(blueprints, 2, |b| b.sync_wait_limit(Duration::from_millis(300))).await?;
+    let o = &h.orchestrator;
+
+    let job = accepted(within("sync start", o.start_session(start_on("long", "held", "slow work"))).await??)?;
+    assert_eq!(job.session_name, "long");
+    assert!(
+        ["pending", "claimed", "running"].contains(&job.status.as_str()),
+        "{job:?}"
+    );
+    g.release(1);
+    let done = o.wait_for_job(&job.job_id, "long", common::LIMIT).await?;
+    assert_eq!(done.status, JobStatus::Completed);
+    assert_eq!(
+        o.result("long").await?.result.as_deref(),
+        Some(echo_answer(&[("user", "slow work")]).as_str())
+    );
+    h.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_run_knows_its_own_session_name_and_works_in_its_project_folder() -> TestResult {
+    let mut bp = whoami("whoami");
+    bp.system = Some("You are a test.".to_owned());
+    let h = Harness::start(vec![bp], 2).await?;
+    let o = &h.orchestrator;
+    std::fs::create_dir_all(h.project.join("sub"))?;
+
+    let request = StartRequest {
+        project_dir: Some("sub".to_owned()),
+        caller: Some("boss".to_owned()),
+        ..start_on("who", "whoami", "who am I?")
+    };
+    let report = ended(within("start", o.start_session(request)).await??)?;
+    let seen: serde_json::Value = serde_json::from_str(report.result.as_deref().ok_or("no result")?)?;
+    assert_eq!(seen["env"]["AGENT_SESSION_NAME"], "who");
+    assert_eq!(seen["metadata"]["agent_session_name"], "who");
+    let sub = std::fs::canonicalize(h.project.join("sub"))?;
+    assert_eq!(seen["working_dir"], sub.to_string_lossy().as_ref());
+    assert_eq!(
+        report.session.project_dir.as_deref(),
+        Some(sub.to_string_lossy().as_ref())
+    );
+    assert_eq!(seen["system"], "You are a test.");
+
+    // A project folder that does not exist is refused before anything is written.
+    let request = StartRequest {
+        project_dir: Some("missing".to_owned()),
+        ..start_on("nowhere", "whoami", "hi")
+    };
+    let error = o
+        .start_session(request)
+        .await
+        .err()
+        .ok_or("started in a missing folder")?;
+    assert!(error.to_string().contains("missing"), "{error}");
+    assert!(o.session_by_name("nowhere").await.is_err());
     h.stop().await
 }
 

@@ -304,6 +304,14 @@ async fn the_caller_header_makes_the_parent_and_a_resume_by_another_parent_updat
         .await?;
     assert_eq!(jobs.len(), 2);
     assert_eq!(jobs[1].parent_session_name.as_deref(), Some("boss2"));
+    // A resume by a caller that names no session keeps the parent.
+    let tools = agent_session_tools(o);
+    let input = json!({"session_name": "child", "prompt": "third"});
+    ok_text(&call(&tools, "resume_agent_session", input, &called_by(None)).await?)?;
+    assert_eq!(
+        o.session_by_name("child").await?.parent_session_name.as_deref(),
+        Some("boss2")
+    );
 
     // Without the token the endpoint refuses.
     let wrong = McpClientSet::new().with_server(McpServerConfig {

@@ -19,7 +19,7 @@ use patchbay::{
 use patchbay_orchestrator::blueprint::{Blueprint, Blueprints};
 use patchbay_orchestrator::format::{JobAccepted, SessionReport};
 use patchbay_orchestrator::store::SqliteStore;
-use patchbay_orchestrator::{CALLER_METADATA_KEY, Orchestrator, RunAnswer};
+use patchbay_orchestrator::{CALLER_METADATA_KEY, Orchestrator, OrchestratorBuilder, RunAnswer};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::sync::{Semaphore, watch};
@@ -71,6 +71,15 @@ impl Harness {
     /// `workers` workers over `blueprints` (plus the built-in `default`), with the compiled
     /// providers and `echo`.
     pub(crate) async fn start(blueprints: Vec<Blueprint>, workers: usize) -> Fallible<Self> {
+        Self::start_with(blueprints, workers, |builder| builder).await
+    }
+
+    /// As [`Harness::start`], with more settings made by `configure`.
+    pub(crate) async fn start_with(
+        blueprints: Vec<Blueprint>,
+        workers: usize,
+        configure: impl FnOnce(OrchestratorBuilder) -> OrchestratorBuilder,
+    ) -> Fallible<Self> {
         let dir = tempfile::tempdir()?;
         let project = dir.path().join("project");
         std::fs::create_dir_all(&project)?;
@@ -79,12 +88,11 @@ impl Harness {
         for blueprint in blueprints {
             all.add(blueprint, Path::new("tests.toml"))?;
         }
-        let orchestrator = Orchestrator::builder(Arc::new(store), all)
+        let builder = Orchestrator::builder(Arc::new(store), all)
             .registry(registry())
             .workers(workers)
-            .project_dir(&project)
-            .start()
-            .await?;
+            .project_dir(&project);
+        let orchestrator = configure(builder).start().await?;
         Ok(Self {
             orchestrator,
             project,
@@ -145,6 +153,15 @@ pub(crate) fn echo(name: &str, gate: Option<&str>) -> Blueprint {
         provider: "echo".to_owned(),
         model: "echo".to_owned(),
         ..scripted(name, options)
+    }
+}
+
+/// A blueprint on `echo` answering with what the run was given instead of the conversation:
+/// `{"env": {...}, "metadata": {...}, "working_dir": ..., "system": ...}`.
+pub(crate) fn whoami(name: &str) -> Blueprint {
+    Blueprint {
+        provider_options: json!({ "whoami": true }),
+        ..echo(name, None)
     }
 }
 
@@ -231,12 +248,14 @@ impl Gate {
 struct Echo {
     info: ProviderInfo,
     gate: Option<Arc<Gate>>,
+    whoami: bool,
 }
 
 fn build_echo(options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
     Ok(Arc::new(Echo {
         info: ProviderInfo::new("echo", Capabilities::none().with_streaming()),
         gate: options.get("gate").and_then(Value::as_str).map(gate),
+        whoami: options.get("whoami").and_then(Value::as_bool).unwrap_or(false),
     }))
 }
 
@@ -252,7 +271,7 @@ impl Provider for Echo {
         _tools: &ToolSet,
         model: &str,
         signal: &Signal,
-        _context: Option<&RequestContext>,
+        context: Option<&RequestContext>,
     ) -> Result<EventStream, ProviderError> {
         if let Some(gate) = &self.gate {
             gate.pass(signal).await?;
@@ -267,7 +286,18 @@ impl Provider for Echo {
                 (role, m.text())
             })
             .collect();
-        let answer = serde_json::to_string(&heard).map_err(|e| ProviderError::protocol(e.to_string()))?;
+        let answer = if self.whoami {
+            let context = context.cloned().unwrap_or_default();
+            serde_json::to_string(&json!({
+                "env": context.env,
+                "metadata": context.metadata,
+                "working_dir": context.working_dir,
+                "system": context.system,
+            }))
+        } else {
+            serde_json::to_string(&heard)
+        };
+        let answer = answer.map_err(|e| ProviderError::protocol(e.to_string()))?;
         let events = vec![
             Ok(Event::Started {
                 response_id: None,
