@@ -2,11 +2,13 @@
 //! response formats, a bad format, results cut at 25,000 characters) and over MCP streamable
 //! HTTP with patchbay's MCP client (the `X-Agent-Session-Name` header makes the caller the
 //! child's parent, a resume by another parent updates it), and a run whose blueprint reaches the
-//! orchestrator's tools starting a grandchild that is recorded as its child.
+//! orchestrator's tools starting a grandchild that is recorded as its child (also with a single
+//! worker, where the nested sync start answers at the wait limit and the grandchild runs after).
 
 mod common;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use common::{Fallible, Harness, TestResult, answering, call, called_by, ok_text, scripted, within};
 use patchbay::mcp::{McpClientSet, McpConnections};
@@ -330,9 +332,10 @@ async fn the_caller_header_makes_the_parent_and_a_resume_by_another_parent_updat
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_run_that_starts_a_grandchild_is_recorded_as_its_parent() -> TestResult {
-    // The run's MCP client names the orchestrator's tools plainly (ToolNaming::Plain).
+/// A blueprint whose run calls `start_agent_session` (sync) for `grandchild` on `greeter` over
+/// the orchestrator's own MCP tools, then answers `the grandchild is done`. The run's MCP client
+/// names the orchestrator's tools plainly (`ToolNaming::Plain`): `start_agent_session`.
+fn spawner() -> patchbay_orchestrator::blueprint::Blueprint {
     let script = json!({ "script": { "turns": [
         { "type": "respond", "parts": [ { "type": "tool_call", "id": "call-1", "name": "start_agent_session",
             "input": { "session_name": "grandchild", "prompt": "help your parent", "agent_blueprint_name": "greeter" } } ],
@@ -341,7 +344,12 @@ async fn a_run_that_starts_a_grandchild_is_recorded_as_its_parent() -> TestResul
     ] } });
     let mut spawner = scripted("spawner", script);
     spawner.orchestrator_tools = true;
-    let h = Harness::start(vec![spawner, answering("greeter", "Hello, grandparent.")], 2).await?;
+    spawner
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_that_starts_a_grandchild_is_recorded_as_its_parent() -> TestResult {
+    let h = Harness::start(vec![spawner(), answering("greeter", "Hello, grandparent.")], 2).await?;
     let o = &h.orchestrator;
     let server = within("serve", serve_http(o, HttpOptions::default())).await??;
 
@@ -374,6 +382,54 @@ async fn a_run_that_starts_a_grandchild_is_recorded_as_its_parent() -> TestResul
     assert_eq!(result["result"]["status"], "completed", "{result}");
     assert!(result.to_string().contains("Hello, grandparent."), "{result}");
 
+    within("stop serving", server.shutdown()).await?;
+    h.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nested_sync_start_without_a_free_worker_answers_at_the_wait_limit_then_runs() -> TestResult {
+    // One worker: the child's run holds it while its tool call waits for the grandchild, which
+    // cannot run before the child ends. The wait limit answers the tool call with the job.
+    let blueprints = vec![spawner(), answering("greeter", "Hello, grandparent.")];
+    let h = Harness::start_with(blueprints, 1, |b| b.sync_wait_limit(Duration::from_millis(500))).await?;
+    let o = &h.orchestrator;
+    let server = within("serve", serve_http(o, HttpOptions::default())).await??;
+
+    let request = StartRequest {
+        session_name: "child".to_owned(),
+        prompt: "start a helper".to_owned(),
+        blueprint: Some("spawner".to_owned()),
+        async_mode: true,
+        ..StartRequest::default()
+    };
+    let RunAnswer::Accepted(job) = o.start_session(request).await? else {
+        return Err("the async start waited".into());
+    };
+    let child_job = o.wait_for_job(&job.job_id, "child", common::LIMIT).await?;
+    assert_eq!(child_job.status, patchbay_orchestrator::store::JobStatus::Completed);
+    let child = o.session_by_name("child").await?;
+    let events = o.store().events_since(&child.session_id, 0).await?;
+    let result = events
+        .iter()
+        .map(|e| &e.event)
+        .find(|e| e["type"] == "tool_result")
+        .ok_or("no tool result among the child's events")?;
+    assert_eq!(result["result"]["status"], "completed", "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().ok_or("no text")?;
+    assert!(text.starts_with("## grandchild\n- job_id: "), "{text}");
+    assert!(text.contains("- status: pending"), "{text}");
+
+    // The grandchild runs once the worker is free, and knows its parent.
+    let report = within("grandchild", o.status("grandchild", None)).await??;
+    let job_id = report.job_id.ok_or("no grandchild job")?;
+    let grandchild_job = o.wait_for_job(&job_id, "grandchild", common::LIMIT).await?;
+    assert_eq!(
+        grandchild_job.status,
+        patchbay_orchestrator::store::JobStatus::Completed
+    );
+    let grandchild = o.session_by_name("grandchild").await?;
+    assert_eq!(grandchild.parent_session_name.as_deref(), Some("child"));
+    assert_eq!(grandchild.last_result.as_deref(), Some("Hello, grandparent."));
     within("stop serving", server.shutdown()).await?;
     h.stop().await
 }
