@@ -199,6 +199,10 @@ impl ToolServerBuilder {
         let token = self.token.unwrap_or_else(fresh_id);
         let registry = ContextRegistry::default();
         let shutdown = CancellationToken::new();
+        // rmcp's own token ends its sessions and drops handlers still running: in stateless
+        // mode it is cancelled only once the requests in flight were answered (see shutdown).
+        let sessions = CancellationToken::new();
+        let stateful = self.stateful;
         let handler = Handler {
             shared: Arc::new(Shared {
                 tools: self.tools,
@@ -215,7 +219,7 @@ impl ToolServerBuilder {
             .enforce_origin_validation()
             .with_legacy_session_mode(self.stateful)
             .with_json_response(!self.stateful)
-            .with_cancellation_token(shutdown.child_token());
+            .with_cancellation_token(sessions.clone());
         let service: StreamableHttpService<Handler, LocalSessionManager> =
             StreamableHttpService::new(move || Ok(handler.clone()), Default::default(), config);
         let expected: Arc<str> = format!("Bearer {token}").into();
@@ -231,6 +235,8 @@ impl ToolServerBuilder {
             token,
             registry,
             shutdown,
+            sessions,
+            stateful,
             task: Mutex::new(None),
         };
         Ok((server, serve))
@@ -261,6 +267,8 @@ pub struct ToolServer {
     token: String,
     registry: ContextRegistry,
     shutdown: CancellationToken,
+    sessions: CancellationToken,
+    stateful: bool,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -386,21 +394,28 @@ impl ToolServer {
         self.registry.len()
     }
 
-    /// Stop accepting, end open sessions, and wait (up to 5 s) for requests in flight.
+    /// Stop accepting, wait (up to 5 s) until the requests in flight are answered, and end
+    /// open sessions (a stateful server's at once: their streams would hold the wait).
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
+        if self.stateful {
+            // Open server-to-client streams would hold their connections for the whole grace.
+            self.sessions.cancel();
+        }
         let task = self.task.lock().ok().and_then(|mut slot| slot.take());
         if let Some(mut task) = task
             && tokio::time::timeout(SHUTDOWN_GRACE, &mut task).await.is_err()
         {
             task.abort();
         }
+        self.sessions.cancel();
     }
 }
 
 impl Drop for ToolServer {
     fn drop(&mut self) {
         self.shutdown.cancel();
+        self.sessions.cancel();
     }
 }
 

@@ -123,6 +123,7 @@ impl OrchestratorBuilder {
             endpoint: Mutex::new(None),
             stop: CancellationToken::new(),
             tasks: Mutex::new(Vec::new()),
+            released: CancellationToken::new(),
         });
         let handles = (0..self.workers)
             .map(|n| {
@@ -162,6 +163,8 @@ pub(crate) struct Inner {
     pub(crate) endpoint: Mutex<Option<McpEndpoint>>,
     pub(crate) stop: CancellationToken,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Cancelled at shutdown once the runs have stopped: calls still waiting answer at once.
+    released: CancellationToken,
 }
 
 impl Inner {
@@ -412,10 +415,13 @@ impl Orchestrator {
             .job_status
             .as_deref()
             .is_none_or(|s| s.parse::<JobStatus>().is_ok_and(JobStatus::is_terminal));
-        if settled {
+        if settled || self.inner.released.is_cancelled() {
             return Ok(report);
         }
-        self.inner.status.changed(session_name, seen, wait).await;
+        tokio::select! {
+            _ = self.inner.status.changed(session_name, seen, wait) => {}
+            () = self.inner.released.cancelled() => {}
+        }
         self.report_by_name(session_name).await
     }
 
@@ -531,7 +537,8 @@ impl Orchestrator {
         Ok(deleted)
     }
 
-    /// Wait until the job has ended (`Ok` with it) or `limit` passed (`Ok` with it as it is).
+    /// Wait until the job has ended (`Ok` with it) or `limit` passed (`Ok` with it as it is);
+    /// during a shutdown, only until the runs have stopped.
     pub async fn wait_for_job(
         &self,
         job_id: &str,
@@ -543,10 +550,13 @@ impl Orchestrator {
             let seen = self.inner.status.version(session_name);
             let job = self.job(job_id).await?;
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if job.status.is_terminal() || left.is_zero() {
+            if job.status.is_terminal() || left.is_zero() || self.inner.released.is_cancelled() {
                 return Ok(job);
             }
-            self.inner.status.changed(session_name, seen, left).await;
+            tokio::select! {
+                _ = self.inner.status.changed(session_name, seen, left) => {}
+                () = self.inner.released.cancelled() => {}
+            }
         }
     }
 
@@ -565,8 +575,10 @@ impl Orchestrator {
         self.inner.stop.cancelled().await;
     }
 
-    /// Stop taking jobs, cancel the runs in progress (their jobs end `cancelled`), and wait
-    /// for the workers to end.
+    /// Stop taking jobs, cancel the runs in progress (their jobs end `cancelled`), wait for
+    /// the workers to end, then end every wait still going (a sync start of a job that will
+    /// not run now answers with its status, a status wait at once), so that the servers
+    /// closed next wait for no call.
     pub async fn shutdown(&self) {
         self.inner.stop.cancel();
         self.inner.cancel_runs(|_, _| true);
@@ -575,6 +587,7 @@ impl Orchestrator {
         for task in tasks {
             let _ = task.await;
         }
+        self.inner.released.cancel();
     }
 
     fn accepting(&self) -> Result<(), OrchestratorError> {

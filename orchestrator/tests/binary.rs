@@ -12,10 +12,11 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use patchbay::{McpServerConfig, McpTransport};
+use patchbay::{McpServerConfig, McpTransport, ToolResult};
 use patchbay_orchestrator::store::{INTERRUPTED, JobKind, JobStatus, SessionStatus, Store};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::task::JoinHandle;
 
 use served::{BIN, Mcp, START_LIMIT, Served, alive, all_jobs, children_of, open_store};
 
@@ -70,6 +71,38 @@ fn start_async(session: &str, blueprint: Option<&str>, prompt: &str) -> Value {
         input["agent_blueprint_name"] = json!(blueprint);
     }
     input
+}
+
+/// Call a tool on its own connection in a task (the call may wait long).
+async fn sync_call(served: &Served, tool: &'static str, input: Value) -> JoinHandle<ToolResult> {
+    let mcp = served.connect(Some("waiting-parent")).await;
+    tokio::spawn(async move {
+        let answer = mcp.call(tool, input).await;
+        mcp.close().await;
+        answer
+    })
+}
+
+/// The JSON answer of a call made with [`sync_call`], which must have ended by now.
+async fn answered(call: JoinHandle<ToolResult>, log: &str) -> Value {
+    let answer = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("the call was answered")
+        .unwrap();
+    let text = answer.text_content();
+    assert!(!answer.is_error(), "{text}\n{log}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// Wait until the store holds `n` jobs (polling the database: the caller's call is still open).
+async fn wait_jobs(data: &Path, n: usize) {
+    let store = open_store(data).await;
+    let deadline = tokio::time::Instant::now() + RUN_LIMIT;
+    while all_jobs(&store).await.len() < n {
+        assert!(tokio::time::Instant::now() < deadline, "{n} jobs never stored");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    store.close().await;
 }
 
 async fn wait_running(mcp: &Mcp, session: &str) -> Value {
@@ -234,16 +267,30 @@ async fn sigterm_during_a_run_cancels_it_and_exits_0() {
     let args = ["--workers", "1", "--project-dir", project.to_str().unwrap()];
     let served = Served::start(&data, Some(&stalling), &args, &dir.path().join("serve.log")).await;
 
-    // A parent waits in a sync start whose run stalls.
-    let waiting = served.connect(Some("waiting-parent")).await;
-    let sync_start = tokio::spawn(async move {
-        let input = json!({"session_name": "stuck", "prompt": "Work on it.", "agent_blueprint_name": "slow", "response_format": "json"});
-        let answer = waiting.call("start_agent_session", input).await;
-        waiting.close().await;
-        answer
-    });
+    // A parent waits in a sync start whose run stalls; with the one worker busy, another
+    // waits in a sync start that stays queued, and a third in a long status wait on it.
+    let stuck = sync_call(
+        &served,
+        "start_agent_session",
+        json!({"session_name": "stuck", "prompt": "Work on it.", "agent_blueprint_name": "slow", "response_format": "json"}),
+    )
+    .await;
+    wait_jobs(&data, 1).await;
     let watcher = served.connect(None).await;
     wait_running(&watcher, "stuck").await;
+    let queued = sync_call(
+        &served,
+        "start_agent_session",
+        json!({"session_name": "queued", "prompt": "Say hello.", "response_format": "json"}),
+    )
+    .await;
+    wait_jobs(&data, 2).await;
+    let long_wait = sync_call(
+        &served,
+        "get_agent_session_status",
+        json!({"session_name": "queued", "wait_seconds": 600, "response_format": "json"}),
+    )
+    .await;
     watcher.close().await;
     // A scripted run starts no process.
     assert_eq!(children_of(served.pid()), Vec::<u32>::new());
@@ -254,22 +301,27 @@ async fn sigterm_during_a_run_cancels_it_and_exits_0() {
     assert!(status.success(), "{status:?}\n{stderr}");
     assert!(children_of(pid).is_empty());
 
-    // The waiting parent was answered: its run was cancelled (or the connection closed).
-    let answer = tokio::time::timeout(Duration::from_secs(30), sync_start)
-        .await
-        .expect("the sync start returned after the shutdown")
-        .unwrap();
-    let text = answer.text_content();
-    if !answer.is_error() {
-        let report: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-        assert_eq!(report["status"], "cancelled", "{report:#}");
-    }
+    // Every waiting caller was answered before the server closed: the running job cancelled,
+    // the queued one still pending (it runs at the next start).
+    let report = answered(stuck, &stderr).await;
+    assert_eq!(report["status"], "cancelled", "{report:#}");
+    assert_eq!(report["job_status"], "cancelled", "{report:#}");
+    assert_eq!(
+        report["error"], "cancelled: the orchestrator shut down during the run",
+        "{report:#}"
+    );
+    let accepted = answered(queued, &stderr).await;
+    assert_eq!(accepted["session_name"], "queued", "{accepted:#}");
+    assert_eq!(accepted["status"], "pending", "{accepted:#}");
+    let waited = answered(long_wait, &stderr).await;
+    assert_eq!(waited["job_status"], "pending", "{waited:#}");
 
     // As stored: the job cancelled with the shutdown reason, the session cancelled.
     let store = open_store(&data).await;
     let jobs = all_jobs(&store).await;
-    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
     assert_eq!(jobs[0].status, JobStatus::Cancelled, "{jobs:?}");
+    assert_eq!(jobs[1].status, JobStatus::Pending, "{jobs:?}");
     assert_eq!(
         jobs[0].error.as_deref(),
         Some("cancelled: the orchestrator shut down during the run")

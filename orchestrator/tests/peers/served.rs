@@ -235,8 +235,9 @@ impl Mcp {
     /// panics with the last report after `limit`.
     pub(crate) async fn wait_until(&self, session: &str, limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
         let deadline = tokio::time::Instant::now() + limit;
+        // A status wait waits for the next change: look first.
+        let mut report = self.status(session, 0).await;
         loop {
-            let report = self.status(session, 2).await;
             if done(&report) {
                 return report;
             }
@@ -244,6 +245,7 @@ impl Mcp {
                 tokio::time::Instant::now() < deadline,
                 "session {session} did not get there within {limit:?}: {report:#}"
             );
+            report = self.status(session, 2).await;
         }
     }
 
