@@ -249,6 +249,20 @@ async fn kill_9_during_a_run_loses_nothing_and_queued_jobs_run_after_restart() {
         "{events:?}"
     );
     store.close().await;
+    // The JSON API at the printed URL, with the printed token, tells the same.
+    let (code, listed) = second.api_get("/jobs").await;
+    assert_eq!(code, 200, "{listed:#}");
+    let api_statuses: Vec<&str> = listed["jobs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|j| j["status"].as_str())
+        .collect();
+    assert_eq!(
+        api_statuses,
+        ["failed", "failed", "completed", "completed"],
+        "{listed:#}"
+    );
     assert!(
         second.stderr().contains("recovered after a stop during runs"),
         "{}",

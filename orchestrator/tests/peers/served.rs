@@ -127,6 +127,26 @@ impl Served {
         (status, self.stderr())
     }
 
+    /// `GET <api><path>` with the token: the status and the JSON body.
+    pub(crate) async fn api_get(&self, path: &str) -> (u16, Value) {
+        let client = patchbay_http::client_builder()
+            .timeout(START_LIMIT)
+            .build()
+            .unwrap_or_else(|e| panic!("HTTP client: {e}"));
+        let response = client
+            .get(format!("{}{path}", self.api))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        let status = response.status().as_u16();
+        let body = response
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: no JSON: {e}"));
+        (status, body)
+    }
+
     /// Patchbay's MCP client connected to the endpoint with the token and, when given, the
     /// `X-Agent-Session-Name` header.
     pub(crate) async fn connect(&self, caller: Option<&str>) -> Mcp {
