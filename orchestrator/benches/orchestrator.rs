@@ -89,7 +89,13 @@ async fn round_trip(n: usize) {
     let tools = connections.tools().await;
     // Warm up both paths.
     timed(&tools, "list_agent_blueprints", |_| serde_json::json!({}), 20).await;
-    timed(&tools, "start_agent_session", |i| serde_json::json!({"session_name": format!("warm-{i}"), "prompt": "hi"}), 20).await;
+    timed(
+        &tools,
+        "start_agent_session",
+        |i| serde_json::json!({"session_name": format!("warm-{i}"), "prompt": "hi"}),
+        20,
+    )
+    .await;
 
     let floor = timed(&tools, "list_agent_blueprints", |_| serde_json::json!({}), n).await;
     let sync = timed(
@@ -101,8 +107,16 @@ async fn round_trip(n: usize) {
     .await;
     let (f50, f99) = (percentile(&floor, 0.5), percentile(&floor, 0.99));
     let (s50, s99) = (percentile(&sync, 0.5), percentile(&sync, 0.99));
-    println!("sync start_agent_session over MCP, {n} calls: p50 {:.2} ms, p99 {:.2} ms", ms(s50), ms(s99));
-    println!("  baseline list_agent_blueprints:      p50 {:.2} ms, p99 {:.2} ms", ms(f50), ms(f99));
+    println!(
+        "sync start_agent_session over MCP, {n} calls: p50 {:.2} ms, p99 {:.2} ms",
+        ms(s50),
+        ms(s99)
+    );
+    println!(
+        "  baseline list_agent_blueprints:      p50 {:.2} ms, p99 {:.2} ms",
+        ms(f50),
+        ms(f99)
+    );
     println!(
         "  ratio sync start / MCP floor: p50 {:.1}x; vs polling every 2 s (mean wait 1 s): {:.0}x faster; target p50 <= 20 ms: {}",
         ms(s50) / ms(f50),

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use patchbay::{Registry, Signal};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::blueprint::{Blueprint, BlueprintStatus, Blueprints};
 use crate::error::OrchestratorError;
@@ -122,19 +123,14 @@ impl OrchestratorBuilder {
             running: Mutex::new(HashMap::new()),
             endpoint: Mutex::new(None),
             stop: CancellationToken::new(),
-            tasks: Mutex::new(Vec::new()),
+            slots: Arc::new(Semaphore::new(self.workers)),
+            runs: TaskTracker::new(),
+            dispatcher: Mutex::new(None),
             released: CancellationToken::new(),
         });
-        let handles = (0..self.workers)
-            .map(|n| {
-                tokio::spawn(crate::worker::work(
-                    inner.clone(),
-                    format!("worker-{n}-{}", uuid::Uuid::new_v4()),
-                ))
-            })
-            .collect();
-        if let Ok(mut tasks) = inner.tasks.lock() {
-            *tasks = handles;
+        let dispatcher = tokio::spawn(crate::worker::dispatch(inner.clone()));
+        if let Ok(mut slot) = inner.dispatcher.lock() {
+            *slot = Some(dispatcher);
         }
         Ok(Orchestrator { inner })
     }
@@ -162,7 +158,12 @@ pub(crate) struct Inner {
     pub(crate) running: Mutex<HashMap<String, Running>>,
     pub(crate) endpoint: Mutex<Option<McpEndpoint>>,
     pub(crate) stop: CancellationToken,
-    tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// One permit per run at once (the worker count); lent out while a run waits on another
+    /// session (see [`Orchestrator::lend_slot`]).
+    pub(crate) slots: Arc<Semaphore>,
+    /// The runs in progress, awaited at shutdown.
+    pub(crate) runs: TaskTracker,
+    dispatcher: Mutex<Option<JoinHandle<()>>>,
     /// Cancelled at shutdown once the runs have stopped: calls still waiting answer at once.
     released: CancellationToken,
 }
@@ -318,8 +319,14 @@ impl Orchestrator {
         if blueprint.status == BlueprintStatus::Retired {
             return Err(OrchestratorError::RetiredBlueprint(blueprint.name.clone()));
         }
-        let project_dir = self.project_dir(request.project_dir.as_deref())?;
-        let project_dir = project_dir.to_string_lossy().into_owned();
+        let project_dir = match request.project_dir.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
+            Some(dir) => self.project_dir(Some(dir))?.to_string_lossy().into_owned(),
+            // A child of a session works where its parent works.
+            None => match self.caller_session(request.caller.as_deref()).await? {
+                Some(parent) => parent.project_dir,
+                None => self.project_dir(None)?.to_string_lossy().into_owned(),
+            },
+        };
         let session = NewSession {
             session_name: request.session_name.clone(),
             agent_name: blueprint.name.clone(),
@@ -337,12 +344,33 @@ impl Orchestrator {
         };
         let (_, job) = self.inner.store.create_session_with_job(session, job).await?;
         self.queued(&job);
-        self.answer(
-            job,
-            request.async_mode,
-            request.callback.then_some(request.caller).flatten(),
-        )
-        .await
+        let callback_to = request.callback.then(|| request.caller.clone()).flatten();
+        self.answer(job, request.async_mode, callback_to, request.caller.as_deref())
+            .await
+    }
+
+    async fn caller_session(&self, caller: Option<&str>) -> Result<Option<Session>, OrchestratorError> {
+        match caller {
+            Some(name) => Ok(self.inner.store.get_session_by_name(name).await?),
+            None => Ok(None),
+        }
+    }
+
+    /// While a run of this orchestrator (the session `caller`) waits on another session, lend
+    /// its worker slot to the queue: a chain of nested sync starts deeper than the worker
+    /// count would otherwise wait out its limit with every worker waiting. The slot is taken
+    /// back (as soon as one is free) when the guard drops, so at most the waiting runs are
+    /// over the count.
+    fn lend_slot(&self, caller: Option<&str>) -> Option<LentSlot> {
+        let caller = caller?;
+        let running = self.inner.running.lock().ok()?;
+        running.values().any(|run| run.session_name == caller).then(|| {
+            self.inner.slots.add_permits(1);
+            self.inner.queue.notify_waiters();
+            LentSlot {
+                slots: self.inner.slots.clone(),
+            }
+        })
     }
 
     /// Resume a session with a new prompt; it runs after any run of the session in progress.
@@ -372,7 +400,8 @@ impl Orchestrator {
         let job = self.inner.store.enqueue_job(job).await?;
         self.queued(&job);
         let callback_to = request.callback.then(|| job.parent_session_name.clone()).flatten();
-        self.answer(job, request.async_mode, callback_to).await
+        self.answer(job, request.async_mode, callback_to, request.caller.as_deref())
+            .await
     }
 
     /// Queue a job as the HTTP API's `POST /jobs` does: a start creates its session.
@@ -406,6 +435,17 @@ impl Orchestrator {
     /// A session's status and, once ended, its result. With `wait`, first waits up to that
     /// long for the session to change, unless it has ended and nothing is queued for it.
     pub async fn status(&self, session_name: &str, wait: Option<Duration>) -> Result<SessionReport, OrchestratorError> {
+        self.status_as(session_name, wait, None).await
+    }
+
+    /// [`Orchestrator::status`] for the session `caller`: while a run of the caller waits, its
+    /// worker slot is lent to the queue.
+    pub async fn status_as(
+        &self,
+        session_name: &str,
+        wait: Option<Duration>,
+        caller: Option<&str>,
+    ) -> Result<SessionReport, OrchestratorError> {
         let seen = self.inner.status.version(session_name);
         let report = self.report_by_name(session_name).await?;
         let Some(wait) = wait.filter(|w| !w.is_zero()) else {
@@ -418,9 +458,12 @@ impl Orchestrator {
         if settled || self.inner.released.is_cancelled() {
             return Ok(report);
         }
-        tokio::select! {
-            _ = self.inner.status.changed(session_name, seen, wait) => {}
-            () = self.inner.released.cancelled() => {}
+        {
+            let _lent = self.lend_slot(caller);
+            tokio::select! {
+                _ = self.inner.status.changed(session_name, seen, wait) => {}
+                () = self.inner.released.cancelled() => {}
+            }
         }
         self.report_by_name(session_name).await
     }
@@ -583,10 +626,12 @@ impl Orchestrator {
         self.inner.stop.cancel();
         self.inner.cancel_runs(|_, _| true);
         self.inner.queue.notify_waiters();
-        let tasks = std::mem::take(&mut *self.inner.tasks.lock().unwrap_or_else(|p| p.into_inner()));
-        for task in tasks {
-            let _ = task.await;
+        let dispatcher = self.inner.dispatcher.lock().ok().and_then(|mut slot| slot.take());
+        if let Some(dispatcher) = dispatcher {
+            let _ = dispatcher.await;
         }
+        self.inner.runs.close();
+        self.inner.runs.wait().await;
         self.inner.released.cancel();
     }
 
@@ -607,10 +652,12 @@ impl Orchestrator {
         job: Job,
         async_mode: bool,
         callback_to: Option<String>,
+        caller: Option<&str>,
     ) -> Result<RunAnswer, OrchestratorError> {
         let job = if async_mode {
             job
         } else {
+            let _lent = self.lend_slot(caller);
             self.wait_for_job(&job.job_id, &job.session_name, self.inner.sync_wait)
                 .await?
         };
@@ -650,6 +697,30 @@ fn check_prompt(prompt: &str) -> Result<(), OrchestratorError> {
         return Err(OrchestratorError::Invalid("the prompt is empty".to_owned()));
     }
     Ok(())
+}
+
+/// A worker slot lent by [`Orchestrator::lend_slot`]; dropping it takes one slot back.
+struct LentSlot {
+    slots: Arc<Semaphore>,
+}
+
+impl Drop for LentSlot {
+    fn drop(&mut self) {
+        match self.slots.clone().try_acquire_owned() {
+            Ok(permit) => permit.forget(),
+            Err(_) => {
+                // Every slot is busy: take the next one that frees.
+                let slots = self.slots.clone();
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        if let Ok(permit) = slots.acquire_owned().await {
+                            permit.forget();
+                        }
+                    });
+                }
+            }
+        }
+    }
 }
 
 /// RFC 3339 text (UTC, milliseconds) for unix milliseconds.

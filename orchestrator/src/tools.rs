@@ -210,7 +210,7 @@ pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
         "get_agent_session_status",
         "The status of an agent session (and its result once ended). With wait_seconds, waits up \
          to that long for the session to change first, so there is no need to poll.",
-        move |input: StatusInput, _cx: ToolContext| {
+        move |input: StatusInput, cx: ToolContext| {
             let o = o.clone();
             async move {
                 let format = match format(input.response_format.as_deref()) {
@@ -218,7 +218,7 @@ pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
                     Err(e) => return e,
                 };
                 let wait = input.wait_seconds.map(|s| Duration::from_secs(s.min(MAX_WAIT_SECONDS)));
-                match o.status(&input.session_name, wait).await {
+                match o.status_as(&input.session_name, wait, caller(&cx).as_deref()).await {
                     Ok(report) => ToolResult::text(render_session(&report, format)),
                     Err(e) => ToolResult::error(e.to_string()),
                 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use patchbay::mcp::McpClientSet;
 use patchbay::tools::{Workspace, coding_tools};
 use patchbay::{
@@ -17,10 +17,22 @@ use crate::store::{Job, JobKind, JobStatus, NewJob, Session, SessionStatus, Sess
 
 /// The most events stored in one transaction (a burst of deltas is stored together).
 const EVENT_BATCH: usize = 256;
+/// How many events may wait for the writer before the run waits for it.
+const EVENT_QUEUE: usize = 4096;
 
-/// One worker: claims jobs until the orchestrator stops.
-pub(crate) async fn work(inner: Arc<Inner>, worker_id: String) {
+/// The dispatcher: while a worker slot is free, claims the next job and runs it in a task of
+/// its own holding the slot; sleeps on the queue's wake-up when nothing can be claimed.
+pub(crate) async fn dispatch(inner: Arc<Inner>) {
+    let worker_id = format!("orchestrator-{}", uuid::Uuid::new_v4());
     loop {
+        let permit = tokio::select! {
+            biased;
+            () = inner.stop.cancelled() => return,
+            permit = inner.slots.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+        };
         // Listen before claiming, so a job queued in between is never missed.
         let wake = inner.queue.notified();
         tokio::pin!(wake);
@@ -29,14 +41,23 @@ pub(crate) async fn work(inner: Arc<Inner>, worker_id: String) {
             return;
         }
         match inner.store.claim_next_job(&worker_id).await {
-            Ok(Some(job)) => run_job(&inner, job).await,
+            Ok(Some(job)) => {
+                let run_inner = inner.clone();
+                inner.runs.spawn(async move {
+                    run_job(&run_inner, job).await;
+                    drop(permit);
+                    run_inner.queue.notify_waiters();
+                });
+            }
             Ok(None) => {
+                drop(permit);
                 tokio::select! {
                     () = wake => {}
                     () = inner.stop.cancelled() => return,
                 }
             }
             Err(error) => {
+                drop(permit);
                 tracing::error!(%error, "cannot claim a job; retrying in a second");
                 tokio::select! {
                     () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
@@ -138,47 +159,40 @@ async fn run(inner: &Arc<Inner>, job: &Job, signal: &Signal) -> Outcome {
         agent = agent.with_max_steps(max_steps);
     }
     let (mut stream, transcript) = agent.stream_with_transcript(messages, signal.clone());
+    let (events, queue) = tokio::sync::mpsc::channel(EVENT_QUEUE);
+    let writer = tokio::spawn(write_events(inner.clone(), session.clone(), job.job_id.clone(), queue));
 
     let mut content = ContentBuilder::default();
     let mut provider_session_id = None;
     let mut finished = false;
     let mut error: Option<ProviderError> = None;
-    let mut batch = Vec::new();
     while let Some(item) = stream.next().await {
-        let mut items = vec![item];
-        // Store a burst together: take what is ready without waiting.
-        while items.len() < EVENT_BATCH {
-            match stream.next().now_or_never() {
-                Some(Some(item)) => items.push(item),
-                _ => break,
-            }
-        }
-        for item in items {
-            match item {
-                Ok(event) => {
-                    match &event {
-                        Event::Started {
-                            session_id: Some(id), ..
-                        } => provider_session_id = Some(id.clone()),
-                        Event::StepFinished { .. } => content = ContentBuilder::default(),
-                        Event::Finish { .. } => finished = true,
-                        _ => {}
-                    }
-                    content.push(&event);
-                    batch.push(serde_json::to_value(&event).unwrap_or_default());
+        let value = match item {
+            Ok(event) => {
+                match &event {
+                    Event::Started {
+                        session_id: Some(id), ..
+                    } => provider_session_id = Some(id.clone()),
+                    Event::StepFinished { .. } => content = ContentBuilder::default(),
+                    Event::Finish { .. } => finished = true,
+                    _ => {}
                 }
-                Err(e) => {
-                    batch.push(
-                        serde_json::json!({"type": "error", "kind": e.kind().as_str(), "message": e.to_string()}),
-                    );
-                    error = Some(e);
-                }
+                content.push(&event);
+                serde_json::to_value(&event).unwrap_or_default()
             }
-        }
-        store_events(inner, &session, job, &mut batch).await;
+            Err(e) => {
+                let value = serde_json::json!({"type": "error", "kind": e.kind().as_str(), "message": e.to_string()});
+                error = Some(e);
+                value
+            }
+        };
+        // Waits only when the writer is EVENT_QUEUE events behind.
+        let _ = events.send(value).await;
     }
     drop(stream);
-    store_events(inner, &session, job, &mut batch).await;
+    // Every event is stored before the job ends.
+    drop(events);
+    let _ = writer.await;
     match error {
         Some(e) if e.kind() == ErrorKind::Cancelled || signal.is_cancelled() => {
             Outcome::Cancelled(cancel_reason(inner).to_owned())
@@ -207,14 +221,31 @@ fn text_of(content: ContentBuilder) -> String {
     message.text()
 }
 
-async fn store_events(inner: &Inner, session: &Session, job: &Job, batch: &mut Vec<serde_json::Value>) {
-    if batch.is_empty() {
-        return;
+/// Stores a run's events as they come: whatever queued up while the last write was going on
+/// is written in one transaction (group commit), so a fast stream costs few transactions and
+/// a slow one is stored event by event, at once.
+async fn write_events(
+    inner: Arc<Inner>,
+    session: Session,
+    job_id: String,
+    mut queue: tokio::sync::mpsc::Receiver<serde_json::Value>,
+) {
+    while let Some(first) = queue.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < EVENT_BATCH {
+            match queue.try_recv() {
+                Ok(event) => batch.push(event),
+                Err(_) => break,
+            }
+        }
+        store_events(&inner, &session, &job_id, batch).await;
     }
-    let events = std::mem::take(batch);
+}
+
+async fn store_events(inner: &Inner, session: &Session, job_id: &str, events: Vec<serde_json::Value>) {
     match inner
         .store
-        .append_events(&session.session_id, Some(&job.job_id), events)
+        .append_events(&session.session_id, Some(job_id), events)
         .await
     {
         Ok(_) => inner.events.notify(&session.session_name),
@@ -271,7 +302,10 @@ fn tools_for(blueprint: &Blueprint, session: &Session) -> ToolSet {
         return ToolSet::new();
     }
     let bash = blueprint.tools.iter().any(|t| t == "bash");
-    let all = coding_tools(Workspace::new(&session.project_dir).with_bash(bash));
+    let workspace = Workspace::new(&session.project_dir)
+        .with_bash(bash)
+        .with_env(CALLER_ENV, &session.session_name);
+    let all = coding_tools(workspace);
     let mut chosen = ToolSet::new();
     for tool in all.iter() {
         if blueprint.tools.iter().any(|t| *t == tool.spec().name) {
