@@ -147,6 +147,29 @@ impl Served {
         (status, body)
     }
 
+    /// `<method> <api><path>` with the token and, when given, a JSON body: the status and the
+    /// JSON body (`Null` when there is none).
+    pub(crate) async fn api_send(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let client = patchbay_http::client_builder()
+            .timeout(START_LIMIT)
+            .build()
+            .unwrap_or_else(|e| panic!("HTTP client: {e}"));
+        let mut request = client
+            .request(method.clone(), format!("{}{path}", self.api))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let status = response.status().as_u16();
+        let bytes = response
+            .bytes()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        (status, body)
+    }
+
     /// Patchbay's MCP client connected to the endpoint with the token and, when given, the
     /// `X-Agent-Session-Name` header.
     pub(crate) async fn connect(&self, caller: Option<&str>) -> Mcp {
