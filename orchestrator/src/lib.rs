@@ -25,6 +25,23 @@
 //!   queued (nothing would change), and is capped at 600 s.
 //! - **Runs of agent runtimes** (claude-agent) resume through their provider session id; other
 //!   providers resume from the stored conversation.
+//! - **Worker slots are lent while a run waits**: a run that makes a sync start or resume, or
+//!   a status call with `wait_seconds`, on another session (its caller header names a run in
+//!   progress here) gives its slot to the queue for the wait. Nested sync starts deeper than
+//!   the worker count therefore run instead of waiting out the limit; the runs in progress may
+//!   exceed the count by the number of waiting runs.
+//! - **Events are stored as they come** by one writer task per run: what queues up while a
+//!   write is going on is written in the next transaction (group commit, at most 256 events).
+//! - **Folders**: a session started without `project_dir` works in its caller's folder when the
+//!   caller is a session here, else in the orchestrator's (`--project-dir`, default the current
+//!   folder); a relative `project_dir` is read under the orchestrator's folder.
+//! - **Runs reach the orchestrator over HTTP**: a blueprint with `orchestrator_tools = true`
+//!   gets the MCP server `orchestrator` (the loopback endpoint, its token, and
+//!   `X-Agent-Session-Name: <the run's session>`); `patchbay-orchestrator mcp` serves that
+//!   endpoint too, besides stdio. The header is the caller's claim: any holder of the token
+//!   may name any session, as in the original design.
+//! - **Provider options are trusted configuration**: blueprints come from the operator's
+//!   folder; the API shows only their keys.
 
 pub mod api;
 pub mod blueprint;
