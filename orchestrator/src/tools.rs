@@ -10,10 +10,12 @@
 
 use std::time::Duration;
 
-use patchbay::{FnTool, ToolContext, ToolResult, ToolSet};
+use patchbay::{FnTool, Tool, ToolContext, ToolResult, ToolSet};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
+use crate::error::OrchestratorError;
 use crate::format::{ResponseFormat, render_blueprints, render_job_accepted, render_session, render_sessions};
 use crate::service::{CALLER_METADATA_KEY, Orchestrator, ResumeRequest, RunAnswer, StartRequest};
 
@@ -104,158 +106,133 @@ fn caller(cx: &ToolContext) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-fn format(value: Option<&str>) -> Result<ResponseFormat, ToolResult> {
-    ResponseFormat::parse_optional(value).map_err(|e| ToolResult::error(e.to_string()))
+fn format(value: Option<&str>) -> Result<ResponseFormat, String> {
+    ResponseFormat::parse_optional(value).map_err(|e| e.to_string())
 }
 
-fn answer(answer: RunAnswer, format: ResponseFormat) -> ToolResult {
+fn answer(answer: RunAnswer, format: ResponseFormat) -> String {
     match answer {
-        RunAnswer::Ended(report) => ToolResult::text(render_session(&report, format)),
-        RunAnswer::Accepted(accepted) => ToolResult::text(render_job_accepted(&accepted, format)),
+        RunAnswer::Ended(report) => render_session(&report, format),
+        RunAnswer::Accepted(accepted) => render_job_accepted(&accepted, format),
     }
+}
+
+fn failed(error: OrchestratorError) -> String {
+    error.to_string()
+}
+
+/// A tool over `orchestrator` whose `body` gets the orchestrator, the input and the caller's
+/// session name, and answers a text or an error message.
+fn tool<I, F, Fut>(orchestrator: &Orchestrator, name: &str, description: &str, body: F) -> impl Tool + 'static
+where
+    I: DeserializeOwned + JsonSchema + Send + 'static,
+    F: Fn(Orchestrator, I, Option<String>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<String, String>> + Send + 'static,
+{
+    let orchestrator = orchestrator.clone();
+    FnTool::new(name, description, move |input: I, cx: ToolContext| {
+        let call = body(orchestrator.clone(), input, caller(&cx));
+        async move {
+            match call.await {
+                Ok(text) => ToolResult::text(text),
+                Err(message) => ToolResult::error(message),
+            }
+        }
+    })
 }
 
 /// The seven tools over `orchestrator`.
 pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
-    let o = orchestrator.clone();
-    let list_blueprints = FnTool::new(
+    let list_blueprints = tool(
+        orchestrator,
         "list_agent_blueprints",
         "List the agent blueprints a session can start on: name, description, provider and model.",
-        move |input: ListInput, _cx: ToolContext| {
-            let o = o.clone();
-            async move {
-                let format = match format(input.response_format.as_deref()) {
-                    Ok(f) => f,
-                    Err(e) => return e,
-                };
-                ToolResult::text(render_blueprints(&o.list_blueprints(), format))
-            }
+        |o, input: ListInput, _caller| async move {
+            let format = format(input.response_format.as_deref())?;
+            Ok(render_blueprints(&o.list_blueprints(), format))
         },
     );
-    let o = orchestrator.clone();
-    let list_sessions = FnTool::new(
+    let list_sessions = tool(
+        orchestrator,
         "list_agent_sessions",
         "List every agent session with its status, blueprint, folder and parent.",
-        move |input: ListInput, _cx: ToolContext| {
-            let o = o.clone();
-            async move {
-                let format = match format(input.response_format.as_deref()) {
-                    Ok(f) => f,
-                    Err(e) => return e,
-                };
-                match o.list_sessions().await {
-                    Ok(list) => ToolResult::text(render_sessions(&list, format)),
-                    Err(e) => ToolResult::error(e.to_string()),
-                }
-            }
+        |o, input: ListInput, _caller| async move {
+            let format = format(input.response_format.as_deref())?;
+            Ok(render_sessions(&o.list_sessions().await.map_err(failed)?, format))
         },
     );
-    let o = orchestrator.clone();
-    let start = FnTool::new(
+    let start = tool(
+        orchestrator,
         "start_agent_session",
         "Start a new agent session on a blueprint with a first prompt. By default waits for the \
          run and returns its result; with async_mode returns at once with the job id (poll with \
          get_agent_session_status, or set callback to be resumed with the result).",
-        move |input: StartInput, cx: ToolContext| {
-            let o = o.clone();
-            async move {
-                let format = match format(input.response_format.as_deref()) {
-                    Ok(f) => f,
-                    Err(e) => return e,
-                };
-                let request = StartRequest {
-                    session_name: input.session_name,
-                    prompt: input.prompt,
-                    blueprint: input.agent_blueprint_name.filter(|b| !b.trim().is_empty()),
-                    project_dir: input.project_dir,
-                    async_mode: input.async_mode,
-                    callback: input.callback,
-                    caller: caller(&cx),
-                };
-                match o.start_session(request).await {
-                    Ok(a) => answer(a, format),
-                    Err(e) => ToolResult::error(e.to_string()),
-                }
-            }
+        |o, input: StartInput, caller| async move {
+            let format = format(input.response_format.as_deref())?;
+            let request = StartRequest {
+                session_name: input.session_name,
+                prompt: input.prompt,
+                blueprint: input.agent_blueprint_name.filter(|b| !b.trim().is_empty()),
+                project_dir: input.project_dir,
+                async_mode: input.async_mode,
+                callback: input.callback,
+                caller,
+            };
+            Ok(answer(o.start_session(request).await.map_err(failed)?, format))
         },
     );
-    let o = orchestrator.clone();
-    let resume = FnTool::new(
+    let resume = tool(
+        orchestrator,
         "resume_agent_session",
         "Continue an existing agent session with a new prompt (it keeps its conversation). Waits \
          for the result unless async_mode; a resume sent while the session runs waits its turn.",
-        move |input: ResumeInput, cx: ToolContext| {
-            let o = o.clone();
-            async move {
-                let format = match format(input.response_format.as_deref()) {
-                    Ok(f) => f,
-                    Err(e) => return e,
-                };
-                let request = ResumeRequest {
-                    session_name: input.session_name,
-                    prompt: input.prompt,
-                    async_mode: input.async_mode,
-                    callback: input.callback,
-                    caller: caller(&cx),
-                };
-                match o.resume_session(request).await {
-                    Ok(a) => answer(a, format),
-                    Err(e) => ToolResult::error(e.to_string()),
-                }
-            }
+        |o, input: ResumeInput, caller| async move {
+            let format = format(input.response_format.as_deref())?;
+            let request = ResumeRequest {
+                session_name: input.session_name,
+                prompt: input.prompt,
+                async_mode: input.async_mode,
+                callback: input.callback,
+                caller,
+            };
+            Ok(answer(o.resume_session(request).await.map_err(failed)?, format))
         },
     );
-    let o = orchestrator.clone();
-    let status = FnTool::new(
+    let status = tool(
+        orchestrator,
         "get_agent_session_status",
         "The status of an agent session (and its result once ended). With wait_seconds, waits up \
          to that long for the session to change first, so there is no need to poll.",
-        move |input: StatusInput, cx: ToolContext| {
-            let o = o.clone();
-            async move {
-                let format = match format(input.response_format.as_deref()) {
-                    Ok(f) => f,
-                    Err(e) => return e,
-                };
-                let wait = input.wait_seconds.map(|s| Duration::from_secs(s.min(MAX_WAIT_SECONDS)));
-                match o.status_as(&input.session_name, wait, caller(&cx).as_deref()).await {
-                    Ok(report) => ToolResult::text(render_session(&report, format)),
-                    Err(e) => ToolResult::error(e.to_string()),
-                }
-            }
+        |o, input: StatusInput, caller| async move {
+            let format = format(input.response_format.as_deref())?;
+            let wait = input.wait_seconds.map(|s| Duration::from_secs(s.min(MAX_WAIT_SECONDS)));
+            let report = o
+                .status_as(&input.session_name, wait, caller.as_deref())
+                .await
+                .map_err(failed)?;
+            Ok(render_session(&report, format))
         },
     );
-    let o = orchestrator.clone();
-    let result = FnTool::new(
+    let result = tool(
+        orchestrator,
         "get_agent_session_result",
         "The result of an agent session whose run has ended (an error while it still runs). \
          Results over 25,000 characters are truncated.",
-        move |input: ResultInput, _cx: ToolContext| {
-            let o = o.clone();
-            async move {
-                let format = match format(input.response_format.as_deref()) {
-                    Ok(f) => f,
-                    Err(e) => return e,
-                };
-                match o.result(&input.session_name).await {
-                    Ok(report) => ToolResult::text(render_session(&report, format)),
-                    Err(e) => ToolResult::error(e.to_string()),
-                }
-            }
+        |o, input: ResultInput, _caller| async move {
+            let format = format(input.response_format.as_deref())?;
+            Ok(render_session(
+                &o.result(&input.session_name).await.map_err(failed)?,
+                format,
+            ))
         },
     );
-    let o = orchestrator.clone();
-    let delete_all = FnTool::new(
+    let delete_all = tool(
+        orchestrator,
         "delete_all_agent_sessions",
         "Delete every agent session and its events, cancelling queued and running work.",
-        move |_input: NoInput, _cx: ToolContext| {
-            let o = o.clone();
-            async move {
-                match o.delete_all_sessions().await {
-                    Ok(n) => ToolResult::text(format!("Deleted {n} session{}.", if n == 1 { "" } else { "s" })),
-                    Err(e) => ToolResult::error(e.to_string()),
-                }
-            }
+        |o, _input: NoInput, _caller| async move {
+            let n = o.delete_all_sessions().await.map_err(failed)?;
+            Ok(format!("Deleted {n} session{}.", if n == 1 { "" } else { "s" }))
         },
     );
     ToolSet::new()
