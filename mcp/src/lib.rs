@@ -18,7 +18,7 @@ pub use convert::{
 pub use error::Error;
 pub use listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 pub use registry::{CONTEXT_HEADER, ContextGuard, META_HEADER_PREFIX};
-pub use server::{ToolServer, ToolServerBuilder};
+pub use server::{Authorizer, ToolServer, ToolServerBuilder};
 
 /// The rmcp version this crate is built on, re-exported for its model types.
 pub use rmcp;

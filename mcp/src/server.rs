@@ -27,6 +27,11 @@ use crate::error::Error;
 use crate::listen::{Limits, SHUTDOWN_GRACE};
 use crate::registry::{CONTEXT_HEADER, ContextGuard, ContextRegistry, HostContext, fresh_id, metadata_from_headers};
 
+/// A second way in for requests without the bearer token (see
+/// [`ToolServerBuilder::authorize_with`]): it sees the request's method, URI and headers (not
+/// its body) and answers whether to serve it.
+pub type Authorizer = Arc<dyn Fn(&http::request::Parts) -> bool + Send + Sync>;
+
 /// Builds a [`ToolServer`].
 #[derive(Clone)]
 pub struct ToolServerBuilder {
@@ -39,6 +44,8 @@ pub struct ToolServerBuilder {
     port: u16,
     metadata_headers: Vec<(http::HeaderName, String)>,
     routes: Option<axum::Router>,
+    public_routes: Option<axum::Router>,
+    authorizer: Option<Authorizer>,
 }
 
 impl fmt::Debug for ToolServerBuilder {
@@ -52,6 +59,8 @@ impl fmt::Debug for ToolServerBuilder {
             .field("port", &self.port)
             .field("metadata_headers", &self.metadata_headers)
             .field("routes", &self.routes.is_some())
+            .field("public_routes", &self.public_routes.is_some())
+            .field("authorizer", &self.authorizer.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -104,12 +113,41 @@ impl ToolServerBuilder {
     }
 
     /// Serve these routes on the same listener, next to `/mcp`, behind the same bearer token
-    /// and connection limits (a service's JSON API beside its MCP endpoint).
+    /// (or [`authorize_with`](Self::authorize_with)'s check) and connection limits (a
+    /// service's JSON API beside its MCP endpoint).
     pub fn with_routes(mut self, routes: axum::Router) -> Self {
         self.routes = Some(match self.routes.take() {
             Some(existing) => existing.merge(routes),
             None => routes,
         });
+        self
+    }
+
+    /// Serve these routes on the same listener WITHOUT the bearer token (a login page, static
+    /// assets): they answer anyone who reaches the loopback port, so they must check what they
+    /// need themselves. The connection limits and the `Host` check apply (the `Host` header
+    /// must name the server's own `127.0.0.1:<port>` or `localhost:<port>`, else `403`, against
+    /// DNS rebinding). A request whose path none of them matches goes on to `/mcp` and the
+    /// [`with_routes`](Self::with_routes) routes (behind the token), so a public path shadows
+    /// a guarded one of the same path, and a fallback of these routes is never used.
+    pub fn with_public_routes(mut self, routes: axum::Router) -> Self {
+        self.public_routes = Some(match self.public_routes.take() {
+            Some(existing) => existing.merge(routes),
+            None => routes,
+        });
+        self
+    }
+
+    /// Also serve a request without the right bearer token when `authorizer` accepts it (a
+    /// browser's session cookie, say). It is asked only after the token check failed, and only
+    /// for a request whose `Host` header names the server's own `127.0.0.1:<port>` or
+    /// `localhost:<port>` (DNS rebinding); a refused request gets the usual `401`. The
+    /// authorizer sees every path, `/mcp` included (where rmcp's own `Host` and `Origin`
+    /// checks still apply after it), so it decides which paths its credential opens, and it
+    /// must do its own checks against cross-site requests (an `Origin` check, a custom
+    /// header) for the methods that change state. Replaces an authorizer set before.
+    pub fn authorize_with(mut self, authorizer: Authorizer) -> Self {
+        self.authorizer = Some(authorizer);
         self
     }
 
@@ -222,12 +260,23 @@ impl ToolServerBuilder {
             .with_cancellation_token(sessions.clone());
         let service: StreamableHttpService<Handler, LocalSessionManager> =
             StreamableHttpService::new(move || Ok(handler.clone()), Default::default(), config);
-        let expected: Arc<str> = format!("Bearer {token}").into();
+        let auth = Arc::new(Auth {
+            expected: format!("Bearer {token}"),
+            authorizer: self.authorizer,
+            hosts: own_hosts(port),
+        });
         let mut app = axum::Router::new().nest_service("/mcp", service);
         if let Some(routes) = self.routes {
             app = app.merge(routes);
         }
-        let app = app.layer(axum::middleware::from_fn_with_state(expected, require_token));
+        let mut app = app.layer(axum::middleware::from_fn_with_state(auth.clone(), require_token));
+        if let Some(public) = self.public_routes {
+            // Whatever no public route matches goes to the guarded app, whose own fallback
+            // (behind the token) answers unknown paths, as without public routes.
+            app = public
+                .layer(axum::middleware::from_fn_with_state(auth, require_own_host))
+                .fallback_service(app);
+        }
         let serve = crate::listen::serve(listener, app, self.limits, shutdown.clone());
         let server = ToolServer {
             url: format!("http://127.0.0.1:{port}/mcp"),
@@ -245,9 +294,11 @@ impl ToolServerBuilder {
 
 /// A running MCP tool server on `127.0.0.1`, serving a [`ToolSet`] over streamable HTTP.
 ///
-/// Every request must carry `Authorization: Bearer <token>`; the `Host` header must name the
-/// server's own loopback address; a request from a browser (`Origin` header) is refused unless
-/// its origin was allowed. A caller registers its request context
+/// Every request must carry `Authorization: Bearer <token>` (or pass the builder's
+/// [`authorize_with`](ToolServerBuilder::authorize_with) check; routes given to
+/// [`with_public_routes`](ToolServerBuilder::with_public_routes) need neither); the `Host`
+/// header must name the server's own loopback address; a request to `/mcp` from a browser
+/// (`Origin` header) is refused unless its origin was allowed. A caller registers its request context
 /// ([`register`](Self::register)) and hands the guard's headers to its MCP client; each call
 /// then runs with that context's metadata, extensions and working directory in its
 /// [`ToolContext`], exactly as in-process. Calls with an unknown or expired context id are
@@ -297,6 +348,8 @@ impl ToolServer {
             port: 0,
             metadata_headers: Vec::new(),
             routes: None,
+            public_routes: None,
+            authorizer: None,
         }
     }
 
@@ -419,14 +472,46 @@ impl Drop for ToolServer {
     }
 }
 
-async fn require_token(State(expected): State<Arc<str>>, request: Request, next: Next) -> Response {
+/// How requests are let in: the bearer token, else the [`Authorizer`] for a request naming
+/// the server's own host.
+struct Auth {
+    /// `Bearer <token>`.
+    expected: String,
+    authorizer: Option<Authorizer>,
+    /// `127.0.0.1:<port>` and `localhost:<port>`.
+    hosts: [String; 2],
+}
+
+impl Auth {
+    /// Whether the `Host` header names this server (as rmcp checks it on `/mcp`).
+    fn own_host(&self, headers: &http::HeaderMap) -> bool {
+        headers
+            .get(http::header::HOST)
+            .and_then(|host| host.to_str().ok())
+            .is_some_and(|host| self.hosts.iter().any(|own| own.eq_ignore_ascii_case(host)))
+    }
+}
+
+fn own_hosts(port: u16) -> [String; 2] {
+    [format!("127.0.0.1:{port}"), format!("localhost:{port}")]
+}
+
+async fn require_token(State(auth): State<Arc<Auth>>, request: Request, next: Next) -> Response {
     let given = request
         .headers()
         .get(http::header::AUTHORIZATION)
         .map(|value| value.as_bytes())
         .unwrap_or_default();
-    if constant_time_eq(given, expected.as_bytes()) {
+    if constant_time_eq(given, auth.expected.as_bytes()) {
         return next.run(request).await;
+    }
+    if let Some(authorizer) = &auth.authorizer
+        && auth.own_host(request.headers())
+    {
+        let (parts, body) = request.into_parts();
+        if authorizer(&parts) {
+            return next.run(Request::from_parts(parts, body)).await;
+        }
     }
     let body = serde_json::json!({
         "jsonrpc": "2.0",
@@ -437,6 +522,18 @@ async fn require_token(State(expected): State<Arc<str>>, request: Request, next:
         http::StatusCode::UNAUTHORIZED,
         [(http::header::WWW_AUTHENTICATE, "Bearer")],
         axum::Json(body),
+    )
+        .into_response()
+}
+
+/// The `Host` check of the public routes (no token asked).
+async fn require_own_host(State(auth): State<Arc<Auth>>, request: Request, next: Next) -> Response {
+    if auth.own_host(request.headers()) {
+        return next.run(request).await;
+    }
+    (
+        http::StatusCode::FORBIDDEN,
+        "Forbidden: the Host header must name this server (127.0.0.1 or localhost with its port)",
     )
         .into_response()
 }

@@ -443,3 +443,94 @@ async fn extra_routes_share_the_listener_the_token_and_a_chosen_port() {
     connections.close().await;
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn public_routes_answer_without_the_token_but_only_to_the_own_host() {
+    let private = axum::Router::new().route("/hello", axum::routing::get(|| async { "hi" }));
+    let public = axum::Router::new().route("/login", axum::routing::get(|| async { "log in here" }));
+    let server = ToolServer::builder(tools())
+        .with_routes(private)
+        .with_public_routes(public)
+        .start()
+        .await
+        .expect("starts");
+    let port = server.addr().port();
+    let client = patchbay_http::client_builder().build().expect("a client");
+    let login = format!("http://127.0.0.1:{port}/login");
+    let open = client.get(&login).send().await.expect("answers");
+    assert_eq!(open.status(), 200, "a public route needs no token");
+    assert_eq!(open.text().await.expect("body"), "log in here");
+    let by_name = client
+        .get(&login)
+        .header("host", format!("localhost:{port}"))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(by_name.status(), 200, "localhost:<port> is the server's own host too");
+    let rebound = client
+        .get(&login)
+        .header("host", format!("evil.example:{port}"))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(
+        rebound.status(),
+        403,
+        "a foreign Host header is refused (DNS rebinding)"
+    );
+    // The guarded routes and unknown paths still need the token.
+    for path in ["/hello", "/nowhere"] {
+        let refused = client
+            .get(format!("http://127.0.0.1:{port}{path}"))
+            .send()
+            .await
+            .expect("answers");
+        assert_eq!(refused.status(), 401, "{path} needs the token");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_authorizer_lets_in_what_it_accepts_from_the_own_host_only() {
+    let routes = axum::Router::new().route(
+        "/hello",
+        axum::routing::get(|| async { "hi" }).post(|| async { "posted" }),
+    );
+    // Accepts a made-up credential, for GET only: it sees method, path and headers.
+    let authorizer: patchbay_mcp::Authorizer = std::sync::Arc::new(|parts: &http::request::Parts| {
+        parts.method == http::Method::GET
+            && parts.uri.path() == "/hello"
+            && parts.headers.get("x-test-pass").is_some_and(|v| v == "open sesame")
+    });
+    let server = ToolServer::builder(tools())
+        .with_routes(routes)
+        .authorize_with(authorizer)
+        .start()
+        .await
+        .expect("starts");
+    let url = format!("http://127.0.0.1:{}/hello", server.addr().port());
+    let client = patchbay_http::client_builder().build().expect("a client");
+    let status = |request: reqwest::RequestBuilder| async move { request.send().await.expect("answers").status() };
+    assert_eq!(status(client.get(&url).header("x-test-pass", "open sesame")).await, 200);
+    assert_eq!(status(client.get(&url).header("x-test-pass", "wrong")).await, 401);
+    assert_eq!(status(client.get(&url)).await, 401);
+    assert_eq!(
+        status(client.post(&url).header("x-test-pass", "open sesame")).await,
+        401,
+        "the authorizer refused the method"
+    );
+    assert_eq!(
+        status(
+            client
+                .get(&url)
+                .header("x-test-pass", "open sesame")
+                .header("host", "evil.example")
+        )
+        .await,
+        401,
+        "the authorizer is not asked for a foreign Host header"
+    );
+    // The bearer token works as before, for every method.
+    assert_eq!(status(client.post(&url).bearer_auth(server.token())).await, 200);
+    server.shutdown().await;
+}
