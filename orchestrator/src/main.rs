@@ -1,6 +1,7 @@
-//! `patchbay-orchestrator`: `serve` (MCP endpoint and JSON API on loopback) or `mcp` (MCP over
-//! stdio). Runs until Ctrl-C or SIGTERM (`mcp`: or until stdin closes), then cancels the runs in
-//! progress, marks them cancelled and exits.
+//! `patchbay-orchestrator`: `serve` (MCP endpoint and JSON API on loopback), `mcp` (MCP over
+//! stdio) or `worker` (runs jobs of a shared PostgreSQL store, serves nothing). Runs until
+//! Ctrl-C or SIGTERM (`mcp`: or until stdin closes), then cancels the runs in progress, marks
+//! them cancelled and exits.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,22 +10,29 @@ use std::time::Duration;
 
 use patchbay_orchestrator::blueprint::Blueprints;
 use patchbay_orchestrator::http::{HttpOptions, serve_http, serve_stdio};
-use patchbay_orchestrator::store::SqliteStore;
+use patchbay_orchestrator::store::{SqliteStore, Store};
 use patchbay_orchestrator::{DEFAULT_WORKERS, Orchestrator};
 
 const USAGE: &str = "\
-usage: patchbay-orchestrator <serve|mcp> [options]
+usage: patchbay-orchestrator <serve|mcp|worker> [options]
 
   serve   serve the MCP endpoint and the JSON API on 127.0.0.1 until Ctrl-C or SIGTERM;
           prints the MCP URL, the API URL and the bearer token
   mcp     serve the MCP tools over stdin/stdout (for `claude mcp add ... -- patchbay-orchestrator mcp`);
           the caller's session name is AGENT_SESSION_NAME
+  worker  only run jobs of a shared store (--database postgres://...): no MCP, no API;
+          start any number, on any machine, beside one or more `serve`
 
 options:
-  --blueprints DIR     folder of blueprint *.toml files (default: only the built-in `default`)
-  --data DIR           data folder holding orchestrator.db
+  --database URL       sqlite://DIR (a data folder holding orchestrator.db; the default) or
+                       postgres://USER:PASSWORD@HOST:PORT/DATABASE (shared by several processes)
+  --data DIR           the same as --database sqlite://DIR
                        (default: $XDG_DATA_HOME/patchbay-orchestrator or ~/.local/share/patchbay-orchestrator)
-  --workers N          runs at once (default 4)
+  --blueprints DIR     folder of blueprint *.toml files (default: only the built-in `default`)
+  --workers N          runs at once in this process (default 4; `serve --workers 0` leaves runs
+                       to worker processes)
+  --lease SECONDS      how long a claimed job stays this process's without renewal; others
+                       settle a dead process's jobs this long after its last renewal (default 30)
   --port N             port of 127.0.0.1 (default: any free port)
   --project-dir DIR    working folder of sessions started without one (default: current folder)
   --sync-wait SECONDS  longest wait of a sync start or resume (default 600)
@@ -38,6 +46,7 @@ environment:
 enum Mode {
     Serve,
     Mcp,
+    Worker,
 }
 
 #[derive(Debug)]
@@ -45,6 +54,8 @@ struct Args {
     mode: Mode,
     blueprints: Option<PathBuf>,
     data: Option<PathBuf>,
+    database: Option<String>,
+    lease: Duration,
     workers: usize,
     port: u16,
     project_dir: Option<PathBuf>,
@@ -59,6 +70,8 @@ fn parse_args() -> Result<Args, lexopt::Error> {
         mode: Mode::Serve,
         blueprints: None,
         data: None,
+        database: None,
+        lease: patchbay_orchestrator::store::DEFAULT_LEASE,
         workers: DEFAULT_WORKERS,
         port: 0,
         project_dir: None,
@@ -70,11 +83,21 @@ fn parse_args() -> Result<Args, lexopt::Error> {
                 mode = Some(match value.to_str() {
                     Some("serve") => Mode::Serve,
                     Some("mcp") => Mode::Mcp,
-                    _ => return Err(format!("unknown command {value:?}: use serve or mcp").into()),
+                    Some("worker") => Mode::Worker,
+                    _ => return Err(format!("unknown command {value:?}: use serve, mcp or worker").into()),
                 });
             }
             Long("blueprints") => args.blueprints = Some(parser.value()?.into()),
             Long("data") => args.data = Some(parser.value()?.into()),
+            Long("database") => {
+                args.database = Some(
+                    parser
+                        .value()?
+                        .into_string()
+                        .map_err(|_| "--database must be UTF-8")?,
+                )
+            }
+            Long("lease") => args.lease = Duration::from_secs(parser.value()?.parse()?),
             Long("workers") => args.workers = parser.value()?.parse()?,
             Long("port") => args.port = parser.value()?.parse()?,
             Long("project-dir") => args.project_dir = Some(parser.value()?.into()),
@@ -86,7 +109,10 @@ fn parse_args() -> Result<Args, lexopt::Error> {
             _ => return Err(arg.unexpected()),
         }
     }
-    args.mode = mode.ok_or("missing command: serve or mcp")?;
+    args.mode = mode.ok_or("missing command: serve, mcp or worker")?;
+    if args.data.is_some() && args.database.is_some() {
+        return Err("give --data or --database, not both".into());
+    }
     Ok(args)
 }
 
@@ -154,17 +180,36 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         Some(dir) => Blueprints::load_dir(dir)?,
         None => Blueprints::new(),
     };
-    let data = args.data.clone().unwrap_or_else(default_data_dir);
-    std::fs::create_dir_all(&data).map_err(|e| format!("cannot create the data folder {}: {e}", data.display()))?;
-    let _lock = patchbay_orchestrator::lock_data_dir(&data)?;
-    let store = SqliteStore::open(&data).await?;
-    let mut builder = Orchestrator::builder(Arc::new(store), blueprints)
+    let database = match &args.database {
+        Some(url) => url.clone(),
+        None => format!("sqlite://{}", args.data.clone().unwrap_or_else(default_data_dir).display()),
+    };
+    // SQLite: one process owns the data folder (its lock); PostgreSQL is shared.
+    let mut _lock = None;
+    let store: Arc<dyn Store> = match database.strip_prefix("sqlite://") {
+        Some(dir) => {
+            let data = PathBuf::from(dir);
+            std::fs::create_dir_all(&data)
+                .map_err(|e| format!("cannot create the data folder {}: {e}", data.display()))?;
+            _lock = Some(patchbay_orchestrator::lock_data_dir(&data)?);
+            Arc::new(SqliteStore::open(&data).await?)
+        }
+        None => patchbay_orchestrator::store::open(&database).await?,
+    };
+    if args.mode == Mode::Worker && !store.is_shared() {
+        return Err("`worker` needs a shared store: --database postgres://...".into());
+    }
+    let mut builder = Orchestrator::builder(store, blueprints)
         .workers(args.workers)
+        .lease(args.lease)
         .sync_wait_limit(args.sync_wait);
     if let Some(dir) = &args.project_dir {
         builder = builder.project_dir(dir);
     }
     let orchestrator = builder.start().await?;
+    if args.mode == Mode::Worker {
+        return work(&orchestrator, &args).await;
+    }
     let options = HttpOptions {
         port: args.port,
         token: std::env::var("PATCHBAY_ORCHESTRATOR_TOKEN")
@@ -178,11 +223,14 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             println!("mcp: {}", server.url());
             println!("api: {api}");
             println!("token: {}", server.token());
-            println!("data: {}", data.display());
+            match database.strip_prefix("sqlite://") {
+                Some(dir) => println!("data: {dir}"),
+                None => println!("database: {}", redact_password(&database)),
+            }
             tracing::info!(mcp = %server.url(), api = %api, workers = args.workers, "serving; Ctrl-C or SIGTERM stops");
             stop_signal().await;
         }
-        Mode::Mcp => {
+        Mode::Mcp | Mode::Worker => {
             tokio::select! {
                 served = serve_stdio(&orchestrator) => served?,
                 () = stop_signal() => {}
@@ -193,6 +241,41 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     orchestrator.shutdown().await;
     server.shutdown().await;
     Ok(())
+}
+
+/// `worker`: run jobs until Ctrl-C or SIGTERM. Runs of blueprints with `orchestrator_tools`
+/// reach this process's own MCP endpoint, served on loopback behind a fresh token that is never
+/// printed: it is for those runs, not for requests from outside.
+async fn work(orchestrator: &Orchestrator, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let needs_endpoint = orchestrator.blueprints().active().any(|b| b.orchestrator_tools);
+    let server = match needs_endpoint {
+        true => Some(serve_http(orchestrator, HttpOptions::default()).await?),
+        false => None,
+    };
+    println!("worker: {}", orchestrator.worker_id());
+    tracing::info!(worker = %orchestrator.worker_id(), workers = args.workers, "running jobs; Ctrl-C or SIGTERM stops");
+    stop_signal().await;
+    tracing::info!("stopping: cancelling runs in progress");
+    orchestrator.shutdown().await;
+    if let Some(server) = server {
+        server.shutdown().await;
+    }
+    Ok(())
+}
+
+/// The URL with its password replaced by `***` (printed at start; the password is a secret).
+fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
 }
 
 /// Ctrl-C or SIGTERM.

@@ -55,6 +55,14 @@ impl Notifier {
             .send_modify(|version| *version = version.wrapping_add(1));
     }
 
+    /// Record a change of every session (after notifications may have been lost).
+    pub fn notify_all(&self) {
+        let sessions = self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for sender in sessions.values() {
+            sender.send_modify(|version| *version = version.wrapping_add(1));
+        }
+    }
+
     /// Wait until the session's counter differs from `seen` (`true`), or until `limit` passes
     /// (`false`). Returns at once when it already differs.
     pub async fn changed(&self, session: &str, seen: u64, limit: Duration) -> bool {

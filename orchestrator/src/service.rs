@@ -16,7 +16,9 @@ use crate::error::OrchestratorError;
 use crate::format::{BlueprintSummary, JobAccepted, SessionReport, SessionSummary};
 use crate::names::validate_session_name;
 use crate::notify::Notifier;
-use crate::store::{Job, JobKind, JobStatus, NewJob, NewSession, Page, Session, SessionStatus, SessionUpdate, Store};
+use crate::store::{
+    DEFAULT_LEASE, Job, JobKind, JobStatus, NewJob, NewSession, Page, Session, SessionStatus, SessionUpdate, Store,
+};
 
 /// The default number of runs at once.
 pub const DEFAULT_WORKERS: usize = 4;
@@ -54,6 +56,7 @@ pub struct OrchestratorBuilder {
     workers: usize,
     sync_wait: Duration,
     project_dir: Option<PathBuf>,
+    lease: Duration,
 }
 
 impl std::fmt::Debug for OrchestratorBuilder {
@@ -75,9 +78,19 @@ impl OrchestratorBuilder {
         self
     }
 
-    /// Run at most this many jobs at once (at least 1; default [`DEFAULT_WORKERS`]).
+    /// Run at most this many jobs at once (default [`DEFAULT_WORKERS`]). Zero runs none in
+    /// this process: it only takes requests, for worker processes sharing its store (see
+    /// [`Store::is_shared`]) to run.
     pub fn workers(mut self, workers: usize) -> Self {
-        self.workers = workers.max(1);
+        self.workers = workers;
+        self
+    }
+
+    /// How long a claimed job stays this process's without renewal (default
+    /// [`DEFAULT_LEASE`]; at least one second). Leases are renewed every third of it; when this
+    /// process dies, others settle its jobs this long after the last renewal.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_secs(1));
         self
     }
 
@@ -111,7 +124,10 @@ impl OrchestratorBuilder {
                 std::env::current_dir().map_err(|e| OrchestratorError::Invalid(format!("no current directory: {e}")))?
             }
         };
+        let changes = self.store.changes();
         let inner = Arc::new(Inner {
+            worker_id: format!("orchestrator-{}", uuid::Uuid::new_v4()),
+            lease: self.lease,
             store: self.store,
             blueprints: self.blueprints,
             registry: self.registry.unwrap_or_else(Registry::compiled),
@@ -128,9 +144,15 @@ impl OrchestratorBuilder {
             dispatcher: Mutex::new(None),
             released: CancellationToken::new(),
         });
-        let dispatcher = tokio::spawn(crate::worker::dispatch(inner.clone()));
-        if let Ok(mut slot) = inner.dispatcher.lock() {
-            *slot = Some(dispatcher);
+        if self.workers > 0 {
+            let dispatcher = tokio::spawn(crate::worker::dispatch(inner.clone()));
+            if let Ok(mut slot) = inner.dispatcher.lock() {
+                *slot = Some(dispatcher);
+            }
+        }
+        tokio::spawn(crate::worker::keep_leases(inner.clone()));
+        if let Some(changes) = changes {
+            tokio::spawn(crate::worker::follow_changes(inner.clone(), changes));
         }
         Ok(Orchestrator { inner })
     }
@@ -143,6 +165,10 @@ pub(crate) struct Running {
 }
 
 pub(crate) struct Inner {
+    /// This process's worker id (jobs it claims carry it).
+    pub(crate) worker_id: String,
+    /// How long a claim lasts without renewal.
+    pub(crate) lease: Duration,
     pub(crate) store: Arc<dyn Store>,
     pub(crate) blueprints: Blueprints,
     pub(crate) registry: Registry,
@@ -165,7 +191,7 @@ pub(crate) struct Inner {
     pub(crate) runs: TaskTracker,
     dispatcher: Mutex<Option<JoinHandle<()>>>,
     /// Cancelled at shutdown once the runs have stopped: calls still waiting answer at once.
-    released: CancellationToken,
+    pub(crate) released: CancellationToken,
 }
 
 impl Inner {
@@ -252,6 +278,7 @@ impl Orchestrator {
             workers: DEFAULT_WORKERS,
             sync_wait: DEFAULT_SYNC_WAIT,
             project_dir: None,
+            lease: DEFAULT_LEASE,
         }
     }
 
@@ -271,6 +298,11 @@ impl Orchestrator {
         if let Ok(mut slot) = self.inner.endpoint.lock() {
             *slot = Some(endpoint);
         }
+    }
+
+    /// The id this process's claims carry (`orchestrator-<uuid>`).
+    pub fn worker_id(&self) -> &str {
+        &self.inner.worker_id
     }
 
     /// How many runs are in progress in this process.
@@ -540,7 +572,8 @@ impl Orchestrator {
     }
 
     /// Cancel a job: a queued one at once, a running one through its run's signal (the run
-    /// ends `cancelled` promptly). A job that has ended is an error.
+    /// ends `cancelled` promptly), also when another process runs it (it is asked through the
+    /// store). A job that has ended is an error.
     pub async fn cancel_job(&self, job_id: &str) -> Result<Job, OrchestratorError> {
         let job = self.job(job_id).await?;
         if self.inner.cancel_runs(|id, _| id == job_id) > 0 {
@@ -548,8 +581,14 @@ impl Orchestrator {
                 .wait_for_job(job_id, &job.session_name, Duration::from_secs(30))
                 .await;
         }
-        let job = self.inner.store.cancel_job(job_id).await?;
+        let job = self.inner.store.request_cancel(job_id).await?;
         self.inner.status.notify(&job.session_name);
+        if job.status == JobStatus::Running {
+            // Another process runs it; it stops at the notification, or at its next renewal.
+            return self
+                .wait_for_job(job_id, &job.session_name, self.inner.lease.max(Duration::from_secs(30)))
+                .await;
+        }
         Ok(job)
     }
 

@@ -13,7 +13,7 @@ use patchbay::{
 
 use crate::blueprint::Blueprint;
 use crate::service::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, Inner, Running};
-use crate::store::{Job, JobKind, JobStatus, NewJob, Session, SessionStatus, SessionUpdate, StoreError};
+use crate::store::{Change, Job, JobKind, JobStatus, NewJob, Session, SessionStatus, SessionUpdate, StoreError};
 
 /// The most events stored in one transaction (a burst of deltas is stored together).
 const EVENT_BATCH: usize = 256;
@@ -23,7 +23,7 @@ const EVENT_QUEUE: usize = 4096;
 /// The dispatcher: while a worker slot is free, claims the next job and runs it in a task of
 /// its own holding the slot; sleeps on the queue's wake-up when nothing can be claimed.
 pub(crate) async fn dispatch(inner: Arc<Inner>) {
-    let worker_id = format!("orchestrator-{}", uuid::Uuid::new_v4());
+    let worker_id = inner.worker_id.clone();
     loop {
         let permit = tokio::select! {
             biased;
@@ -40,7 +40,7 @@ pub(crate) async fn dispatch(inner: Arc<Inner>) {
         if inner.stop.is_cancelled() {
             return;
         }
-        match inner.store.claim_next_job(&worker_id).await {
+        match inner.store.claim_next_job(&worker_id, inner.lease).await {
             Ok(Some(job)) => {
                 let run_inner = inner.clone();
                 inner.runs.spawn(async move {
@@ -68,6 +68,73 @@ pub(crate) async fn dispatch(inner: Arc<Inner>) {
     }
 }
 
+/// Every third of the lease: renews the leases of this process's runs (stopping those it lost
+/// or was asked to stop), then settles the jobs of workers that stopped renewing theirs.
+pub(crate) async fn keep_leases(inner: Arc<Inner>) {
+    let period = inner.lease / 3;
+    loop {
+        tokio::select! {
+            () = inner.released.cancelled() => return,
+            () = tokio::time::sleep(period) => {}
+        }
+        let mine: Vec<String> = {
+            let running = inner.running.lock().unwrap_or_else(|p| p.into_inner());
+            running.keys().cloned().collect()
+        };
+        match inner.store.renew_leases(&inner.worker_id, &mine, inner.lease).await {
+            Ok(lost) => {
+                for job_id in lost {
+                    if inner.cancel_runs(|id, _| *id == job_id) > 0 {
+                        tracing::warn!(job = %job_id, "stopping a run: its job was cancelled, ended or taken elsewhere");
+                    }
+                }
+            }
+            Err(error) => tracing::error!(%error, "cannot renew the leases of this process's runs"),
+        }
+        match inner.store.expire_leases().await {
+            Ok(settled) if !settled.is_empty() => {
+                tracing::warn!(
+                    failed = settled.failed_jobs.len(),
+                    requeued = settled.requeued_jobs.len(),
+                    "settled the jobs of a worker that stopped renewing its leases"
+                );
+                for name in &settled.failed_sessions {
+                    inner.status.notify(name);
+                }
+                inner.queue.notify_waiters();
+            }
+            Ok(_) => {}
+            Err(error) => tracing::error!(%error, "cannot settle expired leases"),
+        }
+    }
+}
+
+/// Turns changes announced by other processes sharing the store into this process's wake-ups
+/// (and stops runs another process cancelled).
+pub(crate) async fn follow_changes(inner: Arc<Inner>, mut changes: tokio::sync::broadcast::Receiver<Change>) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let change = tokio::select! {
+            () = inner.released.cancelled() => return,
+            change = changes.recv() => change,
+        };
+        match change {
+            Ok(Change::Queued) => inner.queue.notify_waiters(),
+            Ok(Change::Session(name)) => inner.status.notify(&name),
+            Ok(Change::Events(name)) => inner.events.notify(&name),
+            Ok(Change::Cancel(job_id)) => {
+                inner.cancel_runs(|id, _| *id == job_id);
+            }
+            Ok(Change::Resync) | Err(RecvError::Lagged(_)) => {
+                inner.status.notify_all();
+                inner.events.notify_all();
+                inner.queue.notify_waiters();
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
 /// How a run ended.
 enum Outcome {
     Completed {
@@ -85,7 +152,7 @@ async fn run_job(inner: &Arc<Inner>, job: Job) {
         signal.cancel();
     }
     register(inner, &job, &signal);
-    let outcome = match inner.store.mark_job_running(&job.job_id).await {
+    let outcome = match inner.store.mark_job_running(&job.job_id, &inner.worker_id).await {
         // Cancelled between the claim and now.
         Err(StoreError::InvalidTransition { .. }) => {
             unregister(inner, &job);

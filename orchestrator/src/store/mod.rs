@@ -61,19 +61,50 @@
 //! - **Bad data is an error**: an unknown status text or broken JSON in a row is
 //!   [`StoreError::BadRow`], never a panic.
 
+mod postgres;
+mod rows;
 mod sqlite;
 mod types;
 
-use patchbay::async_trait;
+use std::sync::Arc;
+use std::time::Duration;
 
+use patchbay::async_trait;
+use tokio::sync::broadcast;
+
+pub use postgres::{CHANNEL as PG_CHANNEL, PgStore};
 pub use sqlite::{DB_FILE, SqliteStore};
 pub use types::{
-    Job, JobKind, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionStatus, SessionUpdate, StoredEvent,
-    UnixMillis, UnknownValue, now_millis,
+    Change, Job, JobKind, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionStatus, SessionUpdate,
+    StoredEvent, UnixMillis, UnknownValue, now_millis,
 };
 
 /// The error of a job interrupted because the orchestrator stopped during its run.
 pub const INTERRUPTED: &str = "interrupted: the orchestrator stopped during the run";
+
+/// The error of a running job whose worker stopped renewing its lease (it died, hung or lost
+/// the database) until the lease ran out.
+pub const LEASE_EXPIRED: &str = "lost: its worker stopped renewing the job's lease (the worker died or lost the database)";
+
+/// How long a claim lasts unless renewed: a dead worker's job is settled this long after its
+/// last renewal.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// Opens the store a URL names: `sqlite://DIR` (the data folder holding `orchestrator.db`,
+/// created when missing) or `postgres://...` / `postgresql://...`.
+pub async fn open(url: &str) -> Result<Arc<dyn Store>, StoreError> {
+    if let Some(dir) = url.strip_prefix("sqlite://") {
+        return Ok(Arc::new(SqliteStore::open(dir).await?));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(Arc::new(PgStore::connect(url).await?));
+    }
+    Err(StoreError::BadUrl)
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +158,10 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The database URL names no backend (`sqlite://DIR` or `postgres://...`). The URL is not
+    /// repeated: it may hold a password.
+    #[error("the database URL must start with sqlite:// or postgres://")]
+    BadUrl,
     /// The schema migrations failed.
     #[error("database migration failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),
@@ -158,7 +193,8 @@ pub trait Store: Send + Sync + 'static {
     /// Applies `update` to the session with this id and returns it as stored.
     async fn update_session(&self, session_id: &str, update: SessionUpdate) -> Result<Session, StoreError>;
 
-    /// Deletes the session and its events, cancels its pending and claimed jobs; returns it.
+    /// Deletes the session and its events, cancels its pending and claimed jobs and asks its
+    /// running job to stop ([`Store::request_cancel`]); returns it.
     async fn delete_session(&self, session_id: &str) -> Result<Session, StoreError>;
 
     /// Deletes every session (as [`Store::delete_session`]); returns how many.
@@ -173,11 +209,42 @@ pub trait Store: Send + Sync + 'static {
     /// A page of jobs in queue order, of one session or of all.
     async fn list_jobs(&self, session_name: Option<&str>, page: Page) -> Result<Vec<Job>, StoreError>;
 
-    /// Claims the oldest pending job whose session has no claimed or running job, atomically.
-    async fn claim_next_job(&self, worker_id: &str) -> Result<Option<Job>, StoreError>;
+    /// Claims the oldest pending job whose session has no claimed or running job, atomically,
+    /// for `worker_id`, leased for `lease` (see [`Store::renew_leases`]).
+    async fn claim_next_job(&self, worker_id: &str, lease: Duration) -> Result<Option<Job>, StoreError>;
 
-    /// Marks a claimed job `running`.
-    async fn mark_job_running(&self, job_id: &str) -> Result<Job, StoreError>;
+    /// Marks a job `worker_id` claimed `running`; [`StoreError::InvalidTransition`] when it is
+    /// no longer claimed by that worker (cancelled, or its lease ran out and another took it).
+    async fn mark_job_running(&self, job_id: &str, worker_id: &str) -> Result<Job, StoreError>;
+
+    /// Extends the leases of `worker_id`'s jobs `job_ids` by `lease`; returns those among them
+    /// the worker must stop: ended, no longer its own, or asked to stop
+    /// ([`Store::request_cancel`]).
+    async fn renew_leases(&self, worker_id: &str, job_ids: &[String], lease: Duration)
+    -> Result<Vec<String>, StoreError>;
+
+    /// Settles jobs whose lease ran out: a `claimed` one (its run had not started) goes back
+    /// to `pending`; a `running` one becomes `failed` with [`LEASE_EXPIRED`] (or `cancelled`
+    /// when a cancel had been asked), and so does its session.
+    async fn expire_leases(&self) -> Result<Recovery, StoreError>;
+
+    /// Asks the worker running this job to stop it (it may be in another process): a job not
+    /// running yet is cancelled at once; a running one is marked and announced
+    /// ([`Change::Cancel`]); the worker then ends it `cancelled`. Returns the job as stored.
+    async fn request_cancel(&self, job_id: &str) -> Result<Job, StoreError>;
+
+    /// Changes made by other processes sharing this store, for a store that can have several
+    /// (PostgreSQL's `LISTEN/NOTIFY`); `None` for a store one process owns (SQLite), whose
+    /// only writer is the process itself.
+    fn changes(&self) -> Option<broadcast::Receiver<Change>> {
+        None
+    }
+
+    /// Whether several processes may share this store at once (then recovery settles only
+    /// expired leases, never the jobs of live workers).
+    fn is_shared(&self) -> bool {
+        false
+    }
 
     /// Ends a job that is not over yet with a terminal `status` and an optional error.
     async fn finish_job(&self, job_id: &str, status: JobStatus, error: Option<String>) -> Result<Job, StoreError>;
@@ -212,7 +279,9 @@ pub trait Store: Send + Sync + 'static {
     /// The session's events with `seq > after_seq`, in order (`after_seq = 0`: all).
     async fn events_since(&self, session_id: &str, after_seq: i64) -> Result<Vec<StoredEvent>, StoreError>;
 
-    /// At start-up: jobs left `running` become `failed` with [`INTERRUPTED`] and so do their
-    /// sessions; jobs left `claimed` go back to `pending`; pending jobs stay to run.
+    /// At start-up. A store one process owns: jobs left `running` become `failed` with
+    /// [`INTERRUPTED`] and so do their sessions; jobs left `claimed` go back to `pending`;
+    /// pending jobs stay to run. A shared store ([`Store::is_shared`]): only
+    /// [`Store::expire_leases`], since other processes' runs are alive.
     async fn recover_after_crash(&self) -> Result<Recovery, StoreError>;
 }

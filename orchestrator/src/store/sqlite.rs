@@ -1,20 +1,20 @@
 //! [`SqliteStore`]: the embedded backend, one `orchestrator.db` file under a data directory.
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 
 use serde_json::Value;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
-use sqlx::{Row, SqlitePool};
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-use super::types::{
-    Job, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionUpdate, StoredEvent, UnixMillis, UnknownValue,
-    now_millis,
+use super::rows::{
+    event_cols, event_from_row, job_cols, job_from_row, page_bounds, session_cols, session_from_row, strings,
+    to_json_text,
 };
-use super::{INTERRUPTED, Store, StoreError};
+use super::types::{
+    Job, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionUpdate, StoredEvent, UnixMillis, now_millis,
+};
+use super::{INTERRUPTED, LEASE_EXPIRED, Store, StoreError, millis};
 use patchbay::async_trait;
 
 /// The database file's name inside the data directory.
@@ -27,26 +27,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CONNECTIONS: u32 = 8;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
-
-macro_rules! session_cols {
-    () => {
-        "session_id, session_name, agent_name, project_dir, parent_session_name, status, \
-         created_at, updated_at, finished_at, last_result, provider_session_id, conversation"
-    };
-}
-
-macro_rules! job_cols {
-    () => {
-        "job_id, kind, session_name, agent_name, prompt, project_dir, parent_session_name, \
-         callback, status, error, claimed_by, created_at, claimed_at, started_at, finished_at"
-    };
-}
-
-macro_rules! event_cols {
-    () => {
-        "session_id, job_id, seq, event, created_at"
-    };
-}
 
 /// The SQLite backend of [`Store`]: WAL, foreign keys on, a busy timeout, migrations at open.
 #[derive(Debug, Clone)]
@@ -110,96 +90,6 @@ impl SqliteStore {
     }
 }
 
-fn bad_row(
-    table: &'static str,
-    column: &'static str,
-    source: impl std::error::Error + Send + Sync + 'static,
-) -> StoreError {
-    StoreError::BadRow {
-        table,
-        column,
-        source: Box::new(source),
-    }
-}
-
-fn get<'r, T>(row: &'r SqliteRow, table: &'static str, column: &'static str) -> Result<T, StoreError>
-where
-    T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
-{
-    row.try_get(column).map_err(|e| bad_row(table, column, e))
-}
-
-fn get_enum<T>(row: &SqliteRow, table: &'static str, column: &'static str) -> Result<T, StoreError>
-where
-    T: FromStr<Err = UnknownValue>,
-{
-    let text: String = get(row, table, column)?;
-    text.parse().map_err(|e| bad_row(table, column, e))
-}
-
-fn get_json(row: &SqliteRow, table: &'static str, column: &'static str) -> Result<Value, StoreError> {
-    let text: String = get(row, table, column)?;
-    serde_json::from_str(&text).map_err(|e| bad_row(table, column, e))
-}
-
-fn session_from_row(row: &SqliteRow) -> Result<Session, StoreError> {
-    const T: &str = "sessions";
-    Ok(Session {
-        session_id: get(row, T, "session_id")?,
-        session_name: get(row, T, "session_name")?,
-        agent_name: get(row, T, "agent_name")?,
-        project_dir: get(row, T, "project_dir")?,
-        parent_session_name: get(row, T, "parent_session_name")?,
-        status: get_enum(row, T, "status")?,
-        created_at: get(row, T, "created_at")?,
-        updated_at: get(row, T, "updated_at")?,
-        finished_at: get(row, T, "finished_at")?,
-        last_result: get(row, T, "last_result")?,
-        provider_session_id: get(row, T, "provider_session_id")?,
-        conversation: get_json(row, T, "conversation")?,
-    })
-}
-
-fn job_from_row(row: &SqliteRow) -> Result<Job, StoreError> {
-    const T: &str = "jobs";
-    Ok(Job {
-        job_id: get(row, T, "job_id")?,
-        kind: get_enum(row, T, "kind")?,
-        session_name: get(row, T, "session_name")?,
-        agent_name: get(row, T, "agent_name")?,
-        prompt: get(row, T, "prompt")?,
-        project_dir: get(row, T, "project_dir")?,
-        parent_session_name: get(row, T, "parent_session_name")?,
-        callback: get(row, T, "callback")?,
-        status: get_enum(row, T, "status")?,
-        error: get(row, T, "error")?,
-        claimed_by: get(row, T, "claimed_by")?,
-        created_at: get(row, T, "created_at")?,
-        claimed_at: get(row, T, "claimed_at")?,
-        started_at: get(row, T, "started_at")?,
-        finished_at: get(row, T, "finished_at")?,
-    })
-}
-
-fn event_from_row(row: &SqliteRow) -> Result<StoredEvent, StoreError> {
-    const T: &str = "events";
-    Ok(StoredEvent {
-        session_id: get(row, T, "session_id")?,
-        job_id: get(row, T, "job_id")?,
-        seq: get(row, T, "seq")?,
-        event: get_json(row, T, "event")?,
-        created_at: get(row, T, "created_at")?,
-    })
-}
-
-fn to_json_text(value: &Value, what: &'static str) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
-}
-
-fn page_bounds(page: Page) -> (i64, i64) {
-    (i64::from(page.limit), i64::try_from(page.offset).unwrap_or(i64::MAX))
-}
-
 async fn insert_session(conn: &mut SqliteConnection, new: NewSession, now: UnixMillis) -> Result<Session, StoreError> {
     let row = sqlx::query(concat!(
         "INSERT INTO sessions (session_id, session_name, agent_name, project_dir, \
@@ -243,7 +133,8 @@ async fn insert_job(conn: &mut SqliteConnection, new: NewJob, now: UnixMillis) -
     job_from_row(&row)
 }
 
-/// Cancels the pending and claimed jobs of deleted sessions (`name = None`: of every session).
+/// Cancels the pending and claimed jobs of deleted sessions (`name = None`: of every session)
+/// and asks their running jobs to stop.
 async fn cancel_waiting_jobs(
     conn: &mut SqliteConnection,
     name: Option<&str>,
@@ -255,18 +146,13 @@ async fn cancel_waiting_jobs(
     )
     .bind(now)
     .bind(name)
-    .execute(conn)
+    .execute(&mut *conn)
     .await?;
+    sqlx::query("UPDATE jobs SET cancel_requested = TRUE WHERE status = 'running' AND (?1 IS NULL OR session_name = ?1)")
+        .bind(name)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
-}
-
-fn strings(rows: Vec<SqliteRow>, table: &'static str, column: &'static str) -> Result<Vec<String>, StoreError> {
-    let mut out = rows
-        .iter()
-        .map(|row| get::<String>(row, table, column))
-        .collect::<Result<Vec<_>, _>>()?;
-    out.sort();
-    Ok(out)
 }
 
 #[async_trait]
@@ -420,9 +306,10 @@ impl Store for SqliteStore {
         .collect()
     }
 
-    async fn claim_next_job(&self, worker_id: &str) -> Result<Option<Job>, StoreError> {
+    async fn claim_next_job(&self, worker_id: &str, lease: Duration) -> Result<Option<Job>, StoreError> {
+        let now = now_millis();
         sqlx::query(concat!(
-            "UPDATE jobs SET status = 'claimed', claimed_at = ?1, claimed_by = ?2 \
+            "UPDATE jobs SET status = 'claimed', claimed_at = ?1, claimed_by = ?2, lease_until = ?3 \
              WHERE job_id = (SELECT j.job_id FROM jobs j WHERE j.status = 'pending' \
                AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.session_name = j.session_name \
                  AND r.status IN ('claimed', 'running')) \
@@ -430,8 +317,9 @@ impl Store for SqliteStore {
              AND status = 'pending' RETURNING ",
             job_cols!()
         ))
-        .bind(now_millis())
+        .bind(now)
         .bind(worker_id)
+        .bind(now.saturating_add(millis(lease)))
         .fetch_optional(&self.pool)
         .await?
         .as_ref()
@@ -439,14 +327,15 @@ impl Store for SqliteStore {
         .transpose()
     }
 
-    async fn mark_job_running(&self, job_id: &str) -> Result<Job, StoreError> {
+    async fn mark_job_running(&self, job_id: &str, worker_id: &str) -> Result<Job, StoreError> {
         let row = sqlx::query(concat!(
             "UPDATE jobs SET status = 'running', started_at = ?2 \
-             WHERE job_id = ?1 AND status = 'claimed' RETURNING ",
+             WHERE job_id = ?1 AND status = 'claimed' AND claimed_by = ?3 RETURNING ",
             job_cols!()
         ))
         .bind(job_id)
         .bind(now_millis())
+        .bind(worker_id)
         .fetch_optional(&self.pool)
         .await?;
         match row {
@@ -540,6 +429,84 @@ impl Store for SqliteStore {
         .collect()
     }
 
+    async fn renew_leases(
+        &self,
+        worker_id: &str,
+        job_ids: &[String],
+        lease: Duration,
+    ) -> Result<Vec<String>, StoreError> {
+        let until = now_millis().saturating_add(millis(lease));
+        let mut lost = Vec::new();
+        let mut tx = self.pool.begin().await?;
+        for job_id in job_ids {
+            let held: Option<bool> = sqlx::query_scalar(
+                "UPDATE jobs SET lease_until = ?3 WHERE job_id = ?1 AND claimed_by = ?2 \
+                 AND status IN ('claimed', 'running') RETURNING cancel_requested",
+            )
+            .bind(job_id)
+            .bind(worker_id)
+            .bind(until)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if held != Some(false) {
+                lost.push(job_id.clone());
+            }
+        }
+        tx.commit().await?;
+        Ok(lost)
+    }
+
+    async fn expire_leases(&self) -> Result<Recovery, StoreError> {
+        let now = now_millis();
+        let mut tx = self.pool.begin().await?;
+        let sessions = sqlx::query(
+            "UPDATE sessions SET status = CASE WHEN session_name IN (SELECT session_name FROM jobs \
+               WHERE status = 'running' AND lease_until < ?1 AND cancel_requested) \
+               THEN 'cancelled' ELSE 'failed' END, finished_at = ?1, updated_at = ?1 \
+             WHERE session_name IN (SELECT session_name FROM jobs WHERE status = 'running' AND lease_until < ?1) \
+             RETURNING session_name",
+        )
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await?;
+        let failed = sqlx::query(
+            "UPDATE jobs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END, \
+               error = CASE WHEN cancel_requested THEN 'cancelled' ELSE ?2 END, finished_at = ?1 \
+             WHERE status = 'running' AND lease_until < ?1 RETURNING job_id",
+        )
+        .bind(now)
+        .bind(LEASE_EXPIRED)
+        .fetch_all(&mut *tx)
+        .await?;
+        let requeued = sqlx::query(
+            "UPDATE jobs SET status = 'pending', claimed_at = NULL, claimed_by = NULL, lease_until = NULL \
+             WHERE status = 'claimed' AND lease_until < ?1 RETURNING job_id",
+        )
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Recovery {
+            failed_jobs: strings(&failed, "jobs", "job_id")?,
+            failed_sessions: strings(&sessions, "sessions", "session_name")?,
+            requeued_jobs: strings(&requeued, "jobs", "job_id")?,
+        })
+    }
+
+    async fn request_cancel(&self, job_id: &str) -> Result<Job, StoreError> {
+        let row = sqlx::query(concat!(
+            "UPDATE jobs SET cancel_requested = TRUE WHERE job_id = ?1 AND status = 'running' RETURNING ",
+            job_cols!()
+        ))
+        .bind(job_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => job_from_row(&row),
+            None => self.cancel_job(job_id).await,
+        }
+    }
+
     async fn recover_after_crash(&self) -> Result<Recovery, StoreError> {
         let now = now_millis();
         let mut tx = self.pool.begin().await?;
@@ -563,16 +530,16 @@ impl Store for SqliteStore {
         .fetch_all(&mut *tx)
         .await?;
         let requeued = sqlx::query(
-            "UPDATE jobs SET status = 'pending', claimed_at = NULL, claimed_by = NULL \
+            "UPDATE jobs SET status = 'pending', claimed_at = NULL, claimed_by = NULL, lease_until = NULL \
              WHERE status = 'claimed' RETURNING job_id",
         )
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
         let recovery = Recovery {
-            failed_jobs: strings(failed, "jobs", "job_id")?,
-            failed_sessions: strings(sessions, "sessions", "session_name")?,
-            requeued_jobs: strings(requeued, "jobs", "job_id")?,
+            failed_jobs: strings(&failed, "jobs", "job_id")?,
+            failed_sessions: strings(&sessions, "sessions", "session_name")?,
+            requeued_jobs: strings(&requeued, "jobs", "job_id")?,
         };
         if recovery != Recovery::default() {
             tracing::warn!(

@@ -223,6 +223,10 @@ pub struct Job {
     pub started_at: Option<UnixMillis>,
     /// When it ended.
     pub finished_at: Option<UnixMillis>,
+    /// Until when its worker holds it (renewed while it runs; see [`Store::renew_leases`]).
+    ///
+    /// [`Store::renew_leases`]: super::Store::renew_leases
+    pub lease_until: Option<UnixMillis>,
 }
 
 /// What [`Store::enqueue_job`](super::Store::enqueue_job) needs; the rest is generated.
@@ -285,13 +289,67 @@ impl Default for Page {
     }
 }
 
-/// What [`Store::recover_after_crash`](super::Store::recover_after_crash) changed.
+/// What [`Store::recover_after_crash`](super::Store::recover_after_crash) or
+/// [`Store::expire_leases`](super::Store::expire_leases) changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Recovery {
-    /// Jobs that were `running`, now `failed` with [`INTERRUPTED`](super::INTERRUPTED).
+    /// Jobs that were `running`, now `failed` (with [`INTERRUPTED`](super::INTERRUPTED) or
+    /// [`LEASE_EXPIRED`](super::LEASE_EXPIRED)), or `cancelled` when a cancel was asked.
     pub failed_jobs: Vec<String>,
     /// Sessions of those jobs, now `failed`.
     pub failed_sessions: Vec<String>,
     /// Jobs that were `claimed`, now `pending` again.
     pub requeued_jobs: Vec<String>,
+}
+
+impl Recovery {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.failed_jobs.is_empty() && self.failed_sessions.is_empty() && self.requeued_jobs.is_empty()
+    }
+}
+
+/// A change another process made, as a store shared by several processes announces it
+/// (see [`Store::changes`](super::Store::changes)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change {
+    /// A job was queued or a run ended: idle workers should try to claim.
+    Queued,
+    /// A session's status or one of its jobs changed.
+    Session(String),
+    /// Events of a session were stored.
+    Events(String),
+    /// Someone asked the worker running this job to stop it.
+    Cancel(String),
+    /// Notifications may have been lost (the connection dropped): re-read everything.
+    Resync,
+}
+
+impl Change {
+    /// The wire form of a change (the payload of a PostgreSQL notification).
+    pub fn encode(&self) -> String {
+        match self {
+            Change::Queued => "q".to_owned(),
+            Change::Session(name) => format!("s:{name}"),
+            Change::Events(name) => format!("e:{name}"),
+            Change::Cancel(job) => format!("c:{job}"),
+            Change::Resync => "r".to_owned(),
+        }
+    }
+
+    /// Reads [`Change::encode`]'s form; `None` for anything else.
+    pub fn decode(payload: &str) -> Option<Self> {
+        match payload.split_once(':') {
+            None => match payload {
+                "q" => Some(Change::Queued),
+                "r" => Some(Change::Resync),
+                _ => None,
+            },
+            Some(("s", name)) => Some(Change::Session(name.to_owned())),
+            Some(("e", name)) => Some(Change::Events(name.to_owned())),
+            Some(("c", job)) => Some(Change::Cancel(job.to_owned())),
+            Some(_) => None,
+        }
+    }
 }

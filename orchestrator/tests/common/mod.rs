@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod backend;
+
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -18,10 +20,8 @@ use patchbay::{
 };
 use patchbay_orchestrator::blueprint::{Blueprint, Blueprints};
 use patchbay_orchestrator::format::{JobAccepted, SessionReport};
-use patchbay_orchestrator::store::SqliteStore;
 use patchbay_orchestrator::{CALLER_METADATA_KEY, Orchestrator, OrchestratorBuilder, RunAnswer};
 use serde_json::{Value, json};
-use tempfile::TempDir;
 use tokio::sync::{Semaphore, watch};
 
 pub(crate) type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
@@ -64,12 +64,12 @@ where
 pub(crate) struct Harness {
     pub(crate) orchestrator: Orchestrator,
     pub(crate) project: PathBuf,
-    _dir: TempDir,
+    _store: backend::TestStore,
 }
 
 impl Harness {
     /// `workers` workers over `blueprints` (plus the built-in `default`), with the compiled
-    /// providers and `echo`.
+    /// providers and `echo`, on SQLite.
     pub(crate) async fn start(blueprints: Vec<Blueprint>, workers: usize) -> Fallible<Self> {
         Self::start_with(blueprints, workers, |builder| builder).await
     }
@@ -80,24 +80,46 @@ impl Harness {
         workers: usize,
         configure: impl FnOnce(OrchestratorBuilder) -> OrchestratorBuilder,
     ) -> Fallible<Self> {
-        let dir = tempfile::tempdir()?;
-        let project = dir.path().join("project");
+        Self::start_on_with(backend::Backend::Sqlite, blueprints, workers, configure)
+            .await?
+            .ok_or_else(|| "SQLite is always there".into())
+    }
+
+    /// As [`Harness::start`] on `backend`; `None` when it is missing outside CI (skip).
+    pub(crate) async fn start_on(
+        backend: backend::Backend,
+        blueprints: Vec<Blueprint>,
+        workers: usize,
+    ) -> Fallible<Option<Self>> {
+        Self::start_on_with(backend, blueprints, workers, |builder| builder).await
+    }
+
+    /// As [`Harness::start_with`] on `backend`; `None` when it is missing outside CI (skip).
+    pub(crate) async fn start_on_with(
+        backend: backend::Backend,
+        blueprints: Vec<Blueprint>,
+        workers: usize,
+        configure: impl FnOnce(OrchestratorBuilder) -> OrchestratorBuilder,
+    ) -> Fallible<Option<Self>> {
+        let Some(store) = backend::TestStore::open(backend).await? else {
+            return Ok(None);
+        };
+        let project = store.dir.path().join("project");
         std::fs::create_dir_all(&project)?;
-        let store = SqliteStore::open(dir.path().join("data")).await?;
         let mut all = Blueprints::new();
         for blueprint in blueprints {
             all.add(blueprint, Path::new("tests.toml"))?;
         }
-        let builder = Orchestrator::builder(Arc::new(store), all)
+        let builder = Orchestrator::builder(store.store.clone(), all)
             .registry(registry())
             .workers(workers)
             .project_dir(&project);
         let orchestrator = configure(builder).start().await?;
-        Ok(Self {
+        Ok(Some(Self {
             orchestrator,
             project,
-            _dir: dir,
-        })
+            _store: store,
+        }))
     }
 
     /// Shut the orchestrator down (bounded).
