@@ -1,10 +1,12 @@
-//! Serving: the MCP endpoint and the JSON API on one loopback listener, and MCP over stdio.
+//! Serving: the MCP endpoint, the JSON API and the web view on one loopback listener, and MCP
+//! over stdio.
 
 use patchbay::mcp::{ToolServer, ToolServerBuilder};
 use patchbay::{RequestContext, mcp::Error as McpError};
 
 use crate::service::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, McpEndpoint, Orchestrator};
 use crate::tools::agent_session_tools;
+use crate::web::{WebLogin, WebView, fresh_secret};
 
 /// How to serve over HTTP.
 #[derive(Clone, Default)]
@@ -30,21 +32,42 @@ pub fn mcp_builder(orchestrator: &Orchestrator) -> ToolServerBuilder {
         .metadata_header(CALLER_HEADER, CALLER_METADATA_KEY)
 }
 
-/// Start the MCP endpoint (`/mcp`) and the JSON API (see [`crate::api`]) on `127.0.0.1`, and
-/// tell runs where the MCP endpoint is.
-pub async fn serve_http(orchestrator: &Orchestrator, options: HttpOptions) -> Result<ToolServer, McpError> {
-    let mut builder = mcp_builder(orchestrator)
+/// What [`serve`] started: the listener and its web view.
+#[derive(Debug)]
+pub struct Serving {
+    /// The listener: `/mcp`, the JSON API and the web view (its URL, token, shutdown).
+    pub server: ToolServer,
+    /// The web view's address and one-time login links.
+    pub web: WebLogin,
+}
+
+/// Start the MCP endpoint (`/mcp`), the JSON API (see [`crate::api`]) and the web view (see
+/// [`crate::web`]) on `127.0.0.1`, and tell runs where the MCP endpoint is. The bearer token
+/// opens all three; a browser logs in with [`WebLogin::login_url`] (or pastes the token at
+/// `/login`) and then uses a cookie.
+pub async fn serve(orchestrator: &Orchestrator, options: HttpOptions) -> Result<Serving, McpError> {
+    let token = options.token.unwrap_or_else(fresh_secret);
+    let web = WebView::new(token.clone());
+    let server = mcp_builder(orchestrator)
         .port(options.port)
-        .with_routes(crate::api::routes(orchestrator.clone()));
-    if let Some(token) = options.token {
-        builder = builder.with_token(token);
-    }
-    let server = builder.start().await?;
+        .with_token(token)
+        .with_routes(crate::api::routes(orchestrator.clone()))
+        .with_public_routes(web.routes())
+        .authorize_with(web.authorizer())
+        .start()
+        .await?;
     orchestrator.set_mcp_endpoint(McpEndpoint {
         url: server.url().to_owned(),
         token: server.token().to_owned(),
     });
-    Ok(server)
+    let web = web.bound(server.addr());
+    Ok(Serving { server, web })
+}
+
+/// [`serve`], keeping only the listener (the web view is served all the same; a browser logs
+/// in with the token at `/login`).
+pub async fn serve_http(orchestrator: &Orchestrator, options: HttpOptions) -> Result<ToolServer, McpError> {
+    Ok(serve(orchestrator, options).await?.server)
 }
 
 /// Serve the seven tools over stdin/stdout until the client closes stdin; the caller's

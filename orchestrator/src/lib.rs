@@ -54,6 +54,7 @@ pub mod notify;
 mod service;
 pub mod store;
 pub mod tools;
+pub mod web;
 mod worker;
 
 pub use error::OrchestratorError;
