@@ -90,12 +90,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
             Long("blueprints") => args.blueprints = Some(parser.value()?.into()),
             Long("data") => args.data = Some(parser.value()?.into()),
             Long("database") => {
-                args.database = Some(
-                    parser
-                        .value()?
-                        .into_string()
-                        .map_err(|_| "--database must be UTF-8")?,
-                )
+                args.database = Some(parser.value()?.into_string().map_err(|_| "--database must be UTF-8")?)
             }
             Long("lease") => args.lease = Duration::from_secs(parser.value()?.parse()?),
             Long("workers") => args.workers = parser.value()?.parse()?,
@@ -182,7 +177,10 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     let database = match &args.database {
         Some(url) => url.clone(),
-        None => format!("sqlite://{}", args.data.clone().unwrap_or_else(default_data_dir).display()),
+        None => format!(
+            "sqlite://{}",
+            args.data.clone().unwrap_or_else(default_data_dir).display()
+        ),
     };
     // SQLite: one process owns the data folder (its lock); PostgreSQL is shared.
     let mut _lock = None;

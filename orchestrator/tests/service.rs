@@ -19,6 +19,29 @@ use patchbay::scripted::{Script, ScriptedError, Turn};
 use patchbay_orchestrator::store::{JobKind, JobStatus, Page};
 use patchbay_orchestrator::{OrchestratorError, ResumeRequest, StartRequest};
 
+use common::backend::Backend;
+
+on_both_backends!(
+    sync_start_returns_the_finished_report_with_the_result,
+    async_start_returns_at_once_and_the_run_then_finishes,
+    a_sync_start_past_the_wait_limit_answers_with_the_job_and_the_run_goes_on,
+    each_run_knows_its_own_session_name_and_works_in_its_project_folder,
+    resume_continues_the_same_conversation,
+    a_resume_queued_while_the_session_runs_waits_for_the_run,
+    status_with_wait_returns_when_the_run_ends_and_at_once_when_settled,
+    result_is_an_error_while_running_and_the_text_after,
+    unknown_sessions_existing_names_and_bad_names_are_refused_clearly,
+    callback_resumes_the_parent_with_the_childs_result,
+    callback_to_a_running_parent_waits_for_its_run_then_runs,
+    callback_after_a_failed_child_carries_the_error,
+    a_cancelled_run_leaves_the_conversation_as_it_was,
+    cancelling_a_running_job_ends_it_and_its_session_cancelled,
+    deleting_a_running_session_stops_its_run,
+    cancelling_a_pending_job_works_and_an_ended_one_is_an_error,
+    a_hundred_async_starts_at_once_all_finish,
+    shutdown_cancels_a_running_job_with_the_reason,
+);
+
 fn start(name: &str, prompt: &str) -> StartRequest {
     StartRequest {
         session_name: name.to_owned(),
@@ -42,9 +65,10 @@ fn resume(name: &str, prompt: &str) -> ResumeRequest {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn sync_start_returns_the_finished_report_with_the_result() -> TestResult {
-    let h = Harness::start(vec![answering("greeter", "Hi there, parent.")], 2).await?;
+async fn sync_start_returns_the_finished_report_with_the_result(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(backend, vec![answering("greeter", "Hi there, parent.")], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let report = ended(within("sync start", o.start_session(start_on("s1", "greeter", "hello"))).await??)?;
@@ -68,10 +92,11 @@ async fn sync_start_returns_the_finished_report_with_the_result() -> TestResult 
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn async_start_returns_at_once_and_the_run_then_finishes() -> TestResult {
-    let g = gate("async-start");
-    let h = Harness::start(vec![echo("held", Some("async-start"))], 2).await?;
+async fn async_start_returns_at_once_and_the_run_then_finishes(backend: Backend) -> TestResult {
+    let g = gate(&format!("async-start-{backend:?}"));
+    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&format!("async-start-{backend:?}")))], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     // The run cannot finish before the gate opens, so the answer came without waiting for it.
@@ -121,11 +146,16 @@ async fn async_start_returns_at_once_and_the_run_then_finishes() -> TestResult {
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_sync_start_past_the_wait_limit_answers_with_the_job_and_the_run_goes_on() -> TestResult {
-    let g = gate("sync-limit");
-    let blueprints = vec![echo("held", Some("sync-limit"))];
-    let h = Harness::start_with(blueprints, 2, |b| b.sync_wait_limit(Duration::from_millis(300))).await?;
+async fn a_sync_start_past_the_wait_limit_answers_with_the_job_and_the_run_goes_on(backend: Backend) -> TestResult {
+    let g = gate(&format!("sync-limit-{backend:?}"));
+    let blueprints = vec![echo("held", Some(&format!("sync-limit-{backend:?}")))];
+    let Some(h) = Harness::start_on_with(backend, blueprints, 2, |b| {
+        b.sync_wait_limit(Duration::from_millis(300))
+    })
+    .await?
+    else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let job = accepted(within("sync start", o.start_session(start_on("long", "held", "slow work"))).await??)?;
@@ -144,11 +174,12 @@ async fn a_sync_start_past_the_wait_limit_answers_with_the_job_and_the_run_goes_
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn each_run_knows_its_own_session_name_and_works_in_its_project_folder() -> TestResult {
+async fn each_run_knows_its_own_session_name_and_works_in_its_project_folder(backend: Backend) -> TestResult {
     let mut bp = whoami("whoami");
     bp.system = Some("You are a test.".to_owned());
-    let h = Harness::start(vec![bp], 2).await?;
+    let Some(h) = Harness::start_on(backend, vec![bp], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
     std::fs::create_dir_all(h.project.join("sub"))?;
 
@@ -184,9 +215,10 @@ async fn each_run_knows_its_own_session_name_and_works_in_its_project_folder() -
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn resume_continues_the_same_conversation() -> TestResult {
-    let h = Harness::start(vec![echo("echo", None)], 2).await?;
+async fn resume_continues_the_same_conversation(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(backend, vec![echo("echo", None)], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let first = ended(within("start", o.start_session(start_on("talk", "echo", "first prompt"))).await??)?;
@@ -212,10 +244,11 @@ async fn resume_continues_the_same_conversation() -> TestResult {
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_resume_queued_while_the_session_runs_waits_for_the_run() -> TestResult {
-    let g = gate("queued-resume");
-    let h = Harness::start(vec![echo("held", Some("queued-resume"))], 4).await?;
+async fn a_resume_queued_while_the_session_runs_waits_for_the_run(backend: Backend) -> TestResult {
+    let g = gate(&format!("queued-resume-{backend:?}"));
+    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&format!("queued-resume-{backend:?}")))], 4).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let request = StartRequest {
@@ -256,10 +289,11 @@ async fn a_resume_queued_while_the_session_runs_waits_for_the_run() -> TestResul
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn status_with_wait_returns_when_the_run_ends_and_at_once_when_settled() -> TestResult {
-    let g = gate("status-wait");
-    let h = Harness::start(vec![echo("held", Some("status-wait"))], 2).await?;
+async fn status_with_wait_returns_when_the_run_ends_and_at_once_when_settled(backend: Backend) -> TestResult {
+    let g = gate(&format!("status-wait-{backend:?}"));
+    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&format!("status-wait-{backend:?}")))], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let request = StartRequest {
@@ -307,10 +341,11 @@ async fn status_with_wait_returns_when_the_run_ends_and_at_once_when_settled() -
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn result_is_an_error_while_running_and_the_text_after() -> TestResult {
-    let g = gate("result-early");
-    let h = Harness::start(vec![echo("held", Some("result-early"))], 2).await?;
+async fn result_is_an_error_while_running_and_the_text_after(backend: Backend) -> TestResult {
+    let g = gate(&format!("result-early-{backend:?}"));
+    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&format!("result-early-{backend:?}")))], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let request = StartRequest {
@@ -338,9 +373,10 @@ async fn result_is_an_error_while_running_and_the_text_after() -> TestResult {
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn unknown_sessions_existing_names_and_bad_names_are_refused_clearly() -> TestResult {
-    let h = Harness::start(Vec::new(), 1).await?;
+async fn unknown_sessions_existing_names_and_bad_names_are_refused_clearly(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(backend, Vec::new(), 1).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     for error in [
@@ -428,9 +464,16 @@ async fn jobs_of(
     Ok(o.store().list_jobs(Some(session), Page::first(100)).await?)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn callback_resumes_the_parent_with_the_childs_result() -> TestResult {
-    let h = Harness::start(vec![echo("boss-bp", None), answering("helper", "child says 42")], 2).await?;
+async fn callback_resumes_the_parent_with_the_childs_result(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(
+        backend,
+        vec![echo("boss-bp", None), answering("helper", "child says 42")],
+        2,
+    )
+    .await?
+    else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let boss = ended(within("parent", o.start_session(start_on("boss", "boss-bp", "lead"))).await??)?;
@@ -474,17 +517,20 @@ async fn callback_resumes_the_parent_with_the_childs_result() -> TestResult {
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn callback_to_a_running_parent_waits_for_its_run_then_runs() -> TestResult {
-    let g = gate("callback-busy-parent");
-    let h = Harness::start(
+async fn callback_to_a_running_parent_waits_for_its_run_then_runs(backend: Backend) -> TestResult {
+    let g = gate(&format!("callback-busy-parent-{backend:?}"));
+    let Some(h) = Harness::start_on(
+        backend,
         vec![
-            echo("boss-bp", Some("callback-busy-parent")),
+            echo("boss-bp", Some(&format!("callback-busy-parent-{backend:?}"))),
             answering("helper", "child done"),
         ],
         4,
     )
-    .await?;
+    .await?
+    else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let request = StartRequest {
@@ -539,20 +585,23 @@ async fn callback_to_a_running_parent_waits_for_its_run_then_runs() -> TestResul
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn callback_after_a_failed_child_carries_the_error() -> TestResult {
+async fn callback_after_a_failed_child_carries_the_error(backend: Backend) -> TestResult {
     let failing = Script::new(vec![Turn::Fail(ScriptedError::new(
         ErrorKind::InvalidRequest,
         "boom at the model",
     ))]);
-    let h = Harness::start(
+    let Some(h) = Harness::start_on(
+        backend,
         vec![
             echo("boss-bp", None),
             scripted("broken", serde_json::json!({ "script": failing })),
         ],
         2,
     )
-    .await?;
+    .await?
+    else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
     ended(within("parent", o.start_session(start_on("boss", "boss-bp", "lead"))).await??)?;
 
@@ -585,10 +634,11 @@ async fn callback_after_a_failed_child_carries_the_error() -> TestResult {
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_cancelled_run_leaves_the_conversation_as_it_was() -> TestResult {
-    let g = gate("cancel-keeps");
-    let h = Harness::start(vec![echo("held", Some("cancel-keeps"))], 2).await?;
+async fn a_cancelled_run_leaves_the_conversation_as_it_was(backend: Backend) -> TestResult {
+    let g = gate(&format!("cancel-keeps-{backend:?}"));
+    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&format!("cancel-keeps-{backend:?}")))], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let request = StartRequest {
@@ -630,9 +680,10 @@ async fn a_cancelled_run_leaves_the_conversation_as_it_was() -> TestResult {
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn cancelling_a_running_job_ends_it_and_its_session_cancelled() -> TestResult {
-    let h = Harness::start(vec![stalling("stall")], 2).await?;
+async fn cancelling_a_running_job_ends_it_and_its_session_cancelled(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(backend, vec![stalling("stall")], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let request = StartRequest {
@@ -656,9 +707,10 @@ async fn cancelling_a_running_job_ends_it_and_its_session_cancelled() -> TestRes
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn deleting_a_running_session_stops_its_run() -> TestResult {
-    let h = Harness::start(vec![stalling("stall")], 2).await?;
+async fn deleting_a_running_session_stops_its_run(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(backend, vec![stalling("stall")], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let request = StartRequest {
@@ -685,10 +737,11 @@ async fn deleting_a_running_session_stops_its_run() -> TestResult {
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn cancelling_a_pending_job_works_and_an_ended_one_is_an_error() -> TestResult {
-    let g = gate("cancel-pending");
-    let h = Harness::start(vec![echo("held", Some("cancel-pending"))], 2).await?;
+async fn cancelling_a_pending_job_works_and_an_ended_one_is_an_error(backend: Backend) -> TestResult {
+    let g = gate(&format!("cancel-pending-{backend:?}"));
+    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&format!("cancel-pending-{backend:?}")))], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let request = StartRequest {
@@ -733,9 +786,10 @@ async fn cancelling_a_pending_job_works_and_an_ended_one_is_an_error() -> TestRe
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_hundred_async_starts_at_once_all_finish() -> TestResult {
-    let h = Harness::start(Vec::new(), 4).await?;
+async fn a_hundred_async_starts_at_once_all_finish(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(backend, Vec::new(), 4).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let starts = (0..100).map(|n| {
@@ -769,9 +823,10 @@ async fn a_hundred_async_starts_at_once_all_finish() -> TestResult {
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn shutdown_cancels_a_running_job_with_the_reason() -> TestResult {
-    let h = Harness::start(vec![stalling("stall")], 2).await?;
+async fn shutdown_cancels_a_running_job_with_the_reason(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(backend, vec![stalling("stall")], 2).await? else {
+        return Ok(());
+    };
     let o = h.orchestrator.clone();
 
     let request = StartRequest {

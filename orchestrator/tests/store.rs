@@ -308,7 +308,9 @@ async fn deleting_a_session_cancels_its_waiting_jobs_and_stops_its_run(backend: 
     assert!(store.renew_leases("w", &ids, LEASE).await?.is_empty());
     store.delete_session(&busy.session_id).await?;
     assert_eq!(store.renew_leases("w", &ids, LEASE).await?, ids);
-    let ended = store.finish_job(&running.job_id, JobStatus::Cancelled, Some("cancelled".into())).await?;
+    let ended = store
+        .finish_job(&running.job_id, JobStatus::Cancelled, Some("cancelled".into()))
+        .await?;
     assert_eq!(ended.status, JobStatus::Cancelled);
     Ok(())
 }
@@ -552,7 +554,10 @@ async fn concurrent_claims_never_run_two_jobs_of_a_session(backend: Backend) -> 
     for task in tasks {
         claimed.extend(task.await??);
     }
-    assert!(claimed.iter().all(|(_, active)| *active == 1), "two jobs of a session were active at once");
+    assert!(
+        claimed.iter().all(|(_, active)| *active == 1),
+        "two jobs of a session were active at once"
+    );
     assert_eq!(claimed.len(), 40);
     assert_eq!(claimed.into_iter().map(|(id, _)| id).collect::<HashSet<_>>(), enqueued);
     Ok(())
@@ -575,8 +580,14 @@ async fn leases_are_renewed_while_held_and_settled_when_they_run_out(backend: Ba
     assert_eq!(claim.job_id, started.job_id);
     assert!(claim.lease_until.is_some());
     store.mark_job_running(&started.job_id, "dead").await?;
-    assert_eq!(store.claim_next_job("dead", short).await?.map(|j| j.job_id), Some(waiting.job_id.clone()));
-    assert_eq!(store.claim_next_job("alive", short).await?.map(|j| j.job_id), Some(kept.job_id.clone()));
+    assert_eq!(
+        store.claim_next_job("dead", short).await?.map(|j| j.job_id),
+        Some(waiting.job_id.clone())
+    );
+    assert_eq!(
+        store.claim_next_job("alive", short).await?.map(|j| j.job_id),
+        Some(kept.job_id.clone())
+    );
 
     // Nothing has run out yet.
     assert!(store.expire_leases().await?.is_empty());
@@ -587,7 +598,12 @@ async fn leases_are_renewed_while_held_and_settled_when_they_run_out(backend: Ba
         assert!(store.renew_leases("alive", &alive, short).await?.is_empty());
     }
     // A worker cannot renew a job that is not its own.
-    assert_eq!(store.renew_leases("alive", std::slice::from_ref(&started.job_id), short).await?, [started.job_id.clone()]);
+    assert_eq!(
+        store
+            .renew_leases("alive", std::slice::from_ref(&started.job_id), short)
+            .await?,
+        [started.job_id.clone()]
+    );
 
     let settled = store.expire_leases().await?;
     assert_eq!(settled.failed_jobs, std::slice::from_ref(&started.job_id));
@@ -598,7 +614,10 @@ async fn leases_are_renewed_while_held_and_settled_when_they_run_out(backend: Ba
     assert_eq!(failed.error.as_deref(), Some(LEASE_EXPIRED));
     let session = store.get_session_by_name("started").await?.ok_or("session gone")?;
     assert_eq!(session.status, SessionStatus::Failed);
-    assert_eq!(store.get_job(&kept.job_id).await?.map(|j| j.status), Some(JobStatus::Claimed));
+    assert_eq!(
+        store.get_job(&kept.job_id).await?.map(|j| j.status),
+        Some(JobStatus::Claimed)
+    );
     // Settled once: a second pass finds nothing.
     assert!(store.expire_leases().await?.is_empty());
 
@@ -607,7 +626,10 @@ async fn leases_are_renewed_while_held_and_settled_when_they_run_out(backend: Ba
     assert_eq!(store.renew_leases("dead", &both, short).await?, both);
     assert!(matches!(
         store.finish_job(&started.job_id, JobStatus::Completed, None).await,
-        Err(StoreError::InvalidTransition { from: JobStatus::Failed, .. })
+        Err(StoreError::InvalidTransition {
+            from: JobStatus::Failed,
+            ..
+        })
     ));
     // The job that had not started runs again, elsewhere.
     let again = store.claim_next_job("alive", LEASE).await?.ok_or("not requeued")?;
@@ -635,10 +657,15 @@ async fn a_cancel_request_reaches_the_worker_through_its_renewal(backend: Backen
     assert_eq!(asked.status, JobStatus::Running, "the worker ends it");
     let ids = [run.job_id.clone()];
     assert_eq!(store.renew_leases("w", &ids, LEASE).await?, ids);
-    store.finish_job(&run.job_id, JobStatus::Cancelled, Some("cancelled".into())).await?;
+    store
+        .finish_job(&run.job_id, JobStatus::Cancelled, Some("cancelled".into()))
+        .await?;
     assert!(matches!(
         store.request_cancel(&run.job_id).await,
-        Err(StoreError::InvalidTransition { from: JobStatus::Cancelled, .. })
+        Err(StoreError::InvalidTransition {
+            from: JobStatus::Cancelled,
+            ..
+        })
     ));
     Ok(())
 }
@@ -650,8 +677,15 @@ async fn only_the_claiming_worker_starts_a_job(backend: Backend) -> TestResult {
     store.claim_next_job("mine", LEASE).await?.ok_or("no job")?;
     assert!(matches!(
         store.mark_job_running(&job.job_id, "theirs").await,
-        Err(StoreError::InvalidTransition { from: JobStatus::Claimed, to: JobStatus::Running, .. })
+        Err(StoreError::InvalidTransition {
+            from: JobStatus::Claimed,
+            to: JobStatus::Running,
+            ..
+        })
     ));
-    assert_eq!(store.mark_job_running(&job.job_id, "mine").await?.status, JobStatus::Running);
+    assert_eq!(
+        store.mark_job_running(&job.job_id, "mine").await?.status,
+        JobStatus::Running
+    );
     Ok(())
 }

@@ -19,6 +19,16 @@ use patchbay_orchestrator::tools::agent_session_tools;
 use patchbay_orchestrator::{RunAnswer, StartRequest};
 use serde_json::{Value, json};
 
+use common::backend::Backend;
+
+on_both_backends!(
+    results_over_25000_characters_are_truncated_in_both_formats_and_over_the_tools,
+    the_tools_answer_in_markdown_and_json_and_refuse_other_formats,
+    the_caller_header_makes_the_parent_and_a_resume_by_another_parent_updates_it,
+    a_run_that_starts_a_grandchild_is_recorded_as_its_parent,
+    a_nested_sync_start_with_one_worker_lends_the_slot_and_gets_the_result,
+);
+
 /// A result text of 30,000 characters, some of them two bytes long, in 300 words (each word
 /// is one streamed delta and one stored event: few words keep the test quick).
 fn long_text() -> String {
@@ -36,12 +46,15 @@ fn kept_part(text: &str) -> Fallible<String> {
     Ok(kept.to_owned())
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn results_over_25000_characters_are_truncated_in_both_formats_and_over_the_tools() -> TestResult {
+async fn results_over_25000_characters_are_truncated_in_both_formats_and_over_the_tools(
+    backend: Backend,
+) -> TestResult {
     let full = long_text();
     assert_eq!(full.chars().count(), 30_000);
     let expected: String = full.chars().take(MAX_RESULT_CHARS).collect();
-    let h = Harness::start(vec![answering("long", &full)], 2).await?;
+    let Some(h) = Harness::start_on(backend, vec![answering("long", &full)], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
 
     let request = StartRequest {
@@ -91,9 +104,10 @@ async fn results_over_25000_characters_are_truncated_in_both_formats_and_over_th
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_tools_answer_in_markdown_and_json_and_refuse_other_formats() -> TestResult {
-    let h = Harness::start(vec![answering("greeter", "Hello, boss.")], 2).await?;
+async fn the_tools_answer_in_markdown_and_json_and_refuse_other_formats(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(backend, vec![answering("greeter", "Hello, boss.")], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
     let tools = agent_session_tools(o);
     let names: Vec<&str> = tools.specs().map(|s| s.name.as_str()).collect();
@@ -269,9 +283,10 @@ async fn call_over_mcp(connections: &McpConnections, tool: &str, input: Value) -
     ok_text(&result)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_caller_header_makes_the_parent_and_a_resume_by_another_parent_updates_it() -> TestResult {
-    let h = Harness::start(vec![answering("greeter", "Hello over HTTP.")], 2).await?;
+async fn the_caller_header_makes_the_parent_and_a_resume_by_another_parent_updates_it(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(backend, vec![answering("greeter", "Hello over HTTP.")], 2).await? else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
     let server = within("serve", serve_http(o, HttpOptions::default())).await??;
 
@@ -347,9 +362,11 @@ fn spawner() -> patchbay_orchestrator::blueprint::Blueprint {
     spawner
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_run_that_starts_a_grandchild_is_recorded_as_its_parent() -> TestResult {
-    let h = Harness::start(vec![spawner(), answering("greeter", "Hello, grandparent.")], 2).await?;
+async fn a_run_that_starts_a_grandchild_is_recorded_as_its_parent(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(backend, vec![spawner(), answering("greeter", "Hello, grandparent.")], 2).await?
+    else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
     let server = within("serve", serve_http(o, HttpOptions::default())).await??;
 
@@ -386,13 +403,16 @@ async fn a_run_that_starts_a_grandchild_is_recorded_as_its_parent() -> TestResul
     h.stop().await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_nested_sync_start_with_one_worker_lends_the_slot_and_gets_the_result() -> TestResult {
+async fn a_nested_sync_start_with_one_worker_lends_the_slot_and_gets_the_result(backend: Backend) -> TestResult {
     // One worker: the child's run holds it while its tool call waits for the grandchild. The
     // waiting run lends its slot, so the grandchild runs at once and the child gets its result
     // (without lending, the call would answer only at the 60 s limit with a pending job).
     let blueprints = vec![spawner(), answering("greeter", "Hello, grandparent.")];
-    let h = Harness::start_with(blueprints, 1, |b| b.sync_wait_limit(Duration::from_secs(60))).await?;
+    let Some(h) =
+        Harness::start_on_with(backend, blueprints, 1, |b| b.sync_wait_limit(Duration::from_secs(60))).await?
+    else {
+        return Ok(());
+    };
     let o = &h.orchestrator;
     let server = within("serve", serve_http(o, HttpOptions::default())).await??;
 

@@ -84,7 +84,8 @@ pub const INTERRUPTED: &str = "interrupted: the orchestrator stopped during the 
 
 /// The error of a running job whose worker stopped renewing its lease (it died, hung or lost
 /// the database) until the lease ran out.
-pub const LEASE_EXPIRED: &str = "lost: its worker stopped renewing the job's lease (the worker died or lost the database)";
+pub const LEASE_EXPIRED: &str =
+    "lost: its worker stopped renewing the job's lease (the worker died or lost the database)";
 
 /// How long a claim lasts unless renewed: a dead worker's job is settled this long after its
 /// last renewal.
@@ -220,8 +221,12 @@ pub trait Store: Send + Sync + 'static {
     /// Extends the leases of `worker_id`'s jobs `job_ids` by `lease`; returns those among them
     /// the worker must stop: ended, no longer its own, or asked to stop
     /// ([`Store::request_cancel`]).
-    async fn renew_leases(&self, worker_id: &str, job_ids: &[String], lease: Duration)
-    -> Result<Vec<String>, StoreError>;
+    async fn renew_leases(
+        &self,
+        worker_id: &str,
+        job_ids: &[String],
+        lease: Duration,
+    ) -> Result<Vec<String>, StoreError>;
 
     /// Settles jobs whose lease ran out: a `claimed` one (its run had not started) goes back
     /// to `pending`; a `running` one becomes `failed` with [`LEASE_EXPIRED`] (or `cancelled`

@@ -330,7 +330,6 @@ impl Store for PgStore {
             None => None,
         };
         let finished_at = update.status.filter(|s| s.is_terminal()).map(|_| now);
-        let mut tx = self.pool.begin().await?;
         let row = sqlx::query(concat!(
             "UPDATE sessions SET status = COALESCE($2, status), \
              last_result = COALESCE($3, last_result), \
@@ -349,15 +348,15 @@ impl Store for PgStore {
         .bind(&update.parent_session_name)
         .bind(finished_at)
         .bind(now)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else {
             return Err(StoreError::SessionNotFound(session_id.to_owned()));
         };
-        let session = session_from_row(&row)?;
-        notify(&mut tx, &[Change::Session(session.session_name.clone())]).await?;
-        tx.commit().await?;
-        Ok(session)
+        // No notification: a session's changes that waiters care about come with its jobs'
+        // (a run ends by storing the session, then the job, whose change wakes them once both
+        // are written).
+        session_from_row(&row)
     }
 
     async fn delete_session(&self, session_id: &str) -> Result<Session, StoreError> {
@@ -629,14 +628,12 @@ impl Store for PgStore {
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query(
-                "UPDATE sessions SET status = $2, finished_at = $3, updated_at = $3 WHERE session_name = $1",
-            )
-            .bind(&session_name)
-            .bind(session_status)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+            sqlx::query("UPDATE sessions SET status = $2, finished_at = $3, updated_at = $3 WHERE session_name = $1")
+                .bind(&session_name)
+                .bind(session_status)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
             recovery.failed_jobs.push(job_id);
             recovery.failed_sessions.push(session_name);
         }

@@ -148,10 +148,12 @@ async fn cancel_waiting_jobs(
     .bind(name)
     .execute(&mut *conn)
     .await?;
-    sqlx::query("UPDATE jobs SET cancel_requested = TRUE WHERE status = 'running' AND (?1 IS NULL OR session_name = ?1)")
-        .bind(name)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query(
+        "UPDATE jobs SET cancel_requested = TRUE WHERE status = 'running' AND (?1 IS NULL OR session_name = ?1)",
+    )
+    .bind(name)
+    .execute(&mut *conn)
+    .await?;
     Ok(())
 }
 

@@ -36,7 +36,9 @@ impl TestStore {
             Backend::Postgres => {
                 if !patchbay_pgtemp::available() {
                     if std::env::var("CI").is_ok_and(|v| v == "true") {
-                        return Err("PostgreSQL's binaries are missing (CI installs them: apt-get install postgresql)".into());
+                        return Err(
+                            "PostgreSQL's binaries are missing (CI installs them: apt-get install postgresql)".into(),
+                        );
                     }
                     eprintln!("skipped: PostgreSQL's binaries are missing (apt-get install postgresql)");
                     return Ok(None);
