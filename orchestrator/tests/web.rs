@@ -1,34 +1,32 @@
 //! The web view: logging in and every refusal over plain HTTP, then the pages in a real
 //! browser (headless Chromium driven through chromedriver by fantoccini): the session tree,
 //! a session's text and tool call showing up while the run goes on, resume and cancel
-//! buttons, and a screenshot for the README (`target/web-view.png`).
+//! buttons, and screenshots (`target/web-view.png` for the README, `target/web-index.png`).
 //!
 //! A `harness = false` binary (libtest-mimic, through patchbay-conformance's peers): without
 //! Chromium or chromedriver (`.ci/peers/chromium.sh` installs them) the browser trial shows as
 //! ignored with the reason, and fails when `CI=true`.
 
+#[path = "web/browser.rs"]
+mod browser;
 mod common;
+#[path = "web/drip.rs"]
+mod drip;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Fallible, Harness, TestResult, registry, stalling, within};
-use fantoccini::{Client, ClientBuilder, Locator};
-use patchbay::{
-    Capabilities, ContentBlock, Event, EventStream, ExecutedBy, FinishReason, Message, MetricsRecorder, Provider,
-    ProviderError, ProviderFactory, ProviderInfo, RequestContext, Signal, ToolSet, Usage, async_trait,
-};
+use browser::{Chromedriver, wait_text};
+use common::{Fallible, Harness, TestResult, registry, stalling};
+use drip::{drip_blueprint, hold};
+use fantoccini::{Client, Locator};
 use patchbay_conformance::peers::{self, Peer};
-use patchbay_orchestrator::blueprint::Blueprint;
 use patchbay_orchestrator::http::{HttpOptions, Serving, serve};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 /// The longest any one wait for the browser lasts.
-const PAGE_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const PAGE_WAIT: Duration = Duration::from_secs(30);
 
 fn main() {
     let chromium = program("Chromium", &["chromium", "chromium-browser", "google-chrome"]);
@@ -80,11 +78,7 @@ struct Site {
 impl Site {
     async fn start(hold_name: &str) -> Fallible<Self> {
         let mut registry = registry();
-        registry.register(ProviderFactory {
-            name: "drip",
-            description: "streams text slowly, then reads notes.txt (option hold: wait there before the tool call)",
-            build: build_drip,
-        });
+        registry.register(drip::FACTORY);
         let blueprints = vec![drip_blueprint(hold_name), stalling("stall")];
         let harness = Harness::start_with(blueprints, 2, |builder| builder.registry(registry)).await?;
         std::fs::write(
@@ -139,202 +133,6 @@ impl Site {
     async fn stop(self) -> TestResult {
         self.serving.server.shutdown().await;
         self.harness.stop().await
-    }
-}
-
-/// A blueprint on `drip` with the `read` tool.
-fn drip_blueprint(hold_name: &str) -> Blueprint {
-    Blueprint {
-        provider: "drip".to_owned(),
-        model: "drip-1".to_owned(),
-        tools: vec!["read".to_owned()],
-        ..common::scripted("drip", json!({ "hold": hold_name }))
-    }
-}
-
-/// Where `drip` runs wait before their tool call until the test lets them go.
-#[derive(Debug)]
-struct Hold {
-    permits: tokio::sync::Semaphore,
-    arrived: tokio::sync::watch::Sender<usize>,
-}
-
-/// The hold called `name` (providers are built from options, so they find it by name).
-fn hold(name: &str) -> Arc<Hold> {
-    static HOLDS: LazyLock<Mutex<HashMap<String, Arc<Hold>>>> = LazyLock::new(Default::default);
-    let mut holds = HOLDS.lock().unwrap_or_else(|p| p.into_inner());
-    holds
-        .entry(name.to_owned())
-        .or_insert_with(|| {
-            Arc::new(Hold {
-                permits: tokio::sync::Semaphore::new(0),
-                arrived: tokio::sync::watch::Sender::new(0),
-            })
-        })
-        .clone()
-}
-
-impl Hold {
-    /// Let `n` more runs through.
-    fn release(&self, n: usize) {
-        self.permits.add_permits(n);
-    }
-
-    /// Wait until `n` runs in all have arrived.
-    async fn arrived(&self, n: usize) -> TestResult {
-        let mut arrived = self.arrived.subscribe();
-        within(&format!("{n} runs at the hold"), arrived.wait_for(|k| *k >= n)).await??;
-        Ok(())
-    }
-
-    async fn pass(&self, signal: &Signal) -> Result<(), ProviderError> {
-        self.arrived.send_modify(|k| *k += 1);
-        tokio::select! {
-            permit = self.permits.acquire() => {
-                permit.map_err(|_| ProviderError::cancelled())?.forget();
-                Ok(())
-            }
-            () = signal.cancelled() => Err(ProviderError::cancelled()),
-        }
-    }
-}
-
-/// A provider that streams like a slow model: a prompt gets a thought, text word by word and,
-/// once the hold (when one is set) lets it through, a `read` of `notes.txt`; a tool result
-/// gets an answer quoting it.
-struct Drip {
-    info: ProviderInfo,
-    hold: Option<Arc<Hold>>,
-}
-
-fn build_drip(options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
-    Ok(Arc::new(Drip {
-        info: ProviderInfo::new("drip", Capabilities::none().with_streaming().with_reasoning()),
-        hold: options.get("hold").and_then(Value::as_str).map(hold),
-    }))
-}
-
-#[async_trait]
-impl Provider for Drip {
-    fn info(&self) -> &ProviderInfo {
-        &self.info
-    }
-
-    async fn create_response(
-        &self,
-        messages: &[Message],
-        _tools: &ToolSet,
-        model: &str,
-        signal: &Signal,
-        _context: Option<&RequestContext>,
-    ) -> Result<EventStream, ProviderError> {
-        let last = messages.last().ok_or_else(|| ProviderError::protocol("no messages"))?;
-        let answered = last
-            .content
-            .iter()
-            .any(|block| matches!(block, ContentBlock::ToolResult { .. }));
-        let turn = if answered {
-            let notes = if format!("{last:?}").contains("Sunny") {
-                "sunny, with a light breeze"
-            } else {
-                "nothing"
-            };
-            DripTurn {
-                thought: None,
-                text: format!("The notes say it is {notes}."),
-                hold: None,
-            }
-        } else {
-            DripTurn {
-                thought: Some("The answer is in the notes: read them first.".to_owned()),
-                text: format!("Reading the notes for: {} ", last.text()),
-                hold: self.hold.clone(),
-            }
-        };
-        let (events, stream) = futures::channel::mpsc::unbounded();
-        tokio::spawn(turn.play(model.to_owned(), signal.clone(), events));
-        Ok(Box::pin(stream))
-    }
-}
-
-/// One `drip` answer: played by a task into the stream's channel.
-struct DripTurn {
-    thought: Option<String>,
-    text: String,
-    /// Set for a turn ending in the tool call.
-    hold: Option<Arc<Hold>>,
-}
-
-type Sender = futures::channel::mpsc::UnboundedSender<Result<Event, ProviderError>>;
-
-impl DripTurn {
-    async fn play(self, model: String, signal: Signal, out: Sender) {
-        let mut recorder = MetricsRecorder::start();
-        let mut send = |event: Event| {
-            recorder.observe(&event);
-            out.unbounded_send(Ok(event)).is_ok()
-        };
-        send(Event::Started {
-            response_id: None,
-            model,
-            session_id: None,
-            warnings: Vec::new(),
-        });
-        if let Some(thought) = &self.thought {
-            send(Event::ReasoningDelta {
-                index: 0,
-                text: thought.clone(),
-            });
-        }
-        for word in self.text.split_inclusive(' ') {
-            tokio::time::sleep(Duration::from_millis(40)).await;
-            if signal.is_cancelled()
-                || !send(Event::TextDelta {
-                    index: 1,
-                    text: word.to_owned(),
-                })
-            {
-                let _ = out.unbounded_send(Err(ProviderError::cancelled()));
-                return;
-            }
-        }
-        let calls = self.hold.is_some();
-        if let Some(hold) = &self.hold
-            && let Err(error) = hold.pass(&signal).await
-        {
-            let _ = out.unbounded_send(Err(error));
-            return;
-        }
-        if calls {
-            let input = json!({ "path": "notes.txt" });
-            send(Event::ToolCallStart {
-                id: "call-1".into(),
-                name: "read".into(),
-            });
-            send(Event::ToolCallDelta {
-                id: "call-1".into(),
-                partial_json: input.to_string(),
-            });
-            send(Event::ToolCall {
-                id: "call-1".into(),
-                name: "read".into(),
-                input,
-                executed_by: ExecutedBy::Host,
-            });
-        }
-        let usage = Usage {
-            input: Some(812),
-            output: Some(64),
-            ..Usage::default()
-        };
-        send(Event::Usage(usage));
-        let reason = if calls {
-            FinishReason::ToolUse
-        } else {
-            FinishReason::Stop
-        };
-        let metrics = recorder.finish();
-        let _ = out.unbounded_send(Ok(Event::Finish { reason, usage, metrics }));
     }
 }
 
@@ -516,102 +314,18 @@ async fn login_and_refusals_over_http() -> TestResult {
 
 // ---- the pages in a browser ------------------------------------------------------------------
 
-/// chromedriver as a child process in a process group of its own (with the browsers it
-/// starts), killed on drop, also when the test fails.
-struct Chromedriver {
-    child: Child,
-    port: u16,
-}
-
-impl Chromedriver {
-    fn start(path: &Path) -> Fallible<Self> {
-        use std::os::unix::process::CommandExt;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let child = Command::new(path)
-            .arg(format!("--port={port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()?;
-        Ok(Self { child, port })
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Wait until it answers `/status`.
-    async fn ready(&self) -> TestResult {
-        let client = patchbay_http::client_builder()
-            .timeout(Duration::from_secs(2))
-            .build()?;
-        let status = format!("{}/status", self.url());
-        within("chromedriver answers", async {
-            while !client.get(&status).send().await.is_ok_and(|r| r.status().is_success()) {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
-        .await
-    }
-
-    /// A headless Chromium session.
-    async fn browser(&self, chromium: &Path) -> Fallible<Client> {
-        let mut capabilities = serde_json::Map::new();
-        capabilities.insert(
-            "goog:chromeOptions".to_owned(),
-            json!({
-                "binary": chromium,
-                "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                         "--window-size=1280,1400", "--hide-scrollbars"],
-            }),
-        );
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        Ok(ClientBuilder::new(connector)
-            .capabilities(capabilities)
-            .connect(&self.url())
-            .await?)
-    }
-}
-
-impl Drop for Chromedriver {
-    fn drop(&mut self) {
-        if let Some(group) = rustix::process::Pid::from_raw(self.child.id() as i32) {
-            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The text of every element matching `css`, once it contains `needle` (bounded).
-async fn wait_text(browser: &Client, css: &str, needle: &str) -> Fallible<String> {
-    let deadline = Instant::now() + PAGE_WAIT;
-    loop {
-        let mut seen = String::new();
-        for element in browser.find_all(Locator::Css(css)).await? {
-            // An element the page just re-rendered is gone: the next look finds its successor.
-            if let Ok(text) = element.text().await {
-                seen.push_str(&text);
-                seen.push('\n');
-            }
-        }
-        if seen.contains(needle) {
-            return Ok(seen);
-        }
-        if Instant::now() > deadline {
-            return Err(format!("`{needle}` never showed in `{css}` within {PAGE_WAIT:?}; it showed:\n{seen}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Where the screenshot goes: `$CARGO_TARGET_DIR/web-view.png`, else `target/` of the workspace.
-fn screenshot_path() -> PathBuf {
+/// Save a screenshot of the page as `name` in `$CARGO_TARGET_DIR`, else in `target/` of the
+/// workspace.
+async fn screenshot(browser: &Client, name: &str) -> TestResult {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("web-view.png")
+    std::fs::create_dir_all(&target)?;
+    browser.execute("window.scrollTo(0, 0)", Vec::new()).await?;
+    let path = target.join(name);
+    std::fs::write(&path, browser.screenshot().await?)?;
+    println!("screenshot: {}", path.display());
+    Ok(())
 }
 
 async fn browser_shows_a_run_live(chromium: &Path, driver: &Path) -> TestResult {
@@ -699,14 +413,7 @@ async fn drive(site: &Site, browser: &Client) -> TestResult {
     .await?;
     wait_text(browser, "#events .run:nth-of-type(2) .run-footer", "finished: stop").await?;
     wait_text(browser, "#app .title-row", "finished").await?;
-    browser.execute("window.scrollTo(0, 0)", Vec::new()).await?;
-    let png = browser.screenshot().await?;
-    let path = screenshot_path();
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&path, png)?;
-    println!("screenshot: {}", path.display());
+    screenshot(browser, "web-view.png").await?;
 
     // Cancel the stalled child from its page.
     browser.goto(&site.url("/web/sessions/by-name/notes-helper")).await?;
@@ -719,5 +426,10 @@ async fn drive(site: &Site, browser: &Client) -> TestResult {
     wait_text(browser, "#app .jobs", "cancelled").await?;
     let job = site.get(&format!("/jobs/{child}")).await?;
     assert_eq!(job["status"], "cancelled", "{job}");
+
+    // Back on the sessions: both ended, the cancelled one too.
+    browser.goto(&site.url("/")).await?;
+    wait_text(browser, "#sessions tbody", "cancelled").await?;
+    screenshot(browser, "web-index.png").await?;
     Ok(())
 }

@@ -110,6 +110,15 @@ function shorten(text, max) {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
+// The end of a long path, which tells folders apart: `…/work/project`.
+function shortPath(path, max = 40) {
+  if (!path || path.length <= max) return path || "";
+  const parts = path.split("/");
+  let tail = parts.pop();
+  while (parts.length && tail.length + parts[parts.length - 1].length + 1 <= max - 2) tail = `${parts.pop()}/${tail}`;
+  return `…/${tail}`;
+}
+
 function setLive(text, kind) {
   const live = document.getElementById("live");
   live.textContent = text;
@@ -203,7 +212,7 @@ function sessionTree(sessions) {
     rows.push(el("tr", { "data-session": session.session_name }, name,
       el("td", {}, badge(session.status)),
       el("td", { text: session.agent_name }),
-      el("td", { class: "path", title: session.project_dir || "", text: session.project_dir || "" }),
+      el("td", { class: "path", title: session.project_dir || "", text: shortPath(session.project_dir) }),
       el("td", {}, when(session.created_at))));
     for (const child of children.get(session.session_name) || []) visit(child, depth + 1);
   };

@@ -47,7 +47,9 @@
 //!   plain cross-site form cannot, and a cross-site script would need a CORS preflight that is
 //!   never granted), and any request with the cookie that has an `Origin` header must name
 //!   the host it was sent to (`http://127.0.0.1:<port>`), with no `Sec-Fetch-Site:
-//!   cross-site`. The cookie opens the JSON API only, never `/mcp`.
+//!   cross-site`. `SameSite=Strict` alone would not do: a page on another port of
+//!   `127.0.0.1` is the same site, so the browser sends it the cookie. The cookie opens the
+//!   JSON API only, never `/mcp`. The API has no `GET` that changes anything.
 //! - **The `Host` check applies to the cookie and to the public routes**: the listener asks
 //!   the cookie check only for requests whose `Host` is its own `127.0.0.1:<port>` or
 //!   `localhost:<port>`, and answers `403` on the login and asset routes otherwise (DNS
