@@ -33,8 +33,10 @@ pub(crate) struct Served {
     pub(crate) api: String,
     /// The bearer token.
     pub(crate) token: String,
-    /// The data folder, as printed.
+    /// The data folder, as printed (empty on PostgreSQL).
     pub(crate) data: String,
+    /// The database URL, as printed (password hidden; empty on SQLite).
+    pub(crate) database: String,
 }
 
 impl Served {
@@ -46,6 +48,17 @@ impl Served {
         if let Some(dir) = blueprints {
             command.arg("--blueprints").arg(dir);
         }
+        Self::spawn(command, extra, log).await
+    }
+
+    /// Start `serve ARGS...` (a `--database` instead of `--data`, say), as [`Served::start`].
+    pub(crate) async fn start_with_args(args: &[&str], log: &Path) -> Self {
+        let mut command = Command::new(BIN);
+        command.arg("serve");
+        Self::spawn(command, args, log).await
+    }
+
+    async fn spawn(mut command: Command, extra: &[&str], log: &Path) -> Self {
         let stderr = std::fs::File::create(log).unwrap_or_else(|e| panic!("log file {}: {e}", log.display()));
         command
             .args(extra)
@@ -89,6 +102,7 @@ impl Served {
             api: field("api"),
             token: field("token"),
             data: field("data"),
+            database: field("database"),
             child,
             _stdout: stdout,
             log,
