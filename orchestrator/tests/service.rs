@@ -94,7 +94,13 @@ async fn sync_start_returns_the_finished_report_with_the_result(backend: Backend
 
 async fn async_start_returns_at_once_and_the_run_then_finishes(backend: Backend) -> TestResult {
     let g = gate(&format!("async-start-{backend:?}"));
-    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&format!("async-start-{backend:?}")))], 2).await? else {
+    let Some(h) = Harness::start_on(
+        backend,
+        vec![echo("held", Some(&format!("async-start-{backend:?}")))],
+        2,
+    )
+    .await?
+    else {
         return Ok(());
     };
     let o = &h.orchestrator;
@@ -246,7 +252,13 @@ async fn resume_continues_the_same_conversation(backend: Backend) -> TestResult 
 
 async fn a_resume_queued_while_the_session_runs_waits_for_the_run(backend: Backend) -> TestResult {
     let g = gate(&format!("queued-resume-{backend:?}"));
-    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&format!("queued-resume-{backend:?}")))], 4).await? else {
+    let Some(h) = Harness::start_on(
+        backend,
+        vec![echo("held", Some(&format!("queued-resume-{backend:?}")))],
+        4,
+    )
+    .await?
+    else {
         return Ok(());
     };
     let o = &h.orchestrator;
@@ -291,7 +303,13 @@ async fn a_resume_queued_while_the_session_runs_waits_for_the_run(backend: Backe
 
 async fn status_with_wait_returns_when_the_run_ends_and_at_once_when_settled(backend: Backend) -> TestResult {
     let g = gate(&format!("status-wait-{backend:?}"));
-    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&format!("status-wait-{backend:?}")))], 2).await? else {
+    let Some(h) = Harness::start_on(
+        backend,
+        vec![echo("held", Some(&format!("status-wait-{backend:?}")))],
+        2,
+    )
+    .await?
+    else {
         return Ok(());
     };
     let o = &h.orchestrator;
@@ -343,7 +361,13 @@ async fn status_with_wait_returns_when_the_run_ends_and_at_once_when_settled(bac
 
 async fn result_is_an_error_while_running_and_the_text_after(backend: Backend) -> TestResult {
     let g = gate(&format!("result-early-{backend:?}"));
-    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&format!("result-early-{backend:?}")))], 2).await? else {
+    let Some(h) = Harness::start_on(
+        backend,
+        vec![echo("held", Some(&format!("result-early-{backend:?}")))],
+        2,
+    )
+    .await?
+    else {
         return Ok(());
     };
     let o = &h.orchestrator;
@@ -636,7 +660,13 @@ async fn callback_after_a_failed_child_carries_the_error(backend: Backend) -> Te
 
 async fn a_cancelled_run_leaves_the_conversation_as_it_was(backend: Backend) -> TestResult {
     let g = gate(&format!("cancel-keeps-{backend:?}"));
-    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&format!("cancel-keeps-{backend:?}")))], 2).await? else {
+    let Some(h) = Harness::start_on(
+        backend,
+        vec![echo("held", Some(&format!("cancel-keeps-{backend:?}")))],
+        2,
+    )
+    .await?
+    else {
         return Ok(());
     };
     let o = &h.orchestrator;
@@ -739,7 +769,13 @@ async fn deleting_a_running_session_stops_its_run(backend: Backend) -> TestResul
 
 async fn cancelling_a_pending_job_works_and_an_ended_one_is_an_error(backend: Backend) -> TestResult {
     let g = gate(&format!("cancel-pending-{backend:?}"));
-    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&format!("cancel-pending-{backend:?}")))], 2).await? else {
+    let Some(h) = Harness::start_on(
+        backend,
+        vec![echo("held", Some(&format!("cancel-pending-{backend:?}")))],
+        2,
+    )
+    .await?
+    else {
         return Ok(());
     };
     let o = &h.orchestrator;
