@@ -9,11 +9,25 @@
 //! - [`names`]: session-name rules.
 //! - [`notify`]: per-session wake-ups, so nobody polls.
 //! - [`format`](mod@format): answers in markdown or JSON, long results truncated.
-//! - [`store`]: sessions, jobs and events behind one trait; SQLite through sqlx first.
+//! - [`store`]: sessions, jobs and events behind one trait: SQLite (embedded, the default) or
+//!   PostgreSQL (shared by several processes on several machines).
+//! - [`web`]: the live web view served beside the API.
 //!
 //! # Decisions
-//! - **One process per data directory**: the binary locks `<data>/orchestrator.lock`, since
-//!   wake-ups are in-process. (PostgreSQL with several workers is the next step.)
+//! - **SQLite: one process per data directory**: the binary locks `<data>/orchestrator.lock`,
+//!   since its wake-ups are in-process. **PostgreSQL: any number of processes**: `serve`
+//!   processes take requests (`--workers 0` leaves the runs to others), `worker` processes only
+//!   run jobs; they wake each other with `LISTEN/NOTIFY` ([`store::Change`]).
+//! - **Leases**: a claimed job carries its process's worker id and a lease (default 30 s,
+//!   `--lease`), renewed every third of it while the run goes on. Every process settles
+//!   leases that ran out: a job whose run had started ends `failed` with
+//!   [`store::LEASE_EXPIRED`] (with its session); one that had not is queued again. A process
+//!   whose renewal finds its job gone, taken or asked to stop cancels the run, so a job never
+//!   runs in two places at once; the partial unique index `jobs_one_active_per_session` makes
+//!   the database refuse two active jobs of one session.
+//! - **Cancelling across processes**: cancelling or deleting a job another process runs marks
+//!   it (`cancel_requested`) and announces it; that process cancels the run at the
+//!   notification, or at its next renewal if the notification was lost.
 //! - **A failed or cancelled run keeps the conversation as it was** before the run: the next
 //!   resume continues from the last finished run (the failed prompt stays in the job history
 //!   and the events).

@@ -9,15 +9,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use patchbay_orchestrator::blueprint::Blueprints;
-use patchbay_orchestrator::http::{HttpOptions, serve_http, serve_stdio};
+use patchbay_orchestrator::http::{HttpOptions, serve, serve_http, serve_stdio};
 use patchbay_orchestrator::store::{SqliteStore, Store};
 use patchbay_orchestrator::{DEFAULT_WORKERS, Orchestrator};
 
 const USAGE: &str = "\
 usage: patchbay-orchestrator <serve|mcp|worker> [options]
 
-  serve   serve the MCP endpoint and the JSON API on 127.0.0.1 until Ctrl-C or SIGTERM;
-          prints the MCP URL, the API URL and the bearer token
+  serve   serve the MCP endpoint, the JSON API and the web view on 127.0.0.1 until Ctrl-C or
+          SIGTERM; prints the MCP URL, the API URL, the bearer token, the data folder (or the
+          database) and a one-time login link for the web view
   mcp     serve the MCP tools over stdin/stdout (for `claude mcp add ... -- patchbay-orchestrator mcp`);
           the caller's session name is AGENT_SESSION_NAME
   worker  only run jobs of a shared store (--database postgres://...): no MCP, no API;
@@ -197,6 +198,9 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.mode == Mode::Worker && !store.is_shared() {
         return Err("`worker` needs a shared store: --database postgres://...".into());
     }
+    if args.workers == 0 && !store.is_shared() {
+        return Err("--workers 0 leaves the runs to `worker` processes, which need a shared store: --database postgres://...".into());
+    }
     let mut builder = Orchestrator::builder(store, blueprints)
         .workers(args.workers)
         .lease(args.lease)
@@ -214,7 +218,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             .ok()
             .filter(|t| !t.is_empty()),
     };
-    let server = serve_http(&orchestrator, options).await?;
+    let serving = serve(&orchestrator, options).await?;
+    let server = serving.server;
     match args.mode {
         Mode::Serve => {
             let api = server.url().trim_end_matches("/mcp").to_owned();
@@ -225,6 +230,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 Some(dir) => println!("data: {dir}"),
                 None => println!("database: {}", redact_password(&database)),
             }
+            // A one-time link: opening it logs the browser in to the web view.
+            println!("web: {}", serving.web.login_url());
             tracing::info!(mcp = %server.url(), api = %api, workers = args.workers, "serving; Ctrl-C or SIGTERM stops");
             stop_signal().await;
         }

@@ -1,4 +1,6 @@
-//! Sessions, jobs and events behind one trait, [`Store`]; the first backend is [`SqliteStore`].
+//! Sessions, jobs and events behind one trait, [`Store`], on two backends: [`SqliteStore`] (the
+//! embedded default, one process) and [`PgStore`] (several processes on several machines);
+//! [`open`] picks one by URL.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), patchbay_orchestrator::store::StoreError> {
@@ -40,22 +42,28 @@
 //!   later use `JSONB` behind the same trait without changing the types here.
 //! - **Queue order is insertion order**: `jobs.seq` is an autoincrement key, and claiming orders
 //!   by it alone (timestamps tie within a millisecond and wall clocks can go backwards).
-//! - **Claiming is one statement**: `UPDATE jobs SET status = 'claimed' ... WHERE job_id =
-//!   (SELECT ... oldest pending job whose session has no claimed or running job) AND status =
-//!   'pending' RETURNING ...`. One job at a time per session, in order. SQLite runs it under its
-//!   single writer lock, so concurrent claims never take the same job. The outer `status =
-//!   'pending'` makes the statement safe under PostgreSQL's READ COMMITTED too, where the
-//!   sub-select should add `FOR UPDATE SKIP LOCKED`; two PostgreSQL workers could still claim
-//!   two jobs of one session at once, so that backend needs a per-session guard (an advisory
-//!   lock or a partial unique index on running jobs per session) — noted for the next issue.
+//! - **Claiming**: the oldest pending job whose session has no claimed or running job, one job
+//!   at a time per session, in order. SQLite: one `UPDATE ... WHERE job_id = (SELECT ...)
+//!   RETURNING` under its single writer lock. PostgreSQL: `SELECT ... FOR UPDATE SKIP LOCKED`
+//!   then `UPDATE` in one transaction. On both, the partial unique index
+//!   `jobs_one_active_per_session` refuses a second claimed or running job of a session (two
+//!   PostgreSQL workers picking two jobs of one session in the same instant: the second
+//!   claims again).
+//! - **Leases** (`jobs.lease_until`, see [`Store::renew_leases`], [`Store::expire_leases`]):
+//!   PostgreSQL reads the database's clock for them, so skewed machines agree.
+//! - **Wake-ups across processes**: PostgreSQL sends `NOTIFY` in the transaction that made a
+//!   change (delivered only on commit); [`Store::changes`] yields them. A session's own update
+//!   sends none: waiters care about a run's end, announced by its job's update, written after
+//!   the session's.
 //! - **Event numbers per session** come from a counter on the session row (`UPDATE sessions SET
 //!   event_seq = event_seq + n ... RETURNING event_seq`), which also checks that the session
 //!   exists and serializes appends in both databases; events are deleted with their session.
 //! - **Jobs outlive their session**: deleting a session cancels its pending and claimed jobs in
 //!   the same transaction and keeps job history. Stopping a running job is the runtime's work
 //!   (through the run's `Signal`); it then calls [`Store::finish_job`].
-//! - **Migrations live per backend** (`migrations/sqlite/`), since DDL for autoincrement keys
-//!   differs; the queries themselves use only portable SQL plus `RETURNING` (both databases).
+//! - **Migrations live per backend** (`migrations/sqlite/`, `migrations/postgres/`), since DDL
+//!   for autoincrement keys differs. The queries are written per backend too (placeholders,
+//!   `NOTIFY`, `UNNEST` for event batches), while rows decode through one shared module.
 //! - **Durability**: WAL with `synchronous = NORMAL`: a committed transaction survives a kill -9
 //!   of the process (the WAL is in the OS cache); only a power loss can drop the last commits.
 //! - **Bad data is an error**: an unknown status text or broken JSON in a row is
