@@ -16,7 +16,7 @@ mod drip;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use browser::{Chromedriver, wait_text};
+use browser::{Chromedriver, click, texts, wait_text};
 use common::{Fallible, Harness, TestResult, registry, stalling};
 use drip::{drip_blueprint, hold};
 use fantoccini::{Client, Locator};
@@ -362,16 +362,13 @@ async fn drive(site: &Site, browser: &Client) -> TestResult {
 
     // The tree: the child right under its parent.
     wait_text(browser, "#sessions tbody", "notes-helper").await?;
-    let mut rows = Vec::new();
-    for row in browser.find_all(Locator::Css("#sessions tbody tr")).await? {
-        rows.push(row.text().await?);
-    }
+    let rows = texts(browser, "#sessions tbody tr").await?;
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert!(rows[0].starts_with("weather-report"), "{rows:?}");
     assert!(rows[1].starts_with("└ notes-helper"), "{rows:?}");
 
     // The session page shows the text while the run waits before its tool call...
-    browser.find(Locator::LinkText("weather-report")).await?.click().await?;
+    click(browser, Locator::LinkText("weather-report")).await?;
     hold.arrived(1).await?;
     let before = wait_text(
         browser,
@@ -417,12 +414,7 @@ async fn drive(site: &Site, browser: &Client) -> TestResult {
 
     // Cancel the stalled child from its page.
     browser.goto(&site.url("/web/sessions/by-name/notes-helper")).await?;
-    let button = browser
-        .wait()
-        .at_most(PAGE_WAIT)
-        .for_element(Locator::Css(&format!("button.cancel[data-job='{child}']")))
-        .await?;
-    button.click().await?;
+    click(browser, Locator::Css(&format!("button.cancel[data-job='{child}']"))).await?;
     wait_text(browser, "#app .jobs", "cancelled").await?;
     let job = site.get(&format!("/jobs/{child}")).await?;
     assert_eq!(job["status"], "cancelled", "{job}");

@@ -100,3 +100,31 @@ pub(crate) async fn wait_text(browser: &Client, css: &str, needle: &str) -> Fall
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// The text of each element matching `css`, read in one go (the page re-renders its lists
+/// every few seconds, so elements found one by one may be gone when read).
+pub(crate) async fn texts(browser: &Client, css: &str) -> Fallible<Vec<String>> {
+    let value = browser
+        .execute(
+            "return Array.from(document.querySelectorAll(arguments[0]), (e) => e.innerText);",
+            vec![json!(css)],
+        )
+        .await?;
+    Ok(serde_json::from_value(value)?)
+}
+
+/// Click what `locator` finds, looking again while the page re-renders it (bounded).
+pub(crate) async fn click(browser: &Client, locator: Locator<'_>) -> TestResult {
+    let deadline = Instant::now() + PAGE_WAIT;
+    loop {
+        let clicked = match browser.find(locator).await {
+            Ok(element) => element.click().await,
+            Err(error) => Err(error),
+        };
+        match clicked {
+            Ok(()) => return Ok(()),
+            Err(_) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(error) => return Err(format!("cannot click {locator:?}: {error}").into()),
+        }
+    }
+}
