@@ -323,3 +323,122 @@ async fn three_workers_one_killed_every_job_ends_exactly_once() {
     let (status, log) = serve.terminate(Duration::from_secs(30)).await;
     assert!(status.is_some_and(|s| s.success()), "{status:?}\n{log}");
 }
+
+/// A run that streams a word, then stalls until cancelled.
+const STALLING: &str = r#"
+name = "stall"
+description = "Streams a word, then stalls until cancelled."
+provider = "scripted"
+model = "scripted"
+tools = []
+
+[provider_options.script]
+turns = [{ type = "respond", parts = [{ type = "text", text = "Working " }], end = { type = "stall" } }]
+"#;
+
+/// Cancelling through `serve` a job a worker process runs stops that run at once (the
+/// notification reaches the worker), and so does deleting a session a worker runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_and_delete_through_serve_stop_a_run_in_a_worker_process() {
+    if !patchbay_pgtemp::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "PostgreSQL's binaries are missing (CI installs them: apt-get install postgresql)"
+        );
+        eprintln!("skipped: PostgreSQL's binaries are missing (apt-get install postgresql)");
+        return;
+    }
+    let server = tokio::task::spawn_blocking(patchbay_pgtemp::PgServer::shared)
+        .await
+        .unwrap()
+        .unwrap();
+    let url = tokio::task::spawn_blocking(move || server.create_database("cancel"))
+        .await
+        .unwrap()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let blueprints = dir.path().join("blueprints");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&blueprints).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(blueprints.join("stall.toml"), STALLING).unwrap();
+    let blueprints_arg = blueprints.to_string_lossy().into_owned();
+    let serve = Served::start_with_args(
+        &["--database", &url, "--blueprints", &blueprints_arg, "--workers", "0"],
+        &dir.path().join("serve.log"),
+    )
+    .await;
+    // A long lease: only the notification can stop the run quickly.
+    let stderr = std::fs::File::create(dir.path().join("worker.log")).unwrap();
+    let mut worker = Command::new(BIN)
+        .args([
+            "worker",
+            "--database",
+            &url,
+            "--blueprints",
+            &blueprints_arg,
+            "--lease",
+            "120",
+        ])
+        .arg("--project-dir")
+        .arg(&project)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(stderr))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    for name in ["to-cancel", "to-delete"] {
+        let body = json!({"type": "start_session", "session_name": name, "prompt": "go", "agent_name": "stall"});
+        let (status, job) = serve.api_send(reqwest::Method::POST, "/jobs", Some(&body)).await;
+        assert_eq!(status, 201, "{job}");
+        let job_id = job["job_id"].as_str().unwrap().to_owned();
+        let began = Instant::now();
+        loop {
+            let (_, job) = serve.api_get(&format!("/jobs/{job_id}")).await;
+            if job["status"] == "running" {
+                break;
+            }
+            assert!(began.elapsed() < Duration::from_secs(60), "never ran: {job}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let began = Instant::now();
+        if name == "to-cancel" {
+            let (status, job) = serve
+                .api_send(reqwest::Method::POST, &format!("/jobs/{job_id}/cancel"), None)
+                .await;
+            assert_eq!(status, 200, "{job}");
+            assert_eq!(job["status"], "cancelled", "{job}");
+        } else {
+            let (_, session) = serve.api_get(&format!("/sessions/by-name/{name}")).await;
+            let id = session["session_id"].as_str().unwrap_or_else(|| panic!("{session}")).to_owned();
+            let (status, _) = serve
+                .api_send(reqwest::Method::DELETE, &format!("/sessions/{id}"), None)
+                .await;
+            assert_eq!(status, 200);
+            loop {
+                let (_, job) = serve.api_get(&format!("/jobs/{job_id}")).await;
+                if job["status"] == "cancelled" {
+                    break;
+                }
+                assert!(began.elapsed() < Duration::from_secs(20), "the run went on: {job}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "took {:?} (lease 120 s)",
+            began.elapsed()
+        );
+    }
+    let pid = rustix::process::Pid::from_raw(worker.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), worker.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let (status, log) = serve.terminate(Duration::from_secs(30)).await;
+    assert!(status.is_some_and(|s| s.success()), "{status:?}\n{log}");
+}
