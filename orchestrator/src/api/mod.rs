@@ -1,6 +1,7 @@
 //! The JSON HTTP API, served beside `/mcp` on the same loopback listener, behind the same
 //! bearer token (`Authorization: Bearer <token>`) and connection limits (see
-//! [`crate::http::serve_http`]).
+//! [`crate::http::serve`]). A browser logged in to the web view uses its session cookie
+//! instead, with a CSRF header on every `POST` and `DELETE` (see [`crate::web`]).
 //!
 //! | Endpoint | Answer |
 //! |---|---|
