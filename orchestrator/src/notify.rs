@@ -49,10 +49,14 @@ impl Notifier {
         *self.sender(session).borrow()
     }
 
-    /// Record a change of the session and wake everyone waiting on it.
+    /// Record a change of the session and wake everyone waiting on it. A session nobody has
+    /// asked about gets no counter (no one can be waiting on it), so notifications about other
+    /// processes' sessions cost no memory.
     pub fn notify(&self, session: &str) {
-        self.sender(session)
-            .send_modify(|version| *version = version.wrapping_add(1));
+        let sessions = self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(sender) = sessions.get(session) {
+            sender.send_modify(|version| *version = version.wrapping_add(1));
+        }
     }
 
     /// Record a change of every session (after notifications may have been lost).

@@ -65,6 +65,11 @@ async fn many_waiters_of_one_session_all_wake() {
 #[test]
 fn forgetting_drops_only_unwatched_sessions() {
     let notifier = Notifier::new();
+    // A session nobody asked about gets no counter.
+    notifier.notify("unasked");
+    assert!(notifier.is_empty());
+    assert_eq!(notifier.version("gone"), 0);
+    assert_eq!(notifier.version("kept"), 0);
     notifier.notify("gone");
     notifier.notify("kept");
     assert_eq!(notifier.len(), 2);
