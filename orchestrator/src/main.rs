@@ -199,7 +199,10 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         return Err("`worker` needs a shared store: --database postgres://...".into());
     }
     if args.workers == 0 && !store.is_shared() {
-        return Err("--workers 0 leaves the runs to `worker` processes, which need a shared store: --database postgres://...".into());
+        return Err(
+            "--workers 0 leaves the runs to `worker` processes, which need a shared store: --database postgres://..."
+                .into(),
+        );
     }
     let mut builder = Orchestrator::builder(store, blueprints)
         .workers(args.workers)
