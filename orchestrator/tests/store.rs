@@ -602,7 +602,7 @@ async fn leases_are_renewed_while_held_and_settled_when_they_run_out(backend: Ba
         store
             .renew_leases("alive", std::slice::from_ref(&started.job_id), short)
             .await?,
-        [started.job_id.clone()]
+        std::slice::from_ref(&started.job_id)
     );
 
     let settled = store.expire_leases().await?;

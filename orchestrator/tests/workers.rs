@@ -10,7 +10,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "peers/served.rs"]
-#[allow(dead_code)]
 mod served;
 
 use std::collections::{HashMap, HashSet};
