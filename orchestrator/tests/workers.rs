@@ -411,7 +411,10 @@ async fn cancel_and_delete_through_serve_stop_a_run_in_a_worker_process() {
             assert_eq!(job["status"], "cancelled", "{job}");
         } else {
             let (_, session) = serve.api_get(&format!("/sessions/by-name/{name}")).await;
-            let id = session["session_id"].as_str().unwrap_or_else(|| panic!("{session}")).to_owned();
+            let id = session["session_id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{session}"))
+                .to_owned();
             let (status, _) = serve
                 .api_send(reqwest::Method::DELETE, &format!("/sessions/{id}"), None)
                 .await;
