@@ -14,7 +14,7 @@
 mod registry;
 
 pub use patchbay_core::*;
-pub use registry::{BuildFn, KNOWN_PROVIDERS, ProviderFactory, Registry};
+pub use registry::{KNOWN_PROVIDERS, Registry};
 
 /// The core contract crate.
 pub use patchbay_core as core;

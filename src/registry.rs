@@ -1,33 +1,9 @@
 //! Build a provider by name from configuration, among the providers compiled in.
 
-use std::fmt;
 use std::sync::Arc;
 
-use patchbay_core::{Provider, ProviderError};
+use patchbay_core::{Provider, ProviderError, ProviderFactory};
 use serde_json::Value;
-
-/// A function that builds a provider from JSON options.
-pub type BuildFn = fn(&Value) -> Result<Arc<dyn Provider>, ProviderError>;
-
-/// One provider a registry can build.
-#[derive(Clone)]
-pub struct ProviderFactory {
-    /// The name hosts use (`anthropic`, `openrouter`...).
-    pub name: &'static str,
-    /// One line on what it is and which options it reads.
-    pub description: &'static str,
-    /// Builds it.
-    pub build: BuildFn,
-}
-
-impl fmt::Debug for ProviderFactory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProviderFactory")
-            .field("name", &self.name)
-            .field("description", &self.description)
-            .finish_non_exhaustive()
-    }
-}
 
 /// The providers patchbay ships: registry name and the facade's cargo feature that compiles it in.
 pub const KNOWN_PROVIDERS: [(&str, &str); 4] = [
@@ -64,31 +40,13 @@ impl Registry {
         #[allow(unused_mut)]
         let mut registry = Self::new();
         #[cfg(feature = "scripted")]
-        registry.register(ProviderFactory {
-            name: "scripted",
-            description: "deterministic scripted model; options: {\"script\": <Script JSON>} or {\"text\": \"...\"}",
-            build: build_scripted,
-        });
+        registry.register(patchbay_scripted::factory());
         #[cfg(feature = "anthropic")]
-        registry.register(ProviderFactory {
-            name: "anthropic",
-            description: "Anthropic Messages API; options: api_key, auth_token, base_url, version, betas, headers, \
-                          connect_timeout_ms, read_timeout_ms, request_timeout_ms, default_max_tokens \
-                          (on top of ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL)",
-            build: patchbay_anthropic::build,
-        });
+        registry.register(patchbay_anthropic::factory());
         #[cfg(feature = "openrouter")]
-        registry.register(ProviderFactory {
-            name: "openrouter",
-            description: "OpenAI-compatible chat completions; OPENROUTER_API_KEY / OPENAI_API_KEY / OPENAI_BASE_URL, options override",
-            build: build_openrouter,
-        });
+        registry.register(patchbay_openrouter::factory());
         #[cfg(feature = "claude-agent")]
-        registry.register(ProviderFactory {
-            name: "claude-agent",
-            description: "the Claude Code CLI as an agent runtime; PATCHBAY_CLAUDE_CLI or PATH, options override",
-            build: patchbay_claude_agent::build,
-        });
+        registry.register(patchbay_claude_agent::factory());
         registry
     }
 
@@ -122,7 +80,7 @@ impl Registry {
     /// adds it.
     pub fn build(&self, name: &str, options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
         if let Some(factory) = self.factories.iter().find(|f| f.name == name) {
-            return (factory.build)(options);
+            return factory.build(options);
         }
         let compiled = self.names().join(", ");
         Err(ProviderError::config(match Self::feature_for(name) {
@@ -133,26 +91,4 @@ impl Registry {
             None => format!("unknown provider `{name}`; compiled in: {compiled}"),
         }))
     }
-}
-
-#[cfg(feature = "scripted")]
-fn build_scripted(options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
-    use patchbay_scripted::{Script, ScriptedProvider};
-    if let Some(script) = options.get("script") {
-        let script: Script = serde_json::from_value(script.clone())
-            .map_err(|e| ProviderError::config(format!("invalid scripted `script` option: {e}")))?;
-        return Ok(Arc::new(ScriptedProvider::new(script)));
-    }
-    let text = options
-        .get("text")
-        .and_then(Value::as_str)
-        .unwrap_or("Hello from the scripted provider.");
-    Ok(Arc::new(ScriptedProvider::always(text)))
-}
-
-#[cfg(feature = "openrouter")]
-fn build_openrouter(options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
-    Ok(Arc::new(patchbay_openrouter::OpenRouterProvider::from_options(
-        options,
-    )?))
 }

@@ -167,18 +167,22 @@ impl MetricsRecorder {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Count one event.
+    /// Count one event. The clock is read only for the first event and the first text, not
+    /// once per event.
     pub fn observe(&mut self, event: &Event) {
-        let now = self.elapsed_ms();
-        self.metrics.events += 1;
-        self.metrics.first_event_ms.get_or_insert(now);
+        self.metrics.events = self.metrics.events.saturating_add(1);
+        if self.metrics.first_event_ms.is_none() {
+            self.metrics.first_event_ms = Some(self.elapsed_ms());
+        }
         match event {
             Event::TextDelta { text, .. } => {
-                self.metrics.first_text_ms.get_or_insert(now);
-                self.metrics.text_chars += text.chars().count() as u64;
+                if self.metrics.first_text_ms.is_none() {
+                    self.metrics.first_text_ms = Some(self.elapsed_ms());
+                }
+                self.metrics.text_chars = self.metrics.text_chars.saturating_add(text.chars().count() as u64);
             }
             Event::ReasoningDelta { text, .. } => {
-                self.metrics.reasoning_chars += text.chars().count() as u64;
+                self.metrics.reasoning_chars = self.metrics.reasoning_chars.saturating_add(text.chars().count() as u64);
             }
             _ => {}
         }
@@ -187,7 +191,7 @@ impl MetricsRecorder {
     /// The metrics so far, counting the `Finish` event about to be emitted.
     pub fn finish(&self) -> Metrics {
         let mut metrics = self.metrics;
-        metrics.events += 1;
+        metrics.events = metrics.events.saturating_add(1);
         metrics.total_ms = self.elapsed_ms();
         metrics.first_event_ms.get_or_insert(metrics.total_ms);
         metrics

@@ -4,6 +4,7 @@ mod agent;
 mod context;
 mod error;
 mod event;
+mod factory;
 pub mod kit;
 mod message;
 mod provider;
@@ -19,19 +20,15 @@ pub use context::{
     Approval, ApprovalHandler, ApprovalRequest, Extensions, McpServerConfig, McpTransport, RequestContext, Sampling,
     Session, ToolChoice,
 };
-pub use error::{ErrorKind, Facts, Limit, ProviderError, kind_for_status};
-pub use event::{Event, FinishReason, McpFailure, Metrics, MetricsRecorder, Usage, Warning};
+pub use error::{ErrorKind, Facts, Limit, ProviderError};
+pub use event::{Event, FinishReason, McpFailure, Metrics, Usage, Warning};
+pub use factory::{BuildFn, ProviderFactory};
 pub use message::{CacheControl, ContentBlock, ImageSource, Message, Role};
-pub use provider::{
-    Capabilities, ContentBuilder, EventStream, Provider, ProviderExt, ProviderInfo, ProviderResponse,
-    check_conversation,
-};
-pub use retry::{Retry, RetryLayer, RetryPolicy, parse_retry_after};
+pub use provider::{Capabilities, EventStream, Provider, ProviderExt, ProviderInfo, ProviderResponse};
+pub use retry::{Retry, RetryLayer, RetryPolicy};
 pub use signal::Signal;
 pub use sink::{Broadcast, EventBroadcast, EventSink, RunHandle, drive};
-pub use tool::{
-    ExecutedBy, FnTool, Tool, ToolContent, ToolContext, ToolResult, ToolSpec, ToolStatus, parse_input, run_tool,
-};
+pub use tool::{ExecutedBy, FnTool, Tool, ToolContent, ToolContext, ToolResult, ToolSpec, ToolStatus, parse_input};
 pub use toolset::ToolSet;
 pub use validate::{Rule, Validator, Violation, validate};
 

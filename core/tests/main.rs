@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
+use patchbay_core::kit::{ContentBuilder, check_conversation};
 use patchbay_core::{
-    CacheControl, ContentBlock, ContentBuilder, ErrorKind, Event, ExecutedBy, McpServerConfig, McpTransport, Message,
-    ProviderError, RequestContext, RetryPolicy, Role, ToolResult, Usage, check_conversation,
+    CacheControl, ContentBlock, ErrorKind, Event, ExecutedBy, McpServerConfig, McpTransport, Message, ProviderError,
+    RequestContext, RetryPolicy, Role, ToolResult, Usage,
 };
 use serde_json::json;
 

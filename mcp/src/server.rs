@@ -10,7 +10,8 @@ use std::time::Duration;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use patchbay_core::{RequestContext, Signal, ToolContext, ToolSet, run_tool};
+use patchbay_core::kit::run_tool;
+use patchbay_core::{RequestContext, Signal, ToolContext, ToolSet};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,

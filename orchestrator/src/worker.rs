@@ -4,11 +4,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use patchbay::kit::ContentBuilder;
 use patchbay::mcp::McpClientSet;
 use patchbay::tools::{Workspace, coding_tools};
 use patchbay::{
-    Agent, ContentBuilder, ErrorKind, Event, McpServerConfig, McpTransport, Message, ProviderError, RequestContext,
-    Signal, ToolSet,
+    Agent, ErrorKind, Event, McpServerConfig, McpTransport, Message, ProviderError, RequestContext, Signal, ToolSet,
 };
 
 use crate::blueprint::Blueprint;

@@ -11,13 +11,37 @@
 //!   [`read_error_body`] reads a capped, bounded error body.
 //! - [`redact_url`] and [`redirect_error`] keep keys on their host and out of logs.
 //! - [`token_count`] reads a server's usage numbers so no value breaks a stream or a sum.
+//! - [`Secret`] holds a key so no `Debug` shows it; [`request_span`] is the one span name of a
+//!   model call.
+//! - Helpers every provider needs: [`check_conversation`] (input checks before any I/O),
+//!   [`kind_for_status`] and [`parse_retry_after`] (HTTP errors), [`MetricsRecorder`] (the
+//!   `Finish` metrics), [`ContentBuilder`] (events back into content blocks), [`run_tool`]
+//!   (a host tool run with its errors turned into results).
 
 mod counts;
 mod drive;
 mod framing;
 mod redact;
+mod secret;
 
 pub use counts::token_count;
 pub use drive::{Driver, StreamLimits, StreamTranslator, read_error_body, within};
 pub use framing::{Framer, Framing, MAX_LINE_BYTES};
 pub use redact::{redact_serde_message, redact_url, redirect_error};
+pub use secret::Secret;
+
+pub use crate::error::kind_for_status;
+pub use crate::event::MetricsRecorder;
+pub use crate::provider::{ContentBuilder, check_conversation};
+pub use crate::retry::parse_retry_after;
+pub use crate::tool::run_tool;
+
+/// The span every provider opens around one model call: `patchbay.request{provider, model}`.
+///
+/// ```
+/// let span = patchbay_core::kit::request_span("anthropic", "claude-sonnet-4-5");
+/// let _entered = span.enter();
+/// ```
+pub fn request_span(provider: &str, model: &str) -> tracing::Span {
+    tracing::info_span!("patchbay.request", provider = %provider, model = %model)
+}

@@ -132,11 +132,11 @@ impl Harness {
 /// The compiled providers plus `echo`.
 pub(crate) fn registry() -> Registry {
     let mut registry = Registry::compiled();
-    registry.register(ProviderFactory {
-        name: "echo",
-        description: "answers with the conversation it got, as JSON [[role, text], ...]; option gate: hold each call until released",
-        build: build_echo,
-    });
+    registry.register(ProviderFactory::new(
+        "echo",
+        "answers with the conversation it got, as JSON [[role, text], ...]; option gate: hold each call until released",
+        build_echo,
+    ));
     registry
 }
 
@@ -386,7 +386,11 @@ pub(crate) fn called_by(caller: Option<&str>) -> ToolContext {
 /// Call the tool `name` of `tools` as an MCP server would; bounded.
 pub(crate) async fn call(tools: &ToolSet, name: &str, input: Value, cx: &ToolContext) -> Fallible<ToolResult> {
     let tool = tools.get(name).ok_or_else(|| format!("no tool {name}"))?;
-    within(&format!("tool {name}"), patchbay::run_tool(tool.as_ref(), input, cx)).await
+    within(
+        &format!("tool {name}"),
+        patchbay::kit::run_tool(tool.as_ref(), input, cx),
+    )
+    .await
 }
 
 /// The text of a completed tool result, or an error with what it said instead.

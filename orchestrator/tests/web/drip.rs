@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
+use patchbay::kit::MetricsRecorder;
 use patchbay::{
-    Capabilities, ContentBlock, Event, EventStream, ExecutedBy, FinishReason, Message, MetricsRecorder, Provider,
-    ProviderError, ProviderFactory, ProviderInfo, RequestContext, Signal, ToolSet, Usage, async_trait,
+    Capabilities, ContentBlock, Event, EventStream, ExecutedBy, FinishReason, Message, Provider, ProviderError,
+    ProviderFactory, ProviderInfo, RequestContext, Signal, ToolSet, Usage, async_trait,
 };
 use patchbay_orchestrator::blueprint::Blueprint;
 use serde_json::{Value, json};
@@ -15,11 +16,11 @@ use serde_json::{Value, json};
 use crate::common::{TestResult, scripted, within};
 
 /// The factory to register.
-pub(crate) const FACTORY: ProviderFactory = ProviderFactory {
-    name: "drip",
-    description: "streams text slowly, then reads notes.txt (option hold: wait there before the tool call)",
-    build: build_drip,
-};
+pub(crate) const FACTORY: ProviderFactory = ProviderFactory::new(
+    "drip",
+    "streams text slowly, then reads notes.txt (option hold: wait there before the tool call)",
+    build_drip,
+);
 
 /// A blueprint on `drip` with the `read` tool.
 pub(crate) fn drip_blueprint(hold_name: &str) -> Blueprint {

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use patchbay_core::{ErrorKind, ProviderError, kind_for_status};
+use patchbay_core::kit::kind_for_status;
+use patchbay_core::{ErrorKind, ProviderError};
 use reqwest::header::HeaderMap;
 use serde::Deserialize;
 
@@ -53,10 +54,10 @@ struct ErrorBody<'a> {
     request_id: Option<std::borrow::Cow<'a, str>>,
 }
 
-/// How long the server asked us to wait (see [`patchbay_core::parse_retry_after`]).
+/// How long the server asked us to wait (see [`patchbay_core::kit::parse_retry_after`]).
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    patchbay_core::parse_retry_after(header("retry-after-ms"), header("retry-after"))
+    patchbay_core::kit::parse_retry_after(header("retry-after-ms"), header("retry-after"))
 }
 
 /// The request id of a response (`request-id`, or `x-request-id` behind proxies).

@@ -52,3 +52,17 @@ pub use error::{http_error, kind_for_error_type};
 pub use provider::{AnthropicProvider, build};
 pub use request::{DEFAULT_MAX_TOKENS, RequestParts, build_request, tool_result_block};
 pub use translate::{RawEvent, StreamTranslator, Translator, finish_reason};
+
+/// The provider's registry name, the key of its provider options and its span field.
+pub const NAME: &str = "anthropic";
+
+/// The registry entry: builds an [`AnthropicProvider`] from JSON options.
+pub fn factory() -> patchbay_core::ProviderFactory {
+    patchbay_core::ProviderFactory::new(
+        NAME,
+        "Anthropic Messages API; options: api_key, auth_token, base_url, version, betas, headers, \
+         connect_timeout_ms, read_timeout_ms, request_timeout_ms, default_max_tokens \
+         (on top of ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL)",
+        build,
+    )
+}

@@ -5,10 +5,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
+use patchbay_core::kit::check_conversation;
 use patchbay_core::kit::{self, Driver, redact_url};
 use patchbay_core::{
     Capabilities, Event, EventStream, Limit, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal,
-    ToolSet, check_conversation,
+    ToolSet,
 };
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, LOCATION};
 use serde_json::{Value, json};

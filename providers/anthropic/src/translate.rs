@@ -33,10 +33,10 @@ use std::collections::{HashMap, VecDeque};
 /// stream making the translator allocate).
 const MAX_BLOCKS: usize = 65_536;
 
+use patchbay_core::kit::MetricsRecorder;
 use patchbay_core::kit::{self, Framer, Framing};
 use patchbay_core::{
-    Event, ExecutedBy, FinishReason, MetricsRecorder, ProviderError, ToolContent, ToolResult, ToolStatus, Usage,
-    Warning,
+    Event, ExecutedBy, FinishReason, ProviderError, ToolContent, ToolResult, ToolStatus, Usage, Warning,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};

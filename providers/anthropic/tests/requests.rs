@@ -9,9 +9,10 @@ use patchbay_anthropic::{DEFAULT_MAX_TOKENS, build_request, tool_result_block};
 use patchbay_conformance::mock::MockServer;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::{SCENARIO_MODEL, scenario_tools, scenarios};
+use patchbay_core::kit::ContentBuilder;
 use patchbay_core::{
-    Agent, CacheControl, ContentBlock, ContentBuilder, Event, ExecutedBy, ImageSource, Message, RequestContext, Retry,
-    RetryPolicy, Role, Sampling, Signal, Tool, ToolChoice, ToolContent, ToolContext, ToolResult, ToolSet, ToolSpec,
+    Agent, CacheControl, ContentBlock, Event, ExecutedBy, ImageSource, Message, RequestContext, Retry, RetryPolicy,
+    Role, Sampling, Signal, Tool, ToolChoice, ToolContent, ToolContext, ToolResult, ToolSet, ToolSpec,
 };
 use serde_json::{Value, json};
 

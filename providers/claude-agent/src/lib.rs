@@ -27,3 +27,12 @@ pub use config::{
 pub use error::{Error, PROVIDER};
 pub use provider::{ClaudeAgentProvider, build};
 pub use translate::Translator;
+
+/// The registry entry: builds a [`ClaudeAgentProvider`] from JSON options.
+pub fn factory() -> patchbay_core::ProviderFactory {
+    patchbay_core::ProviderFactory::new(
+        PROVIDER,
+        "the Claude Code CLI as an agent runtime; PATCHBAY_CLAUDE_CLI or PATH, options override",
+        build,
+    )
+}

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use patchbay_core::kit::check_conversation;
 use patchbay_core::{
     Capabilities, ErrorKind, EventStream, McpServerConfig, McpTransport, Message, Provider, ProviderError,
     ProviderInfo, RequestContext, Signal, Tool, ToolContext, ToolResult, ToolSet, ToolSpec, Warning,
-    check_conversation,
 };
 use serde_json::{Value, json};
 use tokio::process::Command;

@@ -7,7 +7,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use patchbay_core::{ErrorKind, EventStream, ProviderError, RequestContext, Signal, ToolResult, ToolSet, run_tool};
+use patchbay_core::kit::run_tool;
+use patchbay_core::{ErrorKind, EventStream, ProviderError, RequestContext, Signal, ToolResult, ToolSet};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tracing::Instrument;

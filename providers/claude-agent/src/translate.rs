@@ -25,9 +25,9 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use patchbay_core::kit::{MetricsRecorder, kind_for_status};
 use patchbay_core::{
-    ErrorKind, Event, ExecutedBy, FinishReason, McpFailure, MetricsRecorder, ProviderError, ToolResult, Usage, Warning,
-    kind_for_status,
+    ErrorKind, Event, ExecutedBy, FinishReason, McpFailure, ProviderError, ToolResult, Usage, Warning,
 };
 use serde_json::{Value, json};
 

@@ -360,7 +360,7 @@ async fn session_flags_for_resume_fork_and_a_marked_history() {
     let fake = fake("text_only");
     let provider = fake.provider();
     let (first, _) = collect(&provider, &[Message::user("hi")], &ToolSet::new(), None).await;
-    let mut builder = patchbay_core::ContentBuilder::default();
+    let mut builder = patchbay_core::kit::ContentBuilder::default();
     for event in &first {
         builder.push(event);
     }

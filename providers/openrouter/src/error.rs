@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use patchbay_core::{ErrorKind, ProviderError, kind_for_status};
+use patchbay_core::kit::kind_for_status;
+use patchbay_core::{ErrorKind, ProviderError};
 use serde_json::Value;
 
 use crate::wire::ErrorBody;

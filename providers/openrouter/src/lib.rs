@@ -46,3 +46,12 @@ pub use provider::OpenRouterProvider;
 
 /// The provider's registry name, and the key of its provider options.
 pub const PROVIDER_NAME: &str = "openrouter";
+
+/// The registry entry: builds an [`OpenRouterProvider`] from JSON options.
+pub fn factory() -> patchbay_core::ProviderFactory {
+    patchbay_core::ProviderFactory::new(
+        PROVIDER_NAME,
+        "OpenAI-compatible chat completions; OPENROUTER_API_KEY / OPENAI_API_KEY / OPENAI_BASE_URL, options override",
+        |options| Ok(std::sync::Arc::new(OpenRouterProvider::from_options(options)?)),
+    )
+}

@@ -7,10 +7,11 @@ use std::fmt;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
+use patchbay_core::kit::check_conversation;
 use patchbay_core::kit::{self, Driver, redact_url};
 use patchbay_core::{
     Capabilities, ErrorKind, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext,
-    Signal, ToolSet, check_conversation,
+    Signal, ToolSet,
 };
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
@@ -186,7 +187,7 @@ impl Provider for OpenRouterProvider {
             return Err(tag(kit::redirect_error(status, location.as_deref())));
         }
         if !(200..300).contains(&status) {
-            let retry_after = patchbay_core::parse_retry_after(
+            let retry_after = patchbay_core::kit::parse_retry_after(
                 header(response.headers(), "retry-after-ms").as_deref(),
                 header(response.headers(), "retry-after").as_deref(),
             );

@@ -5,9 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use patchbay_core::kit::{MetricsRecorder, check_conversation};
 use patchbay_core::{
-    Capabilities, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, MetricsRecorder, Provider,
-    ProviderError, ProviderInfo, RequestContext, Signal, ToolSet, Usage, Warning, check_conversation,
+    Capabilities, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, Provider, ProviderError,
+    ProviderInfo, RequestContext, Signal, ToolSet, Usage, Warning,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -438,4 +439,40 @@ mod tests {
         let json = serde_json::to_string(&script).expect("serializes");
         assert_eq!(Script::from_json(&json).expect("parses"), script);
     }
+}
+
+/// The provider's registry name.
+pub const NAME: &str = "scripted";
+
+/// The registry entry: options `{"script": <Script JSON>}` or `{"text": "..."}`.
+pub fn factory() -> patchbay_core::ProviderFactory {
+    patchbay_core::ProviderFactory::new(
+        NAME,
+        "deterministic scripted model; options: {\"script\": <Script JSON>} or {\"text\": \"...\"}",
+        build,
+    )
+}
+
+/// Builds a [`ScriptedProvider`] from JSON options: `{"script": <Script JSON>}` plays the
+/// script, `{"text": "..."}` answers every call with the text; other keys are refused.
+pub fn build(options: &Value) -> Result<std::sync::Arc<dyn Provider>, ProviderError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct ScriptedOptions {
+        script: Option<Script>,
+        text: Option<String>,
+    }
+    let options: ScriptedOptions = match options {
+        Value::Null => ScriptedOptions {
+            script: None,
+            text: None,
+        },
+        options => serde_json::from_value(options.clone())
+            .map_err(|e| ProviderError::config(format!("invalid scripted options: {e}")).with_provider(NAME))?,
+    };
+    Ok(std::sync::Arc::new(match (options.script, options.text) {
+        (Some(script), _) => ScriptedProvider::new(script),
+        (None, Some(text)) => ScriptedProvider::always(text),
+        (None, None) => ScriptedProvider::always("Hello from the scripted provider."),
+    }))
 }
