@@ -5,11 +5,17 @@ pub mod mock;
 mod normalize;
 pub mod peers;
 pub mod raw;
+mod recorded;
+mod requests;
 mod scenario;
 mod snapshot;
 mod suite;
 
-pub use normalize::{LONG_TEXT, Outcome, Recording, normalize, summarize};
+pub use normalize::{LONG_TEXT, Outcome, Recording, normalize, summarize, without_timings};
+pub use recorded::{FixtureRun, run_fixtures};
+pub use requests::snapshot_requests;
 pub use scenario::{CancelAt, Needs, SCENARIO_MODEL, Scenario, huge_text, scenario_tools, scenarios};
 pub use snapshot::{scenario_settings, settings_in, snapshot_root, split_randomly};
-pub use suite::{Baseline, Fixture, FixtureFuture, SCENARIO_TIMEOUT, Target, TrialFailure, check, run_suite, trials};
+pub use suite::{
+    Baseline, Case, Fixture, FixtureFuture, SCENARIO_TIMEOUT, Target, TrialFailure, check, run_suite, trials,
+};

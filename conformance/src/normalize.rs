@@ -2,7 +2,10 @@
 
 use std::collections::HashMap;
 
-use patchbay_core::{ErrorKind, Event, ProviderError, Usage};
+use futures::StreamExt;
+use patchbay_core::{
+    ErrorKind, Event, EventStream, Message, Metrics, Provider, ProviderError, RequestContext, Signal, ToolSet, Usage,
+};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -38,6 +41,76 @@ impl Recording {
     pub fn outcome(&self) -> Outcome {
         normalize(&self.events, self.error.as_ref().map(ProviderError::kind))
     }
+
+    /// Reads a stream to its end: every event, then the error that ended it. Items after an
+    /// error are kept too, so the validator sees a provider that goes on after failing.
+    pub async fn collect(mut stream: EventStream) -> Self {
+        let mut recording = Self::default();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => recording.events.push(event),
+                Err(error) if recording.error.is_none() => recording.error = Some(error),
+                Err(_) => {}
+            }
+        }
+        recording
+    }
+
+    /// One `create_response` call, collected; an error before the stream is the recording's
+    /// error with no events.
+    pub async fn call(
+        provider: &dyn Provider,
+        messages: &[Message],
+        tools: &ToolSet,
+        model: &str,
+        signal: &Signal,
+        context: Option<&RequestContext>,
+    ) -> Self {
+        match provider.create_response(messages, tools, model, signal, context).await {
+            Ok(stream) => Self::collect(stream).await,
+            Err(error) => Self {
+                events: Vec::new(),
+                error: Some(error),
+            },
+        }
+    }
+
+    /// The text of every `TextDelta`, joined.
+    pub fn text(&self) -> String {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                Event::TextDelta { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The events with the `Finish` timings zeroed, for comparing two runs.
+    pub fn without_timings(&self) -> Vec<Event> {
+        without_timings(&self.events)
+    }
+}
+
+/// `events` with the `Finish` timings zeroed (counts kept), for comparing two runs.
+pub fn without_timings(events: &[Event]) -> Vec<Event> {
+    events
+        .iter()
+        .cloned()
+        .map(|event| match event {
+            Event::Finish { reason, usage, metrics } => Event::Finish {
+                reason,
+                usage,
+                metrics: Metrics {
+                    first_event_ms: None,
+                    first_text_ms: None,
+                    total_ms: 0,
+                    ..metrics
+                },
+            },
+            other => other,
+        })
+        .collect()
 }
 
 fn fnv1a(text: &str) -> u64 {

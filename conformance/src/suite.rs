@@ -15,6 +15,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use patchbay_core::{Agent, Capabilities, Event, Provider, ProviderError, Retry, RetryPolicy, Signal};
 use serde::Deserialize;
 
+use crate::mock::{Chunking, MockServer, RecordedRequest, WireFormat};
 use crate::normalize::Recording;
 use crate::scenario::{CancelAt, Needs, SCENARIO_MODEL, Scenario, scenario_tools, scenarios};
 
@@ -46,7 +47,39 @@ impl Fixture {
 /// The future a fixture factory returns.
 pub type FixtureFuture = Pin<Box<dyn Future<Output = Result<Fixture, ProviderError>> + Send>>;
 
-type Factory = Arc<dyn Fn(&Scenario) -> FixtureFuture + Send + Sync>;
+type Factory = Arc<dyn Fn(Case) -> FixtureFuture + Send + Sync>;
+
+/// What a target's factory builds a [`Fixture`] for: one shared scenario, served with one
+/// [`Chunking`] (meaningful for wire providers behind a [`MockServer`]; others ignore it).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Case {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// How a mock server should write the bodies.
+    pub chunking: Chunking,
+}
+
+impl Case {
+    /// A case of `scenario` with the default chunking (one write per frame).
+    pub fn new(scenario: Scenario) -> Self {
+        Self {
+            scenario,
+            chunking: Chunking::default(),
+        }
+    }
+
+    /// A loopback mock server speaking `wire` that serves this case's script with its chunking:
+    /// what most wire providers' factories start, then point the provider at [`MockServer::url`].
+    pub async fn mock(&self, wire: impl WireFormat) -> Result<MockServer, ProviderError> {
+        MockServer::builder(wire)
+            .script(&self.scenario.script)
+            .chunking(self.chunking)
+            .start()
+            .await
+            .map_err(|e| ProviderError::config("cannot start the mock server").with_source(e))
+    }
+}
 
 /// Known gaps of a provider: scenario name to reason. Loaded from `conformance-baseline.toml`.
 ///
@@ -90,12 +123,12 @@ impl Baseline {
         Ok(Self { gaps })
     }
 
-    /// Load a baseline file; a missing file is an empty baseline.
+    /// Load a baseline file. A missing file is an error, not an empty baseline: a wrong path
+    /// must not quietly forgive nothing (write an empty file for a provider without gaps).
     pub fn load(path: impl AsRef<Path>) -> Result<Self, String> {
         match std::fs::read_to_string(path.as_ref()) {
             Ok(text) => Self::parse(&text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(e) => Err(format!("cannot read {}: {e}", path.as_ref().display())),
+            Err(e) => Err(format!("cannot read the baseline {}: {e}", path.as_ref().display())),
         }
     }
 
@@ -105,11 +138,12 @@ impl Baseline {
     }
 }
 
-/// A provider under test: how to build it for a scenario, and what it can do.
+/// A provider under test: how to build it for a [`Case`]. What it can do is read from its
+/// `info()` (one fixture is built to ask), never restated.
 #[derive(Clone)]
 pub struct Target {
     name: String,
-    capabilities: Capabilities,
+    chunkings: Vec<Chunking>,
     mid_stream_cancel: bool,
     factory: Factory,
     baseline: Baseline,
@@ -120,24 +154,35 @@ impl fmt::Debug for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Target")
             .field("name", &self.name)
-            .field("capabilities", &self.capabilities)
+            .field("chunkings", &self.chunkings)
             .field("baseline", &self.baseline)
             .finish_non_exhaustive()
     }
 }
 
 impl Target {
-    /// A target named `name` whose fixtures `factory` builds.
-    pub fn new<F, Fut>(name: impl Into<String>, capabilities: Capabilities, factory: F) -> Self
+    /// A target named `name` whose fixtures `factory` builds, one per [`Case`].
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use patchbay_conformance::{Fixture, Target, run_suite};
+    /// use patchbay_scripted::ScriptedProvider;
+    /// let target = Target::new("scripted", |case| async move {
+    ///     Ok(Fixture::new(Arc::new(ScriptedProvider::new(case.scenario.script.clone()))))
+    /// })
+    /// .with_baseline_file("tests/conformance-baseline.toml");
+    /// run_suite(target)
+    /// ```
+    pub fn new<F, Fut>(name: impl Into<String>, factory: F) -> Self
     where
-        F: Fn(&Scenario) -> Fut + Send + Sync + 'static,
+        F: Fn(Case) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Fixture, ProviderError>> + Send + 'static,
     {
         Self {
             name: name.into(),
-            capabilities,
+            chunkings: vec![Chunking::PerFrame],
             mid_stream_cancel: true,
-            factory: Arc::new(move |scenario| Box::pin(factory(scenario))),
+            factory: Arc::new(move |case| Box::pin(factory(case))),
             baseline: Baseline::default(),
             retry: RetryPolicy::immediate(2),
         }
@@ -149,8 +194,8 @@ impl Target {
         self
     }
 
-    /// Load the baseline from a file (panics with a clear message on a malformed file: a test
-    /// setup error).
+    /// Load the baseline from a file (panics with a clear message on a missing or malformed
+    /// file: a test setup error).
     pub fn with_baseline_file(self, path: impl AsRef<Path>) -> Self {
         match Baseline::load(path) {
             Ok(baseline) => self.with_baseline(baseline),
@@ -170,16 +215,54 @@ impl Target {
         self
     }
 
-    fn supports(&self, needs: &Needs) -> bool {
+    /// Run every scenario once per chunking (default: one write per frame). Trials are named
+    /// `<name>::<scenario>` for [`Chunking::PerFrame`], `<name>-whole::...` for
+    /// [`Chunking::Whole`] and `<name>-random-chunks::...` for [`Chunking::Random`].
+    pub fn with_chunkings(mut self, chunkings: impl IntoIterator<Item = Chunking>) -> Self {
+        self.chunkings = chunkings.into_iter().collect();
+        self
+    }
+
+    /// The trial-name prefix of one chunking.
+    fn variant_name(&self, chunking: Chunking) -> String {
+        match chunking {
+            Chunking::PerFrame => self.name.clone(),
+            Chunking::Whole => format!("{}-whole", self.name),
+            Chunking::Random { .. } => format!("{}-random-chunks", self.name),
+        }
+    }
+
+    fn supports(&self, capabilities: &Capabilities, needs: &Needs) -> bool {
         match needs {
-            Needs::Reasoning => self.capabilities.reasoning,
+            Needs::Reasoning => capabilities.reasoning,
             Needs::MidStreamCancel => self.mid_stream_cancel,
         }
     }
 
+    /// What the provider says it can do: one fixture is built (for the first scenario) and its
+    /// `info()` read.
+    pub async fn capabilities(&self) -> Result<Capabilities, ProviderError> {
+        let scenario = scenarios()
+            .into_iter()
+            .next()
+            .ok_or_else(|| ProviderError::config("no shared scenarios"))?;
+        let fixture = (self.factory)(Case::new(scenario)).await?;
+        Ok(fixture.provider.info().capabilities.clone())
+    }
+
     /// Run one scenario through the agent loop and record what came out.
     pub async fn record(&self, scenario: &Scenario) -> Result<Recording, ProviderError> {
-        let fixture = (self.factory)(scenario).await?;
+        self.record_case(Case::new(scenario.clone()))
+            .await
+            .map(|(recording, _)| recording)
+    }
+
+    /// Run one case through the agent loop: what came out, and the requests the fixture's mock
+    /// server received (empty when its guard is no [`MockServer`]).
+    pub async fn record_case(&self, case: Case) -> Result<(Recording, Vec<RecordedRequest>), ProviderError> {
+        let scenario = case.scenario.clone();
+        let scenario = &scenario;
+        let fixture = (self.factory)(case).await?;
         let provider: Arc<dyn Provider> = Arc::new(Retry::new(fixture.provider.clone(), self.retry.clone()));
         let agent = Agent::new(provider, SCENARIO_MODEL).with_tools(scenario_tools());
         let signal = Signal::new();
@@ -222,8 +305,14 @@ impl Target {
                 ),
             ));
         }
+        let requests = fixture
+            .guard
+            .as_ref()
+            .and_then(|guard| guard.downcast_ref::<MockServer>())
+            .map(MockServer::requests)
+            .unwrap_or_default();
         drop(fixture);
-        Ok(recording)
+        Ok((recording, requests))
     }
 }
 
@@ -298,32 +387,55 @@ fn verdict(scenario: &str, result: Result<(), TrialFailure>, gap: Option<&str>) 
     }
 }
 
-fn run_trial(target: &Target, scenario: &Scenario) -> Result<(), Failed> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Failed::from(format!("cannot build a runtime: {e}")))?;
+        .map_err(|e| format!("cannot build a runtime: {e}"))
+}
+
+fn run_trial(target: &Target, case: Case) -> Result<(), Failed> {
+    let runtime = runtime().map_err(Failed::from)?;
+    let scenario = case.scenario.clone();
     let result = runtime
-        .block_on(target.record(scenario))
+        .block_on(target.record_case(case))
         .map_err(|e| TrialFailure::Run(e.to_string()))
-        .and_then(|recording| check(scenario, &recording));
+        .and_then(|(recording, _)| check(&scenario, &recording));
     runtime.shutdown_timeout(Duration::from_secs(5));
     verdict(scenario.name, result, target.baseline.reason(scenario.name))
 }
 
-/// One trial per shared scenario for `target`; scenarios needing a capability the target lacks
-/// are ignored (listed, never silently passed).
+/// One trial per shared scenario and chunking for `target`; scenarios needing a capability the
+/// provider's `info()` does not claim are ignored (listed, never silently passed). When no
+/// fixture can be built to read the capabilities, every trial fails with the reason.
 pub fn trials(target: &Target) -> Vec<Trial> {
-    scenarios()
-        .into_iter()
-        .map(|scenario| {
-            let ignored = !scenario.needs.iter().all(|needs| target.supports(needs));
-            let target = target.clone();
-            let name = format!("{}::{}", target.name, scenario.name);
-            Trial::test(name, move || run_trial(&target, &scenario)).with_ignored_flag(ignored)
-        })
-        .collect()
+    let capabilities = runtime().and_then(|runtime| {
+        let capabilities = runtime.block_on(target.capabilities()).map_err(|e| e.to_string());
+        runtime.shutdown_timeout(Duration::from_secs(5));
+        capabilities
+    });
+    let mut trials = Vec::new();
+    for &chunking in &target.chunkings {
+        let prefix = target.variant_name(chunking);
+        for scenario in scenarios() {
+            let name = format!("{prefix}::{}", scenario.name);
+            let trial = match &capabilities {
+                Ok(capabilities) => {
+                    let ignored = !scenario.needs.iter().all(|needs| target.supports(capabilities, needs));
+                    let target = target.clone();
+                    let case = Case { scenario, chunking };
+                    Trial::test(name, move || run_trial(&target, case)).with_ignored_flag(ignored)
+                }
+                Err(error) => {
+                    let message = format!("cannot build a fixture to read the provider's capabilities: {error}");
+                    Trial::test(name, move || Err(message.into()))
+                }
+            };
+            trials.push(trial);
+        }
+    }
+    trials
 }
 
 /// Run the shared scenarios against `target` as a `harness = false` test binary, and exit.

@@ -6,9 +6,8 @@ use patchbay_conformance::{Fixture, Target, run_suite};
 use patchbay_scripted::ScriptedProvider;
 
 fn main() {
-    let provider_caps = patchbay_core::Provider::info(&ScriptedProvider::always("")).capabilities;
-    let target = Target::new("scripted", provider_caps, |scenario| {
-        let provider = Arc::new(ScriptedProvider::new(scenario.script.clone()));
+    let target = Target::new("scripted", |case| {
+        let provider = Arc::new(ScriptedProvider::new(case.scenario.script.clone()));
         async move { Ok(Fixture::new(provider)) }
     })
     .with_baseline_file(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripted-baseline.toml"));

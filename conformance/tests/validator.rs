@@ -265,7 +265,7 @@ fn duplicated_text_target() -> Target {
         Ok(text(0, "Hello! How can I help you today?")),
         Ok(finish(FinishReason::Stop)),
     ]));
-    Target::new("broken", broken.info.capabilities, move |_| {
+    Target::new("broken", move |_| {
         let provider = broken.clone();
         async move { Ok(Fixture::new(provider)) }
     })
@@ -316,11 +316,58 @@ fn a_known_gap_does_not_forgive_a_lifecycle_violation() {
 /// A known gap that passes fails the run, so the baseline only ever shrinks.
 #[test]
 fn a_known_gap_that_passes_fails_the_run() {
-    let target = Target::new("scripted", Capabilities::none().with_reasoning(), |scenario| {
-        let provider = Arc::new(patchbay_scripted::ScriptedProvider::new(scenario.script.clone()));
+    let target = Target::new("scripted", |case| {
+        let provider = Arc::new(patchbay_scripted::ScriptedProvider::new(case.scenario.script.clone()));
         async move { Ok(Fixture::new(provider)) }
     });
     assert_eq!(run_one(&target, "scripted::text_only").num_passed, 1);
     let conclusion = run_one(&target.with_baseline(text_only_gap()), "scripted::text_only");
     assert_eq!((conclusion.num_passed, conclusion.num_failed), (0, 1));
+}
+
+/// A baseline path that does not exist is an error, never an empty baseline that forgives
+/// nothing by accident.
+#[test]
+fn a_missing_baseline_file_is_an_error() {
+    let error = Baseline::load("/nonexistent/conformance-baseline.toml").expect_err("a missing file");
+    assert!(error.contains("cannot read the baseline"), "{error}");
+}
+
+/// Capabilities come from the provider's `info()`: a provider without reasoning gets the
+/// reasoning scenarios ignored, and one with it runs them.
+#[test]
+fn capabilities_are_read_from_the_provider() {
+    let without = duplicated_text_target();
+    let ignored: Vec<String> = trials(&without)
+        .iter()
+        .filter(|t| t.has_ignored_flag())
+        .map(|t| t.name().to_owned())
+        .collect();
+    assert!(ignored.iter().any(|n| n.contains("thinking")), "{ignored:?}");
+    let with = Target::new("scripted", |case| {
+        let provider = Arc::new(patchbay_scripted::ScriptedProvider::new(case.scenario.script.clone()));
+        async move { Ok(Fixture::new(provider)) }
+    });
+    assert!(trials(&with).iter().all(|t| !t.has_ignored_flag()));
+}
+
+/// `with_chunkings` runs every scenario once per chunking, named by one rule.
+#[test]
+fn chunkings_multiply_the_trials_with_one_naming_rule() {
+    use patchbay_conformance::mock::Chunking;
+    let target = duplicated_text_target().with_chunkings([
+        Chunking::PerFrame,
+        Chunking::Whole,
+        Chunking::Random { seed: 1, max: 9 },
+    ]);
+    let names: Vec<String> = trials(&target).iter().map(|t| t.name().to_owned()).collect();
+    let count = scenarios().len();
+    assert_eq!(names.len(), 3 * count);
+    for prefix in ["broken::", "broken-whole::", "broken-random-chunks::"] {
+        assert_eq!(
+            names.iter().filter(|n| n.starts_with(prefix)).count(),
+            count,
+            "{prefix}"
+        );
+    }
 }

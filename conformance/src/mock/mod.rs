@@ -24,15 +24,61 @@ use tokio_util::sync::CancellationToken;
 
 use crate::snapshot::split_randomly;
 
-/// A wire family's rendering of scripted turns.
+/// A wire family's rendering of scripted turns: implement it to serve the shared scenarios
+/// in a new wire format, then start a [`MockServer`] with it (or let
+/// [`Case::mock`](crate::Case::mock) do so in a conformance target).
+///
+/// A scripted [`ScriptedResponse`] is a list of parts (text, thinking with a signature, tool
+/// calls), an end (finish with a reason, an in-stream error, a truncation, a stall) and usage.
+/// Render what a real server of the family would send for it: the same ids, the same order of
+/// frames, the family's own finish reasons and error bodies. The provider under test then has
+/// to produce the events of the shared goldens from it. Every POST gets the next turn, so the
+/// path and the request body do not matter; [`MockServer::requests`] keeps them for goldens.
+///
+/// ```
+/// use patchbay_conformance::mock::WireFormat;
+/// use patchbay_scripted::{End, Part, Response, ScriptedError};
+///
+/// /// A toy family: one JSON line per text part, then `{"done": true}`.
+/// struct Lines;
+///
+/// impl WireFormat for Lines {
+///     fn name(&self) -> &'static str {
+///         "lines"
+///     }
+///     fn content_type(&self) -> &'static str {
+///         "application/x-ndjson"
+///     }
+///     fn render_response(&self, response: &Response, model: &str) -> Vec<String> {
+///         let mut lines: Vec<String> = response.parts.iter().filter_map(|part| match part {
+///             Part::Text { text } => Some(format!("{}\n", serde_json::json!({"model": model, "text": text}))),
+///             _ => None,
+///         }).collect();
+///         if matches!(response.end, End::Finish { .. }) {
+///             lines.push("{\"done\":true}\n".to_string());
+///         }
+///         lines
+///     }
+///     fn render_failure(&self, error: &ScriptedError) -> (u16, Vec<(String, String)>, String) {
+///         (error.status.unwrap_or(500), Vec::new(), serde_json::json!({"error": error.message}).to_string())
+///     }
+/// }
+/// ```
 pub trait WireFormat: Send + Sync + 'static {
     /// The family name (`anthropic`, `openai`).
     fn name(&self) -> &'static str;
 
-    /// The SSE frames of a streamed response, each a complete frame ending in a blank line.
-    /// Honour `response.end`: `Finish` ends normally, `Error` ends with the family's in-stream
-    /// error, `Truncate` and `Stall` leave out the terminal frames (the server then closes or
-    /// stalls).
+    /// The `content-type` of a streamed response (default `text/event-stream`; JSON-lines
+    /// families answer `application/x-ndjson`).
+    fn content_type(&self) -> &'static str {
+        "text/event-stream"
+    }
+
+    /// The pieces of a streamed response body, each written at once under
+    /// [`Chunking::PerFrame`]: complete SSE frames ending in a blank line, or complete JSON
+    /// lines. Honour `response.end`: `Finish` ends normally, `Error` ends with the family's
+    /// in-stream error, `Truncate` and `Stall` leave out the terminal pieces (the server then
+    /// closes or stalls).
     fn render_response(&self, response: &ScriptedResponse, model: &str) -> Vec<String>;
 
     /// The HTTP answer to a call that fails before streaming: status, headers, JSON body.
@@ -373,7 +419,7 @@ async fn serve(shared: &Arc<Shared>, mut item: Serve, model: &str) -> Response {
                 _ => RawEnd::Close,
             };
             let frames = shared.wire.render_response(&response, model);
-            let headers = vec![("content-type".to_string(), "text/event-stream".to_string())];
+            let headers = vec![("content-type".to_string(), shared.wire.content_type().to_string())];
             let chunks: Vec<Bytes> = match shared.chunking {
                 Chunking::PerFrame => frames.into_iter().map(Bytes::from).collect(),
                 chunking => chunk(Bytes::from(frames.concat()), chunking),

@@ -1,7 +1,7 @@
 //! `replay`: print the normalized events of a recorded stream, then the validator's verdict.
 //!
 //! ```text
-//! cargo run -p patchbay-conformance --bin replay -- --family anthropic FILE
+//! cargo run -p patchbay-replay -- --family anthropic FILE
 //! ```
 //!
 //! FILE is a captured response body: raw SSE (with or without `event:` lines) or one JSON
@@ -14,8 +14,8 @@
 //! in the stream (`overloaded_error`...) is valid. The exit code is 0 for a valid stream, 1 for an
 //! invalid one, 2 for bad arguments.
 //!
-//! Families are pluggable: each is a function from the file's bytes to recordings, compiled in
-//! when its provider crate is (see [`families`]).
+//! Each family is a function from the file's bytes to recordings (see [`families`]); add one
+//! there with its provider crate as a dependency.
 
 use std::process::ExitCode;
 
@@ -26,7 +26,7 @@ use serde_json::json;
 /// A family's translator: a recorded body in, one recording per response out.
 type Translate = fn(&[u8]) -> Vec<Recording>;
 
-/// Every family compiled in, by name.
+/// Every family, by name.
 fn families() -> Vec<(&'static str, Translate)> {
     vec![("anthropic", anthropic), ("openai", openai)]
 }
