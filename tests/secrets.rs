@@ -94,17 +94,18 @@ fn configs_providers_and_errors_never_show_a_secret() {
         .with_api_key(secret("openrouter"))
         .with_header("x-extra", secret("openrouter-header"));
     assert_debug_clean("OpenRouterConfig", &config);
-    let provider = config.clone().build().expect("builds");
+    let provider = OpenRouterProvider::new(config.clone()).expect("builds");
     assert_debug_clean("OpenRouterProvider", &provider);
-    let error = OpenRouterConfig::new(format!("ftp://user:{}@host", secret("bad-url")))
-        .build()
+    let error = OpenRouterProvider::new(OpenRouterConfig::new(format!("ftp://user:{}@host", secret("bad-url"))))
         .expect_err("not http");
     assert_error_clean("openrouter config error", &error);
-    let error = OpenRouterProvider::from_options(&json!({ "base_url": format!("ftp://u:{}@h", secret("o")) }))
-        .expect_err("not http");
+    let error = patchbay::openrouter::factory()
+        .build(&json!({ "base_url": format!("ftp://u:{}@h", secret("o")) }))
+        .err()
+        .expect("not http");
     assert_error_clean("openrouter options error", &error);
     let misplaced = json!({ "base_url": "http://127.0.0.1:9/v1", "include_usage": secret("misplaced") });
-    let error = OpenRouterProvider::from_options(&misplaced).expect_err("not a bool");
+    let error = patchbay::openrouter::factory().build(&misplaced).err().expect("not a bool");
     assert!(
         error.to_string().contains("include_usage") || error.to_string().contains("invalid type"),
         "{error}"
@@ -207,11 +208,10 @@ async fn traced_calls() {
         vec![redirect()],
     ] {
         let server = RawServer::start(steps).await;
-        let provider = OpenRouterConfig::new(url_with_credentials(&format!("{}/v1", server.url())))
+        let config = OpenRouterConfig::new(url_with_credentials(&format!("{}/v1", server.url())))
             .with_api_key(secret("openrouter"))
-            .with_header("x-extra", secret("openrouter-header"))
-            .build()
-            .expect("builds");
+            .with_header("x-extra", secret("openrouter-header"));
+        let provider = OpenRouterProvider::new(config).expect("builds");
         drain(&provider, Some(&context())).await;
     }
     // An MCP client reaching a token-protected tool server, and one refused by it.

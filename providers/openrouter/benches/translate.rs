@@ -59,7 +59,7 @@ fn setup(chunking: Chunking) -> Setup {
             .expect("mock starts")
     });
     let url = server.url();
-    let provider = OpenRouterConfig::new(url.clone()).build().expect("provider");
+    let provider = OpenRouterProvider::new(OpenRouterConfig::new(url.clone())).expect("provider");
     let client_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

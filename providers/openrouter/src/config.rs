@@ -1,14 +1,15 @@
-//! Configuration: base URL, key, dialect, OpenRouter headers; from code, environment or JSON.
+//! Configuration: base URL, key, dialect, OpenRouter headers; from code, the environment or
+//! JSON options. Uses only [`crate::error`] (nothing here knows the provider).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use patchbay_core::kit::{StreamLimits, redact_serde_message, redact_url};
+use patchbay_core::kit::{Secret, StreamLimits, redact_serde_message, redact_url};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::Error;
-use crate::provider::OpenRouterProvider;
 
 /// OpenRouter's API base URL.
 pub const OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
@@ -53,7 +54,7 @@ impl Dialect {
     }
 }
 
-/// How to reach the server. `Debug` never shows the key or header values.
+/// How to reach the server. `Debug` never shows the key, header values or URL credentials.
 ///
 /// ```
 /// use patchbay_openrouter::{Dialect, OpenRouterConfig};
@@ -66,24 +67,26 @@ impl Dialect {
 #[derive(Clone)]
 pub struct OpenRouterConfig {
     pub(crate) base_url: String,
-    pub(crate) api_key: Option<String>,
+    pub(crate) api_key: Option<Secret>,
     pub(crate) dialect: Dialect,
     pub(crate) referer: Option<String>,
     pub(crate) title: Option<String>,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) include_usage: bool,
-    pub(crate) connect_timeout: Duration,
+    pub(crate) connect_timeout: Option<Duration>,
     pub(crate) limits: StreamLimits,
 }
 
 impl fmt::Debug for OpenRouterConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `HTTP-Referer` and `X-Title` are header values too: only whether they are set shows.
+        let set = |value: &Option<String>| value.as_ref().map(|_| "[set]");
         f.debug_struct("OpenRouterConfig")
             .field("base_url", &redact_url(&self.base_url))
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("api_key", &self.api_key)
             .field("dialect", &self.dialect)
-            .field("referer", &self.referer)
-            .field("title", &self.title)
+            .field("referer", &set(&self.referer))
+            .field("title", &set(&self.title))
             .field(
                 "headers",
                 &self.headers.iter().map(|(name, _)| name).collect::<Vec<_>>(),
@@ -95,28 +98,79 @@ impl fmt::Debug for OpenRouterConfig {
     }
 }
 
-/// The JSON options [`OpenRouterConfig::from_options`] reads.
-#[derive(Debug, Default, Deserialize)]
+/// The JSON options [`OpenRouterConfig::from_options`] reads (documented in the crate's
+/// `# Options`). No `Debug`: it holds the key.
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Options {
     base_url: Option<String>,
-    api_key: Option<String>,
+    api_key: Option<Secret>,
     api_key_env: Option<String>,
     dialect: Option<Dialect>,
     referer: Option<String>,
     title: Option<String>,
     #[serde(default)]
-    headers: std::collections::BTreeMap<String, String>,
+    headers: BTreeMap<String, String>,
     include_usage: Option<bool>,
-    connect_timeout_secs: Option<u64>,
+    connect_timeout_ms: Option<u64>,
     read_timeout_ms: Option<u64>,
     content_timeout_ms: Option<u64>,
     max_line_bytes: Option<usize>,
     max_error_body_bytes: Option<usize>,
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+impl Options {
+    /// Read the options: `null` is none; anything but an object, an unknown key or a wrong type
+    /// is an error naming the key without quoting its value.
+    fn read(value: &Value) -> Result<Self, Error> {
+        let map = match value {
+            Value::Null => return Ok(Self::default()),
+            Value::Object(map) => map,
+            _ => return Err(Error::OptionsNotAnObject),
+        };
+        Self::deserialize(value).map_err(|whole| {
+            // serde names no key for a wrong type: the culprit is the key that fails alone
+            // (every option is independent of the others).
+            map.iter()
+                .find_map(|(key, item)| {
+                    let alone = Value::Object(Map::from_iter([(key.clone(), item.clone())]));
+                    Self::deserialize(&alone).err().map(|error| bad_option(key, &error))
+                })
+                .unwrap_or_else(|| bad_option("options", &whole))
+        })
+    }
+}
+
+fn bad_option(key: &str, error: &serde_json::Error) -> Error {
+    Error::BadOption {
+        key: key.to_string(),
+        reason: redact_serde_message(&error.to_string()),
+    }
+}
+
+/// Where variables are read: the process environment, or a map in tests.
+type Vars<'a> = &'a dyn Fn(&str) -> Result<Option<String>, Error>;
+
+/// One variable of the process environment: unset or blank is `None`; not Unicode is an error.
+fn process_var(name: &str) -> Result<Option<String>, Error> {
+    match std::env::var(name) {
+        Ok(value) if value.trim().is_empty() => Ok(None),
+        Ok(value) => Ok(Some(value)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(Error::BadVariable { name: name.to_string() }),
+    }
+}
+
+/// The variable holding the key for a dialect.
+fn key_variable(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::OpenRouter => "OPENROUTER_API_KEY",
+        Dialect::OpenAi | Dialect::Generic => "OPENAI_API_KEY",
+    }
+}
+
+fn millis(ms: u64) -> Option<Duration> {
+    (ms > 0).then(|| Duration::from_millis(ms))
 }
 
 impl OpenRouterConfig {
@@ -132,7 +186,7 @@ impl OpenRouterConfig {
             title: None,
             headers: Vec::new(),
             include_usage: true,
-            connect_timeout: Duration::from_secs(30),
+            connect_timeout: Some(Duration::from_secs(30)),
             limits: StreamLimits::default(),
         }
     }
@@ -147,74 +201,51 @@ impl OpenRouterConfig {
         Self::new(OPENAI_BASE_URL).with_api_key(api_key)
     }
 
-    /// From the environment: `OPENAI_BASE_URL` picks the server (its key is
-    /// `OPENROUTER_API_KEY` when it is OpenRouter, else `OPENAI_API_KEY`, optional for local
+    /// The environment alone: `OPENAI_BASE_URL` picks the server (its key is
+    /// `OPENROUTER_API_KEY` when it is OpenRouter, else `OPENAI_API_KEY`, optional for other
     /// servers); without it, `OPENROUTER_API_KEY` means OpenRouter and `OPENAI_API_KEY` means
-    /// OpenAI. Neither key and no base URL is a config error.
+    /// OpenAI. Blank variables count as unset; no key for OpenRouter or OpenAI, a base URL that
+    /// is not http(s) or a variable that is not Unicode is an error.
     pub fn from_env() -> Result<Self, Error> {
-        Self::resolve(None, None)
+        Self::from_options_in(&Value::Null, &process_var)
     }
 
-    fn resolve(base_url: Option<String>, api_key: Option<String>) -> Result<Self, Error> {
-        let base_url = base_url.or_else(|| env("OPENAI_BASE_URL"));
-        let config = match base_url {
-            Some(url) => {
-                let mut config = Self::new(url);
-                let from_env = if config.dialect == Dialect::OpenRouter {
-                    env("OPENROUTER_API_KEY")
-                } else {
-                    env("OPENAI_API_KEY")
-                };
-                config.api_key = api_key.or(from_env);
-                if config.api_key.is_none() && config.dialect != Dialect::Generic {
-                    return Err(Error::MissingApiKey);
-                }
-                config
-            }
-            None => match (api_key, env("OPENROUTER_API_KEY"), env("OPENAI_API_KEY")) {
-                (Some(key), _, _) | (None, Some(key), _) => Self::openrouter(key),
-                (None, None, Some(key)) => Self::openai(key),
-                (None, None, None) => return Err(Error::MissingApiKey),
-            },
-        };
-        config.validated()
-    }
-
-    /// From JSON options (the registry hook), all fields optional:
+    /// [`Self::from_env`] with JSON options on top (the registry's hook; every key is listed in
+    /// the crate's `# Options`). `null` or `{}` is the environment alone. An unknown key or a
+    /// wrong type is [`Error::BadOption`] naming the key (never quoting its value).
     ///
-    /// ```json
-    /// { "base_url": "https://openrouter.ai/api/v1", "api_key": "...", "api_key_env": "MY_KEY",
-    ///   "dialect": "openrouter" | "openai" | "generic", "referer": "https://my.app",
-    ///   "title": "My App", "headers": { "X-Extra": "1" }, "include_usage": true,
-    ///   "connect_timeout_secs": 30, "read_timeout_ms": 300000, "content_timeout_ms": 900000,
-    ///   "max_line_bytes": 67108864, "max_error_body_bytes": 65536 }
     /// ```
-    ///
-    /// A timeout of `0` turns it off (see [`StreamLimits`] for what each limit does).
-    ///
-    /// Missing `base_url` or key fall back to the environment as in [`Self::from_env`];
-    /// `api_key_env` names the variable holding the key. Unknown fields are an error.
+    /// use patchbay_openrouter::OpenRouterConfig;
+    /// let options = serde_json::json!({ "base_url": "http://127.0.0.1:8080/v1", "connect_timeout_ms": 2000 });
+    /// let config = OpenRouterConfig::from_options(&options).unwrap();
+    /// assert_eq!(config.base_url(), "http://127.0.0.1:8080/v1");
+    /// assert!(OpenRouterConfig::from_options(&serde_json::json!({ "connect_timeout_secs": 2 })).is_err());
+    /// ```
     pub fn from_options(options: &Value) -> Result<Self, Error> {
-        let options = if options.is_null() {
-            Options::default()
-        } else {
-            Options::deserialize(options).map_err(|e| Error::BadOptions(redact_serde_message(&e.to_string())))?
+        Self::from_options_in(options, &process_var)
+    }
+
+    fn from_options_in(options: &Value, vars: Vars<'_>) -> Result<Self, Error> {
+        let options = Options::read(options)?;
+        let api_key = match (options.api_key, options.api_key_env) {
+            (Some(key), _) => Some(key),
+            (None, Some(name)) => Some(Secret::new(vars(&name)?.ok_or(Error::MissingKeyVariable { name })?)),
+            (None, None) => None,
         };
-        let key = options.api_key.or_else(|| options.api_key_env.as_deref().and_then(env));
-        let mut config = Self::resolve(options.base_url, key)?;
-        if let Some(dialect) = options.dialect {
-            config.dialect = dialect;
-        }
+        let base_url = match options.base_url {
+            Some(url) => Some(url),
+            None => vars("OPENAI_BASE_URL")?,
+        };
+        let mut config = Self::locate(base_url, options.dialect, api_key, vars)?;
         config.referer = options.referer;
         config.title = options.title;
         config.headers = options.headers.into_iter().collect();
         if let Some(include) = options.include_usage {
             config.include_usage = include;
         }
-        if let Some(secs) = options.connect_timeout_secs {
-            config.connect_timeout = Duration::from_secs(secs);
+        if let Some(ms) = options.connect_timeout_ms {
+            config.connect_timeout = millis(ms);
         }
-        let millis = |ms: u64| (ms > 0).then(|| Duration::from_millis(ms));
         if let Some(ms) = options.read_timeout_ms {
             config.limits.read_timeout = millis(ms);
         }
@@ -227,10 +258,48 @@ impl OpenRouterConfig {
         if let Some(max) = options.max_error_body_bytes {
             config.limits = config.limits.with_max_error_body_bytes(max);
         }
+        config.validated()
+    }
+
+    /// The server and its key. With a base URL: its dialect (given or detected) names the key's
+    /// variable. Without: the dialect given picks OpenRouter or OpenAI; else a key given, or
+    /// `OPENROUTER_API_KEY`, means OpenRouter and `OPENAI_API_KEY` means OpenAI.
+    fn locate(
+        base_url: Option<String>,
+        dialect: Option<Dialect>,
+        api_key: Option<Secret>,
+        vars: Vars<'_>,
+    ) -> Result<Self, Error> {
+        let key_from = |dialect: Dialect| -> Result<Option<Secret>, Error> {
+            match &api_key {
+                Some(key) => Ok(Some(key.clone())),
+                None => Ok(vars(key_variable(dialect))?.map(Secret::new)),
+            }
+        };
+        let (mut config, key) = match (base_url, dialect) {
+            (Some(url), dialect) => {
+                let mut config = Self::new(url);
+                config.dialect = dialect.unwrap_or(config.dialect);
+                let key = key_from(config.dialect)?;
+                (config, key)
+            }
+            (None, Some(Dialect::Generic)) => return Err(Error::MissingBaseUrl),
+            (None, Some(Dialect::OpenAi)) => (Self::new(OPENAI_BASE_URL), key_from(Dialect::OpenAi)?),
+            (None, Some(Dialect::OpenRouter)) => (Self::new(OPENROUTER_BASE_URL), key_from(Dialect::OpenRouter)?),
+            (None, None) => match key_from(Dialect::OpenRouter)? {
+                Some(key) => (Self::new(OPENROUTER_BASE_URL), Some(key)),
+                None => (Self::new(OPENAI_BASE_URL), key_from(Dialect::OpenAi)?),
+            },
+        };
+        if key.is_none() && config.dialect != Dialect::Generic {
+            return Err(Error::MissingApiKey);
+        }
+        config.api_key = key;
         Ok(config)
     }
 
-    fn validated(self) -> Result<Self, Error> {
+    /// The config, or [`Error::BadBaseUrl`] when the base URL is not http(s).
+    pub(crate) fn validated(self) -> Result<Self, Error> {
         if self.base_url.starts_with("http://") || self.base_url.starts_with("https://") {
             Ok(self)
         } else {
@@ -238,9 +307,9 @@ impl OpenRouterConfig {
         }
     }
 
-    /// Set the API key (sent as `Authorization: Bearer`).
+    /// Set the API key (sent as `Authorization: Bearer`, held as a [`Secret`]).
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
+        self.api_key = Some(Secret::new(key));
         self
     }
 
@@ -275,8 +344,8 @@ impl OpenRouterConfig {
         self
     }
 
-    /// How long connecting may take (default 30 s).
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+    /// How long connecting may take (default 30 s; `None`: no limit).
+    pub fn with_connect_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.connect_timeout = timeout;
         self
     }
@@ -300,6 +369,11 @@ impl OpenRouterConfig {
         &self.limits
     }
 
+    /// How long connecting may take (`None`: no limit).
+    pub fn connect_timeout(&self) -> Option<Duration> {
+        self.connect_timeout
+    }
+
     /// The base URL.
     pub fn base_url(&self) -> &str {
         &self.base_url
@@ -310,8 +384,11 @@ impl OpenRouterConfig {
         self.dialect
     }
 
-    /// Build the provider.
-    pub fn build(self) -> Result<OpenRouterProvider, Error> {
-        OpenRouterProvider::new(self.validated()?)
+    /// Whether a key is set.
+    pub fn has_api_key(&self) -> bool {
+        self.api_key.is_some()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,46 @@
 #![doc = include_str!("../README.md")]
 //!
+//! # Options
+//! [`OpenRouterConfig::from_options`] (and so [`factory`]) reads a JSON object on top of the
+//! environment ([`OpenRouterConfig::from_env`]); `null` or `{}` is the environment alone. Every
+//! key is optional; any other key is an error.
+//!
+//! | Key | Type | Default | Overrides |
+//! | --- | --- | --- | --- |
+//! | `base_url` | string, `http(s)://`, the part before `/chat/completions` | OpenRouter's, or OpenAI's when only `OPENAI_API_KEY` is set | `OPENAI_BASE_URL` |
+//! | `api_key` | string (sent as `Authorization: Bearer`) | the variable of the dialect: `OPENROUTER_API_KEY` for OpenRouter, else `OPENAI_API_KEY` | those variables |
+//! | `api_key_env` | string: the name of the variable holding the key | - | the variable of the dialect |
+//! | `dialect` | `"openrouter"`, `"openai"`, `"generic"` | detected from the base URL | - |
+//! | `referer` | string (`HTTP-Referer`) | none | - |
+//! | `title` | string (`X-Title`) | none | - |
+//! | `headers` | object of strings, sent on every request | `{}` | - |
+//! | `include_usage` | bool (`stream_options.include_usage`) | `true` | - |
+//! | `connect_timeout_ms` | integer, `0`: off | `30000` | - |
+//! | `read_timeout_ms` | integer, `0`: off | `300000` | - |
+//! | `content_timeout_ms` | integer, `0`: off | `900000` | - |
+//! | `max_line_bytes` | integer (at least 1) | `67108864` | - |
+//! | `max_error_body_bytes` | integer | `65536` | - |
+//!
 //! # Decisions
+//! - **One constructor**: [`OpenRouterProvider::new`] takes an [`OpenRouterConfig`] made in
+//!   code, by [`OpenRouterConfig::from_env`] or by [`OpenRouterConfig::from_options`]; it checks
+//!   the base URL again, so a config built in code cannot skip the check.
+//! - **Option errors** ([`Error::BadOption`]) name the key and never quote its value (a key put
+//!   in the wrong place must not reach a log): serde reads the object into one struct that denies
+//!   unknown keys; when that fails, the key that fails on its own is the one named, and serde's
+//!   message is kept with its quoted values redacted. serde's error is not kept as the source,
+//!   since its message quotes the value.
+//! - **Where the key comes from**: `api_key` wins over `api_key_env`; `api_key_env` naming an
+//!   unset variable is an error ([`Error::MissingKeyVariable`]), not a silent fall back to the
+//!   usual variables. With a base URL, the dialect (given or detected) names the variable, so a
+//!   proxy in front of OpenRouter with `"dialect": "openrouter"` reads `OPENROUTER_API_KEY`.
+//!   Without one, `dialect` picks OpenRouter's or OpenAI's URL, and `generic` is an error
+//!   ([`Error::MissingBaseUrl`]). OpenRouter and OpenAI need a key; other servers do not.
+//! - **Environment**: a blank variable counts as unset; one that is not Unicode is an error
+//!   ([`Error::BadVariable`]), not ignored.
+//! - **Durations** are milliseconds (`connect_timeout_ms` replaced `connect_timeout_secs`, which
+//!   is now an unknown key); `0` turns a timeout off. The key is held as a
+//!   [`Secret`](patchbay_core::kit::Secret).
 //! - **Dialects** ([`Dialect`]): OpenRouter-only fields (`usage: {include: true}`,
 //!   `reasoning_details` sent back, `reasoning.max_tokens`, `cache_control`) go only to
 //!   OpenRouter, because strict servers reject unknown fields. `stream_options.include_usage`
@@ -19,39 +59,74 @@
 //!   OpenRouter, caching markers outside OpenRouter. Working directory, environment, metadata,
 //!   approval and MCP servers belong to the agent loop and tools, not to this provider.
 //! - **Usage**: `input` excludes cached tokens (reported as `cache_read`), like Anthropic's split.
-//! - **Translation**: see [`translate`]; tool calls are emitted when their choice finishes.
+//! - **Translation**: see [`translate`]; tool calls are emitted when their choice finishes. The
+//!   `Finish` metrics come from core's [`MetricsRecorder`](patchbay_core::kit::MetricsRecorder).
 //! - **Cancellation**: the signal is checked while waiting for bytes and before every event; the
 //!   stream then ends with `Cancelled` and drops the response, closing the connection.
 //! - **Limits** (core's [`StreamLimits`](patchbay_core::kit::StreamLimits), set with
-//!   [`OpenRouterConfig::with_limits`] or the options `read_timeout_ms`, `content_timeout_ms`,
-//!   `max_line_bytes`, `max_error_body_bytes`; a tripped one is a typed error naming its
-//!   [`Limit`](patchbay_core::Limit)): connect 30 s; `read_timeout` 5 min of silence (before
-//!   the headers, between body reads, in an error body); `content_timeout` 15 min of keep-alive
-//!   comments (`: OPENROUTER PROCESSING`) without an event; `max_line_bytes` 64 MiB per line;
-//!   error bodies read up to 64 KiB. The stream is core's [`Driver`](patchbay_core::kit::Driver).
+//!   [`OpenRouterConfig::with_limits`] or the options above; a tripped one is a typed error
+//!   naming its [`Limit`](patchbay_core::Limit)): connect 30 s; `read_timeout` 5 min of silence
+//!   (before the headers, between body reads, in an error body); `content_timeout` 15 min of
+//!   keep-alive comments (`: OPENROUTER PROCESSING`) without an event; `max_line_bytes` 64 MiB
+//!   per line; error bodies read up to 64 KiB. The stream is core's
+//!   [`Driver`](patchbay_core::kit::Driver), inside [`request_span`](patchbay_core::kit::request_span).
 //! - **Redirects** are never followed: a `3xx` is a `Config` error naming the location (the key,
 //!   custom headers and the body must not reach another host).
-//! - **Secrets**: `Debug` and logs show no key, no header value, no URL credentials.
+//! - **Secrets**: `Debug` and logs show no key, no header value (`HTTP-Referer` and `X-Title`
+//!   included: only whether they are set), no URL credentials.
 
-mod config;
-mod error;
-mod provider;
-mod request;
-pub mod translate;
+// The modules in dependency order: each uses only those above it (and the root's `NAME`), so
+// the crate reads top-down. No module uses one below it.
+//
+// wire: the typed views of a stream payload; uses nothing.
 mod wire;
+
+// error: the crate's `Error`; uses nothing.
+mod error;
+
+// api_error: error answers of the API to `ProviderError`s; uses wire.
+mod api_error;
+
+// config: `OpenRouterConfig` from code, environment, options; uses error.
+mod config;
+
+// request: the request body; uses config (its `Dialect`).
+mod request;
+
+// translate: the wire translator (replay -> translator -> state -> convert); uses wire, api_error.
+pub mod translate;
+
+// provider: `OpenRouterProvider`, the I/O around the rest; uses config, error, request, translate,
+// api_error.
+mod provider;
+
+use std::sync::Arc;
+
+use patchbay_core::{Provider, ProviderError};
 
 pub use config::{Dialect, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenRouterConfig};
 pub use error::Error;
 pub use provider::OpenRouterProvider;
 
-/// The provider's registry name, and the key of its provider options.
-pub const PROVIDER_NAME: &str = "openrouter";
+/// The registry name: the key of `context.provider_options(NAME)`, `ProviderInfo::name`, and
+/// the `provider` of every error and of the request span.
+pub const NAME: &str = "openrouter";
 
-/// The registry entry: builds an [`OpenRouterProvider`] from JSON options.
+/// The registry entry: builds an [`OpenRouterProvider`] from JSON options (see `# Options`).
 pub fn factory() -> patchbay_core::ProviderFactory {
     patchbay_core::ProviderFactory::new(
-        PROVIDER_NAME,
-        "OpenAI-compatible chat completions; OPENROUTER_API_KEY / OPENAI_API_KEY / OPENAI_BASE_URL, options override",
-        |options| Ok(std::sync::Arc::new(OpenRouterProvider::from_options(options)?)),
+        NAME,
+        "OpenAI-compatible chat completions (OpenRouter, OpenAI, any compatible server); options: base_url, \
+         api_key, api_key_env, dialect, referer, title, headers, include_usage, connect_timeout_ms, read_timeout_ms, \
+         content_timeout_ms, max_line_bytes, max_error_body_bytes (on top of OPENROUTER_API_KEY / OPENAI_API_KEY / \
+         OPENAI_BASE_URL)",
+        build,
     )
+}
+
+/// The factory's build function: the options on top of the environment, then the provider.
+fn build(options: &serde_json::Value) -> Result<Arc<dyn Provider>, ProviderError> {
+    Ok(Arc::new(OpenRouterProvider::new(OpenRouterConfig::from_options(
+        options,
+    )?)?))
 }

@@ -7,17 +7,19 @@ use std::fmt;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use patchbay_core::kit::check_conversation;
-use patchbay_core::kit::{self, Driver, redact_url};
+use patchbay_core::kit::{self, Driver, check_conversation, redact_url};
 use patchbay_core::{
     Capabilities, ErrorKind, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext,
     Signal, ToolSet,
 };
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
+use tracing::Instrument;
 
+use crate::NAME;
+use crate::api_error;
 use crate::config::OpenRouterConfig;
-use crate::error::{self, Error};
+use crate::error::Error;
 use crate::request;
 use crate::translate::{Framing, Translator};
 
@@ -55,8 +57,35 @@ fn transport(error: reqwest::Error) -> ProviderError {
         "the connection failed"
     };
     ProviderError::new(ErrorKind::Transport, message)
-        .with_provider(crate::PROVIDER_NAME)
+        .with_provider(NAME)
         .with_source(error.without_url())
+}
+
+/// The HTTP client: the key, OpenRouter's headers and the extra headers on every request (all
+/// marked sensitive, so no log shows them), the connect timeout, no redirects followed.
+fn client(config: &OpenRouterConfig) -> Result<reqwest::Client, Error> {
+    let mut headers = HeaderMap::new();
+    if let Some(key) = &config.api_key {
+        headers.insert(
+            AUTHORIZATION,
+            sensitive(&format!("Bearer {}", key.expose()), "authorization")?,
+        );
+    }
+    if let Some(referer) = &config.referer {
+        headers.insert("http-referer", sensitive(referer, "HTTP-Referer")?);
+    }
+    if let Some(title) = &config.title {
+        headers.insert("x-title", sensitive(title, "X-Title")?);
+    }
+    for (name, value) in &config.headers {
+        let name_value = HeaderName::try_from(name.as_str()).map_err(|_| Error::BadHeader(name.clone()))?;
+        headers.insert(name_value, sensitive(value, name)?);
+    }
+    let mut builder = patchbay_http::client_builder().default_headers(headers);
+    if let Some(timeout) = config.connect_timeout {
+        builder = builder.connect_timeout(timeout);
+    }
+    builder.build().map_err(Error::Client)
 }
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -64,44 +93,18 @@ fn header(headers: &HeaderMap, name: &str) -> Option<String> {
 }
 
 impl OpenRouterProvider {
-    /// A provider from a config.
-    pub fn new(config: OpenRouterConfig) -> Result<Self, Error> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &config.api_key {
-            headers.insert(AUTHORIZATION, sensitive(&format!("Bearer {key}"), "authorization")?);
-        }
-        if let Some(referer) = &config.referer {
-            headers.insert("http-referer", sensitive(referer, "HTTP-Referer")?);
-        }
-        if let Some(title) = &config.title {
-            headers.insert("x-title", sensitive(title, "X-Title")?);
-        }
-        for (name, value) in &config.headers {
-            let name_value = HeaderName::try_from(name.as_str()).map_err(|_| Error::BadHeader(name.clone()))?;
-            headers.insert(name_value, sensitive(value, name)?);
-        }
-        let client = patchbay_http::client_builder()
-            .default_headers(headers)
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .map_err(Error::Client)?;
+    /// A provider from a config: the only constructor. A base URL that is not http(s), a
+    /// header that is not valid HTTP or an HTTP client that cannot be built is a `Config` error.
+    pub fn new(config: OpenRouterConfig) -> Result<Self, ProviderError> {
+        let config = config.validated()?;
+        let client = client(&config)?;
         let capabilities = Capabilities::none().with_streaming().with_reasoning().with_images();
         Ok(Self {
-            info: ProviderInfo::new(crate::PROVIDER_NAME, capabilities),
+            info: ProviderInfo::new(NAME, capabilities),
             endpoint: format!("{}/chat/completions", config.base_url),
             config,
             client,
         })
-    }
-
-    /// From the environment; see [`OpenRouterConfig::from_env`].
-    pub fn from_env() -> Result<Self, ProviderError> {
-        Ok(OpenRouterConfig::from_env()?.build()?)
-    }
-
-    /// From JSON options (the facade registry's hook); see [`OpenRouterConfig::from_options`].
-    pub fn from_options(options: &Value) -> Result<Self, ProviderError> {
-        Ok(OpenRouterConfig::from_options(options)?.build()?)
     }
 
     /// The config.
@@ -160,10 +163,10 @@ impl Provider for OpenRouterProvider {
         );
         let body = serde_json::to_vec(&built.body).map_err(|e| {
             ProviderError::new(ErrorKind::InvalidRequest, "the request cannot be serialized")
-                .with_provider(crate::PROVIDER_NAME)
+                .with_provider(NAME)
                 .with_source(e)
         })?;
-        let span = tracing::info_span!("patchbay.request", provider = crate::PROVIDER_NAME, model = %model);
+        let span = kit::request_span(NAME, model);
         let limits = self.config.limits;
         tracing::debug!(parent: &span, endpoint = %redact_url(&self.endpoint), bytes = body.len(), "sending chat completion request");
         let send = self
@@ -173,8 +176,9 @@ impl Provider for OpenRouterProvider {
             .header(ACCEPT, "text/event-stream")
             .body(body)
             .send();
-        let tag = |error: ProviderError| error.with_provider(crate::PROVIDER_NAME);
+        let tag = |error: ProviderError| error.with_provider(NAME);
         let response = kit::within(signal, limits.read_timeout, "waiting for the response headers", send)
+            .instrument(span.clone())
             .await
             .map_err(tag)?
             .map_err(transport)?;
@@ -187,14 +191,15 @@ impl Provider for OpenRouterProvider {
             return Err(tag(kit::redirect_error(status, location.as_deref())));
         }
         if !(200..300).contains(&status) {
-            let retry_after = patchbay_core::kit::parse_retry_after(
+            let retry_after = kit::parse_retry_after(
                 header(response.headers(), "retry-after-ms").as_deref(),
                 header(response.headers(), "retry-after").as_deref(),
             );
             let body = kit::read_error_body(body_of(response), &limits, signal)
+                .instrument(span.clone())
                 .await
                 .map_err(tag)?;
-            let error = error::from_http(status, &body, request_id, retry_after);
+            let error = api_error::from_http(status, &body, request_id, retry_after);
             tracing::warn!(parent: &span, status, kind = %error.kind(), "chat completion request failed");
             return Err(error);
         }
@@ -206,7 +211,7 @@ impl Provider for OpenRouterProvider {
         };
         Ok(Driver::new(body_of(response), translator, signal)
             .with_limits(&limits)
-            .with_provider(crate::PROVIDER_NAME)
+            .with_provider(NAME)
             .with_request_id(request_id)
             .into_stream())
     }

@@ -276,7 +276,7 @@ pub(crate) fn build(
         }
         // Provider options pass through: routing (`provider`), `reasoning`, `models`,
         // `transforms`, `reasoning_effort`, anything the server understands.
-        match context.provider_options(crate::PROVIDER_NAME) {
+        match context.provider_options(crate::NAME) {
             Some(Value::Object(options)) => {
                 for (key, value) in options {
                     body.insert(key.clone(), value.clone());

@@ -63,10 +63,9 @@ pub(crate) async fn mock(items: Vec<Serve>) -> (MockServer, Arc<OpenRouterProvid
         .start()
         .await
         .expect("mock server starts");
-    let provider = OpenRouterConfig::new(server.url())
+    let config = OpenRouterConfig::new(server.url())
         .with_api_key("test-key")
-        .with_dialect(Dialect::OpenRouter)
-        .build()
-        .expect("provider builds");
+        .with_dialect(Dialect::OpenRouter);
+    let provider = OpenRouterProvider::new(config).expect("provider builds");
     (server, Arc::new(provider))
 }

@@ -9,7 +9,7 @@ use patchbay_conformance::mock::openai::OpenAiWire;
 use patchbay_conformance::mock::{Chunking, MockServer};
 use patchbay_conformance::{Fixture, Target, trials};
 use patchbay_core::{Capabilities, ErrorKind, ProviderError};
-use patchbay_openrouter::{Dialect, OpenRouterConfig};
+use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider};
 
 fn target(name: &str, chunking: Chunking) -> Target {
     let capabilities = Capabilities::none().with_streaming().with_reasoning().with_images();
@@ -28,10 +28,10 @@ fn target(name: &str, chunking: Chunking) -> Target {
                 .start()
                 .await
                 .map_err(|e| ProviderError::new(ErrorKind::Transport, format!("mock server: {e}")))?;
-            let provider = OpenRouterConfig::new(server.url())
+            let config = OpenRouterConfig::new(server.url())
                 .with_api_key("test-key")
-                .with_dialect(Dialect::OpenRouter)
-                .build()?;
+                .with_dialect(Dialect::OpenRouter);
+            let provider = OpenRouterProvider::new(config)?;
             Ok(Fixture::new(Arc::new(provider)).with_guard(server))
         }
     })

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use patchbay_conformance::mock::{RawEnd, Serve};
 use patchbay_core::{ErrorKind, Event, Message, Provider, ProviderError, Signal, ToolSet};
-use patchbay_openrouter::OpenRouterConfig;
+use patchbay_openrouter::{OpenRouterConfig, OpenRouterProvider};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::mock;
@@ -100,9 +100,8 @@ async fn connection_refused_is_a_transport_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     drop(listener);
-    let provider = OpenRouterConfig::new(format!("http://127.0.0.1:{port}/v1"))
-        .build()
-        .expect("builds");
+    let provider =
+        OpenRouterProvider::new(OpenRouterConfig::new(format!("http://127.0.0.1:{port}/v1"))).expect("builds");
     let error = provider
         .create_response(&[Message::user("hi")], &ToolSet::new(), "m", &Signal::new(), None)
         .await
@@ -113,7 +112,7 @@ async fn connection_refused_is_a_transport_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_conversation_fails_before_any_io() {
-    let provider = OpenRouterConfig::new("http://127.0.0.1:9/v1").build().expect("builds");
+    let provider = OpenRouterProvider::new(OpenRouterConfig::new("http://127.0.0.1:9/v1")).expect("builds");
     let error = provider
         .create_response(&[], &ToolSet::new(), "m", &Signal::new(), None)
         .await
@@ -156,7 +155,7 @@ async fn cancel_ends_the_stream_promptly_and_closes_the_connection() {
         );
         let _ = closed_tx.send(cancelled_at.elapsed());
     });
-    let provider = OpenRouterConfig::new(url).build().expect("builds");
+    let provider = OpenRouterProvider::new(OpenRouterConfig::new(url)).expect("builds");
     let signal = Signal::new();
     let mut stream = provider
         .create_response(&[Message::user("hi")], &ToolSet::new(), "m", &signal, None)

@@ -5,5 +5,6 @@ mod common;
 mod fixtures;
 mod http;
 mod metrics;
+mod options;
 mod requests;
 mod translator;

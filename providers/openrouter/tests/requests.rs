@@ -10,7 +10,7 @@ use patchbay_core::{
     Agent, ContentBlock, Event, ImageSource, Message, Provider, RequestContext, Retry, RetryPolicy, Role, Sampling,
     Session, Signal, ToolContent, ToolSet,
 };
-use patchbay_openrouter::{Dialect, OpenRouterConfig};
+use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider};
 use serde_json::{Value, json};
 
 use crate::common::mock;
@@ -71,13 +71,12 @@ async fn golden_requests_of_the_shared_scenarios() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn headers_referer_title_and_bearer_key() {
     let (server, _) = mock(vec![Serve::Turn(patchbay_scripted::Turn::text("hi"))]).await;
-    let provider = OpenRouterConfig::new(server.url())
+    let config = OpenRouterConfig::new(server.url())
         .with_api_key("sk-secret-value")
         .with_referer("https://example.app")
         .with_title("Example App")
-        .with_header("X-Custom", "custom-secret")
-        .build()
-        .expect("builds");
+        .with_header("X-Custom", "custom-secret");
+    let provider = OpenRouterProvider::new(config).expect("builds");
     let debug = format!("{provider:?}");
     assert!(
         !debug.contains("sk-secret-value") && !debug.contains("custom-secret"),
@@ -99,10 +98,8 @@ async fn headers_referer_title_and_bearer_key() {
 }
 
 fn body(dialect: Dialect, messages: &[Message], context: Option<&RequestContext>) -> (Value, Vec<String>) {
-    let provider = OpenRouterConfig::new("http://127.0.0.1:9/v1")
-        .with_dialect(dialect)
-        .build()
-        .expect("builds");
+    let provider =
+        OpenRouterProvider::new(OpenRouterConfig::new("http://127.0.0.1:9/v1").with_dialect(dialect)).expect("builds");
     let (body, warnings) = provider.request_body(messages, &ToolSet::new(), "m", context);
     (body, warnings.into_iter().map(|w| w.code).collect())
 }
@@ -251,27 +248,4 @@ async fn warnings_reach_started() {
         other => panic!("expected Started, got {other:?}"),
     }
     drop(server);
-}
-
-#[test]
-fn options_constructor_reads_json_and_rejects_unknown_fields() {
-    let options = json!({
-        "base_url": "http://127.0.0.1:1234/v1/",
-        "api_key": "k",
-        "dialect": "openrouter",
-        "title": "T",
-        "headers": {"X-A": "b"},
-        "include_usage": false,
-    });
-    let provider = patchbay_openrouter::OpenRouterProvider::from_options(&options).expect("valid options");
-    assert_eq!(provider.config().base_url(), "http://127.0.0.1:1234/v1");
-    assert_eq!(provider.config().dialect(), Dialect::OpenRouter);
-    let (body, _) = provider.request_body(&[Message::user("x")], &ToolSet::new(), "m", None);
-    assert!(body.get("stream_options").is_none());
-    let error = patchbay_openrouter::OpenRouterProvider::from_options(&json!({"base_url": "http://x", "nope": 1}))
-        .expect_err("unknown field");
-    assert_eq!(error.kind(), patchbay_core::ErrorKind::Config);
-    let error =
-        patchbay_openrouter::OpenRouterProvider::from_options(&json!({"base_url": "ftp://x"})).expect_err("bad url");
-    assert_eq!(error.kind(), patchbay_core::ErrorKind::Config);
 }

@@ -1,16 +1,24 @@
 //! Small pure conversions of the translator: tool-call fragments, reasoning details, usage,
-//! finish reasons.
+//! finish reasons. The bottom of `translate`: uses only the crate's `wire`.
 
 use std::collections::HashMap;
 
 use patchbay_core::{FinishReason, Usage};
 use serde_json::Value;
 
-use super::state::ToolAcc;
-use crate::wire::{ReasoningDetail, ToolCallDelta, WireUsage};
+use crate::wire::{ReasoningDetail, Str, ToolCallDelta, WireUsage};
 
-fn non_empty<'s>(value: &'s Option<crate::wire::Str<'_>>) -> Option<&'s str> {
+/// A string field that is present and not empty.
+pub(super) fn non_empty<'s>(value: &'s Option<Str<'_>>) -> Option<&'s str> {
     value.as_deref().filter(|s| !s.is_empty())
+}
+
+/// A tool call being assembled from fragments (kept in [`ToolCalls`]).
+#[derive(Debug, Default)]
+pub(super) struct ToolAcc {
+    pub(super) id: Option<String>,
+    pub(super) name: String,
+    pub(super) arguments: String,
 }
 
 /// The tool calls of one choice, in order of appearance, with the indexes that find the call

@@ -3,20 +3,16 @@
 use patchbay_core::{Event, ProviderError};
 use serde_json::Value;
 
-use super::{Framing, Translator};
+use super::translator::{Framing, Translator};
 
 /// A payload after the end of a response that starts no new one: no choices, no error (some
 /// servers send a last `{"choices": [], "cost": ...}` after `[DONE]`).
-fn trailer(payload: &[u8], framing: Framing) -> bool {
-    let json = match framing {
-        Framing::JsonLines => payload,
-        Framing::Sse => payload.strip_prefix(b"data:").unwrap_or(payload).trim_ascii(),
-    };
-    match serde_json::from_slice::<Value>(json) {
+fn trailer(payload: &[u8]) -> bool {
+    match serde_json::from_slice::<Value>(payload) {
         Ok(value) => {
             value.get("error").is_none() && value.get("choices").and_then(Value::as_array).is_none_or(Vec::is_empty)
         }
-        Err(_) => json == b"[DONE]",
+        Err(_) => payload == b"[DONE]",
     }
 }
 
@@ -48,13 +44,9 @@ pub fn replay(body: &[u8]) -> Vec<Replayed> {
     let mut error = None;
     for line in body.split_inclusive(|&b| b == b'\n') {
         if translator.is_done() {
-            let payload = line.trim_ascii();
-            let is_payload = match framing {
-                Framing::JsonLines => !payload.is_empty(),
-                Framing::Sse => payload.starts_with(b"data:"),
-            };
-            if !is_payload || trailer(payload, framing) {
-                continue;
+            match framing.payload(line) {
+                Some(payload) if !trailer(payload) => {}
+                _ => continue,
             }
             responses.push(Replayed {
                 events: std::mem::take(&mut events),

@@ -1,27 +1,40 @@
-//! The translator's state machine: chunks in, events out.
+//! The translator's state machine: payloads in, events out (into an [`EventBuffer`]).
 
-use std::collections::{HashMap, HashSet};
-use std::time::Instant;
+use std::collections::{HashMap, HashSet, VecDeque};
 
-use patchbay_core::{ErrorKind, Event, ExecutedBy, Metrics, ProviderError, Usage, Warning};
+use patchbay_core::kit::MetricsRecorder;
+use patchbay_core::{ErrorKind, Event, ExecutedBy, ProviderError, Usage, Warning};
 use serde_json::{Value, json};
 
-use super::convert::{ToolCalls, convert_usage, detail_json, finish_reason};
-use super::{EventSink, Framing, Translator};
-use crate::wire::{Choice, Chunk, Content, Delta, IgnoredAny, ReasoningDetail, Str};
+use super::convert::{ToolCalls, convert_usage, detail_json, finish_reason, non_empty};
+use crate::NAME;
+use crate::api_error::from_error_object;
+use crate::wire::{Choice, Chunk, Content, ContentPart, Delta, IgnoredAny, ReasoningDetail, Str, boxed_text};
+
+/// Where the translator appends the events it makes: a `Vec`, or a `VecDeque` (the provider
+/// hands events out from the front without moving them twice). Not to be confused with core's
+/// [`EventSink`](patchbay_core::EventSink): the callbacks a host gets from a running stream.
+pub trait EventBuffer {
+    /// Append one event.
+    fn push_event(&mut self, event: Event);
+}
+
+impl EventBuffer for Vec<Event> {
+    fn push_event(&mut self, event: Event) {
+        self.push(event);
+    }
+}
+
+impl EventBuffer for VecDeque<Event> {
+    fn push_event(&mut self, event: Event) {
+        self.push_back(event);
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BlockKind {
     Text,
     Reasoning,
-}
-
-/// A tool call being assembled from fragments (kept in [`ToolCalls`]).
-#[derive(Debug, Default)]
-pub(super) struct ToolAcc {
-    pub(super) id: Option<String>,
-    pub(super) name: String,
-    pub(super) arguments: String,
 }
 
 #[derive(Debug, Default)]
@@ -56,65 +69,9 @@ pub(super) struct State {
     /// Where each extra choice is in `extras`, by choice index.
     extra_by_index: HashMap<u32, usize>,
     /// Index lookups and calls visited by the tool-call and choice bookkeeping (see
-    /// [`Translator::lookups`]).
-    lookups: u64,
-    meter: Meter,
-}
-
-/// Counts events for `Finish` metrics; reads the clock only for the first event, the first
-/// text and the end (not once per event).
-#[derive(Debug)]
-struct Meter {
-    started: Instant,
-    metrics: Metrics,
-}
-
-impl Meter {
-    fn new() -> Self {
-        Self {
-            started: Instant::now(),
-            metrics: Metrics::default(),
-        }
-    }
-
-    fn elapsed_ms(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    fn observe(&mut self, event: &Event) {
-        self.metrics.events = self.metrics.events.saturating_add(1);
-        if self.metrics.first_event_ms.is_none() {
-            self.metrics.first_event_ms = Some(self.elapsed_ms());
-        }
-        match event {
-            Event::TextDelta { text, .. } => {
-                if self.metrics.first_text_ms.is_none() {
-                    self.metrics.first_text_ms = Some(self.elapsed_ms());
-                }
-                self.metrics.text_chars = self.metrics.text_chars.saturating_add(text.chars().count() as u64);
-            }
-            Event::ReasoningDelta { text, .. } => {
-                self.metrics.reasoning_chars = self.metrics.reasoning_chars.saturating_add(text.chars().count() as u64);
-            }
-            _ => {}
-        }
-    }
-
-    fn finish(&self) -> Metrics {
-        let mut metrics = self.metrics;
-        metrics.events = metrics.events.saturating_add(1);
-        metrics.total_ms = self.elapsed_ms();
-        metrics.first_event_ms.get_or_insert(metrics.total_ms);
-        metrics
-    }
-}
-
-fn trim_ascii(bytes: &[u8]) -> &[u8] {
-    bytes.trim_ascii()
-}
-
-fn non_empty<'s>(value: &'s Option<crate::wire::Str<'_>>) -> Option<&'s str> {
-    value.as_deref().filter(|s| !s.is_empty())
+    /// `Translator::lookups`).
+    pub(super) lookups: u64,
+    metrics: MetricsRecorder,
 }
 
 impl State {
@@ -138,12 +95,12 @@ impl State {
             extras: Vec::new(),
             extra_by_index: HashMap::new(),
             lookups: 0,
-            meter: Meter::new(),
+            metrics: MetricsRecorder::start(),
         }
     }
 
-    fn emit(&mut self, out: &mut impl EventSink, event: Event) {
-        self.meter.observe(&event);
+    fn emit(&mut self, out: &mut impl EventBuffer, event: Event) {
+        self.metrics.observe(&event);
         out.push_event(event);
     }
 
@@ -152,25 +109,8 @@ impl State {
         Err(error)
     }
 
-    pub(super) fn line(
-        &mut self,
-        line: &[u8],
-        framing: Framing,
-        out: &mut impl EventSink,
-    ) -> Result<(), ProviderError> {
-        let payload = match framing {
-            Framing::JsonLines => trim_ascii(line),
-            Framing::Sse => {
-                let Some(rest) = line.strip_prefix(b"data:") else {
-                    // Blank lines, comments (`: OPENROUTER PROCESSING`) and other fields.
-                    return Ok(());
-                };
-                trim_ascii(rest)
-            }
-        };
-        if payload.is_empty() {
-            return Ok(());
-        }
+    /// One payload (the framing already stripped, not empty).
+    pub(super) fn payload(&mut self, payload: &[u8], out: &mut impl EventBuffer) -> Result<(), ProviderError> {
         if payload == b"[DONE]" {
             return self.end(true, out);
         }
@@ -194,7 +134,7 @@ impl State {
         let shown = String::from_utf8_lossy(&payload[..payload.len().min(200)]).into_owned();
         self.fail(
             ProviderError::protocol(format!("a stream payload is not a valid chunk: {shown}"))
-                .with_provider(crate::PROVIDER_NAME)
+                .with_provider(NAME)
                 .with_source(error),
         )
     }
@@ -203,10 +143,10 @@ impl State {
         &mut self,
         chunk: Chunk<'_, S>,
         head: Option<(Option<Str<'_>>, Option<Str<'_>>)>,
-        out: &mut impl EventSink,
+        out: &mut impl EventBuffer,
     ) -> Result<(), ProviderError> {
         if let Some(error) = &chunk.error {
-            return self.fail(crate::error::from_error_object(error, None));
+            return self.fail(from_error_object(error, None));
         }
         if !self.started {
             self.started = true;
@@ -254,7 +194,7 @@ impl State {
         index
     }
 
-    fn reasoning_text(&mut self, text: &str, detail: Option<u32>, out: &mut impl EventSink) {
+    fn reasoning_text(&mut self, text: &str, detail: Option<u32>, out: &mut impl EventBuffer) {
         let index = match self.current {
             Some((BlockKind::Reasoning, index)) if detail.is_none() || detail == self.detail_index => index,
             _ => {
@@ -271,7 +211,7 @@ impl State {
         );
     }
 
-    fn signature(&mut self, signature: &str, detail: Option<u32>, out: &mut impl EventSink) {
+    fn signature(&mut self, signature: &str, detail: Option<u32>, out: &mut impl EventBuffer) {
         let index = match self.current {
             Some((BlockKind::Reasoning, index)) if detail.is_none() || detail == self.detail_index => index,
             _ => self.open(BlockKind::Reasoning),
@@ -287,7 +227,7 @@ impl State {
         self.current = None;
     }
 
-    fn text(&mut self, text: &str, out: &mut impl EventSink) {
+    fn text(&mut self, text: &str, out: &mut impl EventBuffer) {
         let index = match self.current {
             Some((BlockKind::Text, index)) => index,
             _ => self.open(BlockKind::Text),
@@ -301,7 +241,7 @@ impl State {
         );
     }
 
-    fn detail(&mut self, detail: &ReasoningDetail<'_>, out: &mut impl EventSink) {
+    fn detail(&mut self, detail: &ReasoningDetail<'_>, out: &mut impl EventBuffer) {
         match detail.kind.as_ref() {
             "reasoning.text" => {
                 if let Some(text) = non_empty(&detail.text) {
@@ -324,21 +264,21 @@ impl State {
             _ => {
                 let index = self.new_block();
                 let data = detail_json(detail);
-                let provider = crate::PROVIDER_NAME.to_string();
+                let provider = NAME.to_string();
                 self.emit(out, Event::Opaque { index, provider, data });
             }
         }
     }
 
-    fn primary_choice(&mut self, choice: &Choice<'_>, out: &mut impl EventSink) -> Result<(), ProviderError> {
+    fn primary_choice(&mut self, choice: &Choice<'_>, out: &mut impl EventBuffer) -> Result<(), ProviderError> {
         if let Some(delta) = &choice.delta {
             self.primary_delta(delta, out);
         }
-        if let Some(reason) = crate::wire::boxed_text(&choice.finish_reason) {
+        if let Some(reason) = boxed_text(&choice.finish_reason) {
             if reason == "error" {
                 return self.fail(
                     ProviderError::new(ErrorKind::Server, "the model stopped with finish_reason `error`")
-                        .with_provider(crate::PROVIDER_NAME),
+                        .with_provider(NAME),
                 );
             }
             self.finish = Some(reason.to_string());
@@ -347,7 +287,7 @@ impl State {
         Ok(())
     }
 
-    fn primary_delta(&mut self, delta: &Delta<'_>, out: &mut impl EventSink) {
+    fn primary_delta(&mut self, delta: &Delta<'_>, out: &mut impl EventBuffer) {
         if !delta.reasoning_details().is_empty() {
             for detail in delta.reasoning_details() {
                 self.detail(detail, out);
@@ -360,7 +300,7 @@ impl State {
             Some(Content::Parts(parts)) => self.parts(parts, false, out),
             _ => {}
         }
-        if let Some(text) = crate::wire::boxed_text(&delta.refusal) {
+        if let Some(text) = boxed_text(&delta.refusal) {
             self.refusal = true;
             self.text(text, out);
         }
@@ -370,7 +310,7 @@ impl State {
     }
 
     /// Array content (Mistral): text parts and thinking parts holding text parts.
-    fn parts(&mut self, parts: &[crate::wire::ContentPart<'_>], thinking: bool, out: &mut impl EventSink) {
+    fn parts(&mut self, parts: &[ContentPart<'_>], thinking: bool, out: &mut impl EventBuffer) {
         for part in parts {
             match (part.kind.as_ref(), &part.thinking) {
                 ("thinking", Some(Content::Parts(inner))) => self.parts(inner, true, out),
@@ -387,7 +327,7 @@ impl State {
                 (kind, _) => {
                     let index = self.new_block();
                     let data = json!({ "type": "content_part", "part_type": kind, "text": part.text.as_deref() });
-                    let provider = crate::PROVIDER_NAME.to_string();
+                    let provider = NAME.to_string();
                     self.emit(out, Event::Opaque { index, provider, data });
                 }
             }
@@ -427,14 +367,14 @@ impl State {
                 }
                 None => {}
             }
-            if let Some(text) = crate::wire::boxed_text(&delta.refusal) {
+            if let Some(text) = boxed_text(&delta.refusal) {
                 extra.text.push_str(text);
             }
             for call in delta.tool_calls() {
                 extra.tools.accumulate(call, &mut self.lookups);
             }
         }
-        if let Some(reason) = crate::wire::boxed_text(&choice.finish_reason) {
+        if let Some(reason) = boxed_text(&choice.finish_reason) {
             extra.finish = Some(reason.to_string());
         }
     }
@@ -461,7 +401,7 @@ impl State {
         }
     }
 
-    fn finalize_tools(&mut self, out: &mut impl EventSink) {
+    fn finalize_tools(&mut self, out: &mut impl EventBuffer) {
         let truncated = matches!(self.finish.as_deref(), Some("length" | "max_tokens"));
         let mut tools = std::mem::take(&mut self.tools);
         for (position, call) in tools.finalize() {
@@ -522,7 +462,7 @@ impl State {
                         "name": call.name,
                         "arguments": call.arguments,
                     });
-                    let provider = crate::PROVIDER_NAME.to_string();
+                    let provider = NAME.to_string();
                     self.emit(out, Event::Opaque { index, provider, data });
                 }
             }
@@ -530,17 +470,13 @@ impl State {
         self.tools = tools;
     }
 
-    pub(super) fn end(&mut self, done_marker: bool, out: &mut impl EventSink) -> Result<(), ProviderError> {
+    pub(super) fn end(&mut self, done_marker: bool, out: &mut impl EventBuffer) -> Result<(), ProviderError> {
         if !self.started {
-            return self.fail(
-                ProviderError::protocol("the stream ended before its first chunk").with_provider(crate::PROVIDER_NAME),
-            );
+            return self.fail(ProviderError::protocol("the stream ended before its first chunk").with_provider(NAME));
         }
         if self.finish.is_none() && !done_marker {
-            return self.fail(
-                ProviderError::protocol("the stream ended before the response finished")
-                    .with_provider(crate::PROVIDER_NAME),
-            );
+            return self
+                .fail(ProviderError::protocol("the stream ended before the response finished").with_provider(NAME));
         }
         self.finalize_tools(out);
         for extra in std::mem::take(&mut self.extras) {
@@ -558,11 +494,11 @@ impl State {
                 "tool_calls": calls,
                 "finish_reason": extra.finish,
             });
-            let provider = crate::PROVIDER_NAME.to_string();
+            let provider = NAME.to_string();
             self.emit(out, Event::Opaque { index, provider, data });
         }
         let reason = finish_reason(self.finish.as_deref(), self.refusal, self.tool_calls_made);
-        let metrics = self.meter.finish();
+        let metrics = self.metrics.finish();
         out.push_event(Event::Finish {
             reason,
             usage: self.usage,
@@ -570,17 +506,5 @@ impl State {
         });
         self.ended = true;
         Ok(())
-    }
-}
-
-impl Translator {
-    /// Work done so far by the tool-call and choice bookkeeping, in steps: each index lookup
-    /// (one or two per tool-call fragment, one per chunk of an extra choice), each call
-    /// finalized and each id tried when making ids unique. A measure of the translator's cost
-    /// that does not depend on the machine: it grows linearly with the stream, which the
-    /// scaling tests check. Not a stable API.
-    #[doc(hidden)]
-    pub fn lookups(&self) -> u64 {
-        self.state.lookups
     }
 }
