@@ -86,7 +86,7 @@ fn configs_providers_and_errors_never_show_a_secret() {
         AnthropicConfig::new(secret("anthropic")).with_base_url(format!("http://user:{}@[::1", secret("bad-url")));
     let error = AnthropicProvider::new(bad).expect_err("a bad URL");
     assert_error_clean("anthropic config error", &error);
-    let bearer = patchbay::anthropic::Auth::Bearer(patchbay::anthropic::Secret::new(secret("bearer")));
+    let bearer = patchbay::anthropic::Auth::Bearer(patchbay::kit::Secret::new(secret("bearer")));
     assert_debug_clean("anthropic Auth", &bearer);
 
     // OpenAI-compatible.
@@ -280,7 +280,6 @@ fn nothing_logged_at_trace_shows_a_secret() {
     for seen in [
         "redirect refused",
         "request failed",
-        "patchbay.anthropic.request",
         "patchbay.request",
     ] {
         assert!(logged.contains(seen), "the subscriber saw `{seen}`:\n{logged}");

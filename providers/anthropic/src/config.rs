@@ -1,41 +1,20 @@
 //! Provider configuration: from code, from the environment, or from registry JSON options.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use patchbay_core::ProviderError;
-use patchbay_core::kit::{StreamLimits, redact_url};
-use serde_json::Value;
+use patchbay_core::kit::{Secret, StreamLimits, redact_url};
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
-use crate::error::PROVIDER;
+use crate::error::Error;
 use crate::request::DEFAULT_MAX_TOKENS;
 
 /// The public API.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header sent by default.
 pub const DEFAULT_VERSION: &str = "2023-06-01";
-
-/// A secret string whose `Debug` and `Display` never show it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wrap a secret.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret itself (only for building the request header).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret([redacted])")
-    }
-}
 
 /// How the provider authenticates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +29,7 @@ pub enum Auth {
 }
 
 /// Configuration of an [`AnthropicProvider`](crate::AnthropicProvider). `Debug` never shows
-/// credentials or header values.
+/// credentials, header values or URL credentials.
 ///
 /// ```
 /// use std::time::Duration;
@@ -122,8 +101,95 @@ impl Default for AnthropicConfig {
     }
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+/// A variable's value; unset, empty or blank is `None`, and a value that is not Unicode is an
+/// error (not quoted: it may be a key).
+fn env(name: &'static str) -> Result<Option<String>, Error> {
+    match std::env::var_os(name) {
+        None => Ok(None),
+        Some(value) => match value.into_string() {
+            Ok(value) => Ok(Some(value).filter(|v| !v.trim().is_empty())),
+            Err(_) => Err(Error::EnvNotUnicode { name }),
+        },
+    }
+}
+
+/// The endpoint of a base URL: `{base}/v1/messages`.
+pub(crate) fn messages_url(base_url: &str, origin: &'static str) -> Result<reqwest::Url, Error> {
+    let base = base_url.trim_end_matches('/');
+    reqwest::Url::parse(&format!("{base}/v1/messages")).map_err(|source| Error::BaseUrl {
+        origin,
+        url: redact_url(base).into_owned(),
+        source,
+    })
+}
+
+/// The registry options, read in one go (see the crate docs' `# Options`). Every field is
+/// optional; `null` is the same as absent.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    api_key: Option<Secret>,
+    auth_token: Option<Secret>,
+    base_url: Option<String>,
+    version: Option<String>,
+    betas: Option<Vec<String>>,
+    headers: Option<BTreeMap<String, String>>,
+    connect_timeout_ms: Option<u64>,
+    read_timeout_ms: Option<u64>,
+    content_timeout_ms: Option<u64>,
+    max_line_bytes: Option<usize>,
+    max_error_body_bytes: Option<usize>,
+    request_timeout_ms: Option<u64>,
+    default_max_tokens: Option<u32>,
+}
+
+/// What an option's value must be, for [`Error::BadOption`] (serde's own message quotes the
+/// value, which may be a key).
+fn expected(key: &str) -> &'static str {
+    match key {
+        "betas" => "a list of strings",
+        "headers" => "an object whose values are strings",
+        "default_max_tokens" => "a whole number below 2^32",
+        "max_line_bytes" | "max_error_body_bytes" => "a byte count (a whole number)",
+        key if key.ends_with("_ms") => "milliseconds (a whole number)",
+        _ => "a string",
+    }
+}
+
+impl Options {
+    /// Parse `options`; on failure, find the key at fault by reading the entries one at a time
+    /// (every known key accepts `null`, so a key that refuses it is unknown).
+    fn parse(options: &Value) -> Result<Self, Error> {
+        let map = match options {
+            Value::Null => return Ok(Self::default()),
+            Value::Object(map) => map,
+            _ => {
+                return Err(Error::Options {
+                    reason: "must be a JSON object or null",
+                });
+            }
+        };
+        if let Ok(parsed) = Self::deserialize(options) {
+            return Ok(parsed);
+        }
+        let alone =
+            |key: &str, value: Value| Self::deserialize(Value::Object(Map::from_iter([(key.to_string(), value)])));
+        for (key, value) in map {
+            if alone(key, Value::Null).is_err() {
+                return Err(Error::UnknownOption { key: key.clone() });
+            }
+            if alone(key, value.clone()).is_err() {
+                return Err(Error::BadOption {
+                    key: key.clone(),
+                    expected: expected(key),
+                });
+            }
+        }
+        // Every entry parses alone, so the whole parses too; an error rather than a panic anyway.
+        Err(Error::Options {
+            reason: "cannot be read",
+        })
+    }
 }
 
 impl AnthropicConfig {
@@ -135,116 +201,87 @@ impl AnthropicConfig {
         }
     }
 
-    /// From the environment: `ANTHROPIC_API_KEY` (or `ANTHROPIC_AUTH_TOKEN` for bearer auth),
-    /// `ANTHROPIC_BASE_URL`, `ANTHROPIC_VERSION`, `ANTHROPIC_BETA` (comma-separated).
-    pub fn from_env() -> Self {
+    /// From the environment alone: `ANTHROPIC_API_KEY` (or `ANTHROPIC_AUTH_TOKEN` for bearer
+    /// auth), `ANTHROPIC_BASE_URL`, `ANTHROPIC_VERSION`, `ANTHROPIC_BETA` (comma-separated).
+    /// Unset or blank variables are ignored; one that is not Unicode, or a base URL that does
+    /// not parse, is an error.
+    pub fn from_env() -> Result<Self, Error> {
         let mut config = Self::default();
-        if let Some(key) = env("ANTHROPIC_API_KEY") {
+        if let Some(key) = env("ANTHROPIC_API_KEY")? {
             config.auth = Auth::ApiKey(Secret::new(key));
-        } else if let Some(token) = env("ANTHROPIC_AUTH_TOKEN") {
+        } else if let Some(token) = env("ANTHROPIC_AUTH_TOKEN")? {
             config.auth = Auth::Bearer(Secret::new(token));
         }
-        if let Some(url) = env("ANTHROPIC_BASE_URL") {
+        if let Some(url) = env("ANTHROPIC_BASE_URL")? {
+            messages_url(&url, "ANTHROPIC_BASE_URL")?;
             config.base_url = url;
         }
-        if let Some(version) = env("ANTHROPIC_VERSION") {
+        if let Some(version) = env("ANTHROPIC_VERSION")? {
             config.version = version;
         }
-        if let Some(betas) = env("ANTHROPIC_BETA") {
+        if let Some(betas) = env("ANTHROPIC_BETA")? {
             config.betas = betas
                 .split(',')
                 .map(|b| b.trim().to_string())
                 .filter(|b| !b.is_empty())
                 .collect();
         }
-        config
+        Ok(config)
     }
 
-    /// The environment, then registry options on top: `api_key`, `auth_token`, `base_url`,
-    /// `version`, `betas` (list), `headers` (object), `connect_timeout_ms`, `read_timeout_ms`,
-    /// `content_timeout_ms` (`0` turns a timeout off), `max_line_bytes`, `max_error_body_bytes`,
-    /// `request_timeout_ms`, `default_max_tokens`. `null` means no options.
-    pub fn from_options(options: &Value) -> Result<Self, ProviderError> {
-        let mut config = Self::from_env();
-        let map = match options {
-            Value::Null => return Ok(config),
-            Value::Object(map) => map,
-            _ => return Err(ProviderError::config("anthropic options must be a JSON object").with_provider(PROVIDER)),
-        };
-        let string = |key: &str| -> Result<Option<String>, ProviderError> {
-            match map.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(_) => Err(
-                    ProviderError::config(format!("anthropic option `{key}` must be a string")).with_provider(PROVIDER),
-                ),
-            }
-        };
-        let millis = |key: &str| -> Result<Option<Duration>, ProviderError> {
-            match map.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(v) => v.as_u64().map(|ms| Some(Duration::from_millis(ms))).ok_or_else(|| {
-                    ProviderError::config(format!("anthropic option `{key}` must be milliseconds"))
-                        .with_provider(PROVIDER)
-                }),
-            }
-        };
-        if let Some(key) = string("api_key")? {
-            config.auth = Auth::ApiKey(Secret::new(key));
+    /// [`from_env`](Self::from_env), then the registry options on top (`null` or `{}`: the
+    /// environment alone). Every key is listed in the crate docs' `# Options`; an unknown key
+    /// or a value of the wrong type is an error naming the key (never quoting the value).
+    ///
+    /// ```
+    /// use patchbay_anthropic::{AnthropicConfig, Error};
+    /// let config = AnthropicConfig::from_options(&serde_json::json!({"read_timeout_ms": 0})).unwrap();
+    /// assert_eq!(config.limits.read_timeout, None);
+    /// let error = AnthropicConfig::from_options(&serde_json::json!({"api_kee": "sk"})).unwrap_err();
+    /// assert!(matches!(error, Error::UnknownOption { ref key, .. } if key == "api_kee"));
+    /// ```
+    pub fn from_options(options: &Value) -> Result<Self, Error> {
+        let options = Options::parse(options)?;
+        let mut config = Self::from_env()?;
+        if let Some(key) = options.api_key {
+            config.auth = Auth::ApiKey(key);
         }
-        if let Some(token) = string("auth_token")? {
-            config.auth = Auth::Bearer(Secret::new(token));
+        if let Some(token) = options.auth_token {
+            config.auth = Auth::Bearer(token);
         }
-        if let Some(url) = string("base_url")? {
+        if let Some(url) = options.base_url {
+            messages_url(&url, "the `base_url` option")?;
             config.base_url = url;
         }
-        if let Some(version) = string("version")? {
+        if let Some(version) = options.version {
             config.version = version;
         }
-        if let Some(betas) = map.get("betas").and_then(Value::as_array) {
-            config.betas = betas.iter().filter_map(Value::as_str).map(str::to_string).collect();
+        if let Some(betas) = options.betas {
+            config.betas = betas;
         }
-        if let Some(headers) = map.get("headers").and_then(Value::as_object) {
-            for (name, value) in headers {
-                if let Some(value) = value.as_str() {
-                    config.headers.push((name.clone(), value.to_string()));
-                }
-            }
+        config.headers.extend(options.headers.unwrap_or_default());
+        let millis = Duration::from_millis;
+        let off_if_zero = |ms: u64| (ms != 0).then(|| millis(ms));
+        if let Some(ms) = options.connect_timeout_ms {
+            config.connect_timeout = millis(ms);
         }
-        if let Some(wait) = millis("connect_timeout_ms")? {
-            config.connect_timeout = wait;
+        if let Some(ms) = options.read_timeout_ms {
+            config.limits.read_timeout = off_if_zero(ms);
         }
-        let off_if_zero = |wait: Duration| (!wait.is_zero()).then_some(wait);
-        if let Some(wait) = millis("read_timeout_ms")? {
-            config.limits.read_timeout = off_if_zero(wait);
+        if let Some(ms) = options.content_timeout_ms {
+            config.limits.content_timeout = off_if_zero(ms);
         }
-        if let Some(wait) = millis("content_timeout_ms")? {
-            config.limits.content_timeout = off_if_zero(wait);
-        }
-        let bytes = |key: &str| -> Result<Option<usize>, ProviderError> {
-            match map.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(v) => v
-                    .as_u64()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .map(Some)
-                    .ok_or_else(|| {
-                        ProviderError::config(format!("anthropic option `{key}` must be a byte count"))
-                            .with_provider(PROVIDER)
-                    }),
-            }
-        };
-        if let Some(max) = bytes("max_line_bytes")? {
+        if let Some(max) = options.max_line_bytes {
             config.limits = config.limits.with_max_line_bytes(max);
         }
-        if let Some(max) = bytes("max_error_body_bytes")? {
+        if let Some(max) = options.max_error_body_bytes {
             config.limits = config.limits.with_max_error_body_bytes(max);
         }
-        if let Some(wait) = millis("request_timeout_ms")? {
-            config.request_timeout = Some(wait);
+        if let Some(ms) = options.request_timeout_ms {
+            config.request_timeout = off_if_zero(ms);
         }
-        if let Some(max) = map.get("default_max_tokens").and_then(Value::as_u64) {
-            config.default_max_tokens = u32::try_from(max).unwrap_or(u32::MAX);
+        if let Some(max) = options.default_max_tokens {
+            config.default_max_tokens = max;
         }
         Ok(config)
     }
@@ -252,6 +289,12 @@ impl AnthropicConfig {
     /// Set the API key.
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
         self.auth = Auth::ApiKey(Secret::new(key));
+        self
+    }
+
+    /// Set a bearer token (`authorization: Bearer`), replacing any API key.
+    pub fn with_auth_token(mut self, token: impl Into<String>) -> Self {
+        self.auth = Auth::Bearer(Secret::new(token));
         self
     }
 

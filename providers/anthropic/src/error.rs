@@ -1,16 +1,96 @@
-//! Anthropic errors (HTTP statuses, error bodies, `error` stream events) as patchbay kinds.
+//! This crate's [`Error`] (configuration and setup), and Anthropic errors (HTTP statuses, error
+//! bodies, `error` stream events) as patchbay kinds.
 
 use std::time::Duration;
 
 use patchbay_core::kit::kind_for_status;
 use patchbay_core::{ErrorKind, ProviderError};
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, InvalidHeaderName, InvalidHeaderValue};
 use serde::Deserialize;
 
+use crate::NAME;
 use crate::wire::WireError;
 
-/// The provider name used in errors and events.
-pub(crate) const PROVIDER: &str = "anthropic";
+/// The error of parsing a URL (`url::ParseError`, which reqwest does not re-export).
+type UrlError = <reqwest::Url as std::str::FromStr>::Err;
+
+/// What configuring and setting up the provider can fail with. Converts into a
+/// [`ProviderError`] of kind `Config` (provider [`NAME`], this error as its source). No variant
+/// shows a key, a header value, URL credentials or an option's value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An environment variable is set but is not Unicode.
+    #[error("the environment variable `{name}` is not valid Unicode")]
+    EnvNotUnicode {
+        /// The variable.
+        name: &'static str,
+    },
+    /// The options as a whole cannot be read (not an object, nor `null`).
+    #[error("anthropic options {reason}")]
+    Options {
+        /// What is wrong with them.
+        reason: &'static str,
+    },
+    /// An option this crate does not know (every key is listed in the crate docs).
+    #[error("unknown anthropic option `{key}`")]
+    UnknownOption {
+        /// The key.
+        key: String,
+    },
+    /// An option whose value has the wrong type or range. No source: serde's message would
+    /// quote the value, which may be a key.
+    #[error("anthropic option `{key}` must be {expected}")]
+    BadOption {
+        /// The key.
+        key: String,
+        /// What the value must be.
+        expected: &'static str,
+    },
+    /// No credentials for the public API.
+    #[error("no Anthropic API key: set ANTHROPIC_API_KEY or pass one in the config")]
+    MissingKey,
+    /// The base URL does not parse (shown without its credentials).
+    #[error("bad Anthropic base URL `{url}` (from {origin})")]
+    BaseUrl {
+        /// Where it came from (`ANTHROPIC_BASE_URL`, the `base_url` option, the config).
+        origin: &'static str,
+        /// The URL, credentials redacted.
+        url: String,
+        /// Why it does not parse.
+        #[source]
+        source: UrlError,
+    },
+    /// A header name HTTP does not allow.
+    #[error("bad header name `{name}`")]
+    HeaderName {
+        /// The name.
+        name: String,
+        /// Why.
+        #[source]
+        source: InvalidHeaderName,
+    },
+    /// A header value HTTP does not allow (the value is never shown).
+    #[error("bad value for header `{name}`")]
+    HeaderValue {
+        /// The header's name.
+        name: String,
+        /// Why.
+        #[source]
+        source: InvalidHeaderValue,
+    },
+    /// The HTTP client cannot be built (TLS setup...).
+    #[error("cannot build the HTTP client")]
+    Client(#[source] reqwest::Error),
+}
+
+impl From<Error> for ProviderError {
+    fn from(error: Error) -> Self {
+        ProviderError::config(error.to_string())
+            .with_provider(NAME)
+            .with_source(error)
+    }
+}
 
 /// The patchbay kind of an Anthropic error type (`overloaded_error`...), if it names one.
 ///
@@ -38,7 +118,7 @@ pub(crate) fn stream_error(error: Option<&WireError<'_>>, request_id: Option<&st
         .unwrap_or("the stream reported an error");
     let kind = kind_for_error_type(error_type, message).unwrap_or(ErrorKind::Server);
     let mut out = ProviderError::new(kind, message)
-        .with_provider(PROVIDER)
+        .with_provider(NAME)
         .with_provider_code(error_type);
     if let Some(id) = request_id {
         out = out.with_request_id(id);
@@ -91,7 +171,7 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderErro
         .and_then(|t| kind_for_error_type(t, &message))
         .unwrap_or_else(|| kind_for_status(status));
     let mut error = ProviderError::new(kind, message)
-        .with_provider(PROVIDER)
+        .with_provider(NAME)
         .with_status(status);
     if let Some(code) = error_type {
         error = error.with_provider_code(code);
@@ -125,6 +205,6 @@ pub(crate) fn transport_error(error: reqwest::Error, what: &str) -> ProviderErro
         format!("{what}: the connection failed")
     };
     ProviderError::new(kind, message)
-        .with_provider(PROVIDER)
+        .with_provider(NAME)
         .with_source(error.without_url())
 }

@@ -7,7 +7,38 @@
 //! - [`request`]: request mapping ([`build_request`], [`tool_result_block`]);
 //! - [`replay`]: recorded streams in, events out.
 //!
+//! # Options
+//! [`AnthropicConfig::from_options`] (what [`factory`] builds with) reads these keys on top of
+//! [`AnthropicConfig::from_env`]; `null` or `{}` is the environment alone, and `null` for a key
+//! is the same as leaving it out. An unknown key or a value of the wrong type is an
+//! [`Error`] naming the key, never quoting the value.
+//!
+//! | Key | Type | Default | Overrides |
+//! |---|---|---|---|
+//! | `api_key` | string | none | `ANTHROPIC_API_KEY` (sent as `x-api-key`) |
+//! | `auth_token` | string | none | `ANTHROPIC_AUTH_TOKEN` (sent as `authorization: Bearer`) |
+//! | `base_url` | string | [`DEFAULT_BASE_URL`] | `ANTHROPIC_BASE_URL` |
+//! | `version` | string | [`DEFAULT_VERSION`] | `ANTHROPIC_VERSION` |
+//! | `betas` | list of strings | none | `ANTHROPIC_BETA` (comma-separated) |
+//! | `headers` | object of strings | none | (added to any set in code) |
+//! | `connect_timeout_ms` | milliseconds | 10 000 | |
+//! | `read_timeout_ms` | milliseconds, `0`: off | 300 000 | |
+//! | `content_timeout_ms` | milliseconds, `0`: off | 900 000 | |
+//! | `request_timeout_ms` | milliseconds, `0`: off | off | |
+//! | `max_line_bytes` | bytes | 64 MiB | |
+//! | `max_error_body_bytes` | bytes | 64 KiB | |
+//! | `default_max_tokens` | integer below 2^32 | [`DEFAULT_MAX_TOKENS`] (4096) | |
+//!
+//! Per call, `context.provider_options("anthropic")` is a different thing: a JSON object merged
+//! into the request body (see [`request`]).
+//!
 //! # Decisions
+//! - Configuration: [`AnthropicConfig::from_env`] ignores unset or blank variables; one that is
+//!   not Unicode, or an `ANTHROPIC_BASE_URL` that does not parse, is an [`Error`] (not a silent
+//!   default). `ANTHROPIC_API_KEY` wins over `ANTHROPIC_AUTH_TOKEN`; in options, a credential
+//!   replaces the environment's, and `auth_token` wins when both are given. Option errors carry
+//!   no serde source (its message would quote the value, which may be a key). Without
+//!   credentials, only the public API is refused: a mock or a gateway may need none.
 //! - `max_tokens` defaults to [`DEFAULT_MAX_TOKENS`] (4096; configurable), raised above a
 //!   thinking budget; the last message may come from the assistant (a prefill).
 //! - Citations arrive as one `Opaque {"type": "text_citations"}` after their text block, and
@@ -28,16 +59,11 @@
 //!   Cancelling the signal ends the stream with `Cancelled` and drops the connection.
 //! - Redirects are never followed: a `3xx` is a `Config` error naming the location (the key and
 //!   the request must not reach another host).
-//! - `Debug` of the config and provider shows no key, no header value, no URL credentials.
-//!
-//! # Registry
-//! The facade registers [`build`] (`fn(&serde_json::Value) -> Result<Arc<dyn Provider>, _>`):
-//! options `api_key`, `auth_token`, `base_url`, `version`, `betas`, `headers`,
-//! `connect_timeout_ms`, `read_timeout_ms`, `content_timeout_ms` (`0`: off), `max_line_bytes`,
-//! `max_error_body_bytes`, `request_timeout_ms`, `default_max_tokens` on top
-//! of the environment; `null` means the environment alone.
-
-// `ProviderError` is core's type; its size is core's decision, not this crate's.
+//! - Each call sends its request inside core's `patchbay.request{provider = "anthropic", model}`
+//!   span ([`request_span`](patchbay_core::kit::request_span)); the body size is a `debug`
+//!   event in it, and failures and refused redirects are `debug` events too.
+//! - `Debug` of the config and provider shows no key (keys are
+//!   [`kit::Secret`](patchbay_core::kit::Secret)), no header value, no URL credentials.
 
 mod config;
 mod error;
@@ -47,22 +73,32 @@ pub mod request;
 pub mod translate;
 pub mod wire;
 
-pub use config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, DEFAULT_VERSION, Secret};
-pub use error::{http_error, kind_for_error_type};
-pub use provider::{AnthropicProvider, build};
+pub use config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, DEFAULT_VERSION};
+pub use error::{Error, http_error, kind_for_error_type};
+pub use provider::AnthropicProvider;
 pub use request::{DEFAULT_MAX_TOKENS, RequestParts, build_request, tool_result_block};
 pub use translate::{RawEvent, StreamTranslator, Translator, finish_reason};
 
 /// The provider's registry name, the key of its provider options and its span field.
 pub const NAME: &str = "anthropic";
 
-/// The registry entry: builds an [`AnthropicProvider`] from JSON options.
+/// The registry entry: builds an [`AnthropicProvider`] from JSON options (see `# Options`).
 pub fn factory() -> patchbay_core::ProviderFactory {
     patchbay_core::ProviderFactory::new(
         NAME,
         "Anthropic Messages API; options: api_key, auth_token, base_url, version, betas, headers, \
-         connect_timeout_ms, read_timeout_ms, request_timeout_ms, default_max_tokens \
-         (on top of ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL)",
+         connect_timeout_ms, read_timeout_ms, content_timeout_ms, request_timeout_ms, max_line_bytes, \
+         max_error_body_bytes, default_max_tokens (on top of ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, \
+         ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, ANTHROPIC_BETA)",
         build,
     )
+}
+
+/// The factory's build function: [`AnthropicConfig::from_options`], then [`AnthropicProvider::new`].
+fn build(
+    options: &serde_json::Value,
+) -> Result<std::sync::Arc<dyn patchbay_core::Provider>, patchbay_core::ProviderError> {
+    Ok(std::sync::Arc::new(AnthropicProvider::new(
+        AnthropicConfig::from_options(options)?,
+    )?))
 }

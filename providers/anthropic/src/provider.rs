@@ -1,7 +1,5 @@
 //! The provider: one streamed `POST {base}/v1/messages` per call, translated as it arrives.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -15,8 +13,9 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, 
 use serde_json::{Value, json};
 use tracing::Instrument;
 
-use crate::config::{AnthropicConfig, Auth, DEFAULT_BASE_URL};
-use crate::error::{PROVIDER, http_error, request_id, transport_error};
+use crate::NAME;
+use crate::config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, messages_url};
+use crate::error::{Error, http_error, request_id, transport_error};
 use crate::request::build_request;
 use crate::translate::{StreamTranslator, Translator};
 
@@ -40,27 +39,29 @@ impl std::fmt::Debug for AnthropicProvider {
     }
 }
 
-fn config_error(message: impl Into<String>) -> ProviderError {
-    ProviderError::config(message).with_provider(PROVIDER)
-}
-
 impl AnthropicProvider {
-    /// A provider with this configuration. Fails (kind `Config`) without credentials for the
-    /// public API, on a bad base URL or a bad header.
+    /// A provider with this configuration: the only constructor. Fails (kind `Config`, source
+    /// an [`Error`]) without credentials for the public API, on a bad base URL, a bad header or
+    /// an HTTP client that cannot be built.
     pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
-        let base = config.base_url.trim_end_matches('/');
-        if matches!(config.auth, Auth::None) && base == DEFAULT_BASE_URL {
-            return Err(config_error(
-                "no Anthropic API key: set ANTHROPIC_API_KEY or pass one in the config",
-            ));
+        Ok(Self::setup(config)?)
+    }
+
+    fn setup(config: AnthropicConfig) -> Result<Self, Error> {
+        if matches!(config.auth, Auth::None) && config.base_url.trim_end_matches('/') == DEFAULT_BASE_URL {
+            return Err(Error::MissingKey);
         }
-        let url = reqwest::Url::parse(&format!("{base}/v1/messages"))
-            .map_err(|e| config_error(format!("bad Anthropic base URL `{}`: {e}", redact_url(base))))?;
+        let url = messages_url(&config.base_url, "the config")?;
         let mut headers = HeaderMap::new();
-        let mut insert = |name: &str, value: &str, sensitive: bool| -> Result<(), ProviderError> {
-            let name = HeaderName::try_from(name).map_err(|_| config_error(format!("bad header name `{name}`")))?;
-            let mut value =
-                HeaderValue::try_from(value).map_err(|_| config_error(format!("bad value for header `{name}`")))?;
+        let mut insert = |name: &str, value: &str, sensitive: bool| -> Result<(), Error> {
+            let name = HeaderName::try_from(name).map_err(|source| Error::HeaderName {
+                name: name.to_string(),
+                source,
+            })?;
+            let mut value = HeaderValue::try_from(value).map_err(|source| Error::HeaderValue {
+                name: name.to_string(),
+                source,
+            })?;
             value.set_sensitive(sensitive);
             headers.insert(name, value);
             Ok(())
@@ -80,28 +81,15 @@ impl AnthropicProvider {
         if let Some(timeout) = config.request_timeout {
             builder = builder.timeout(timeout);
         }
-        let client = builder
-            .build()
-            .map_err(|e| config_error("cannot build the HTTP client").with_source(e))?;
+        let client = builder.build().map_err(Error::Client)?;
         let capabilities = Capabilities::none().with_streaming().with_reasoning().with_images();
         Ok(Self {
-            info: ProviderInfo::new(PROVIDER, capabilities),
+            info: ProviderInfo::new(NAME, capabilities),
             config,
             client,
             url,
             headers,
         })
-    }
-
-    /// A provider configured from the environment (see [`AnthropicConfig::from_env`]).
-    pub fn from_env() -> Result<Self, ProviderError> {
-        Self::new(AnthropicConfig::from_env())
-    }
-
-    /// The registry constructor: the environment with JSON options on top (see
-    /// [`AnthropicConfig::from_options`]; `null` means none). Matches the facade's `BuildFn`.
-    pub fn build(options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
-        Ok(Arc::new(Self::new(AnthropicConfig::from_options(options)?)?))
     }
 
     /// The configuration.
@@ -113,11 +101,6 @@ impl AnthropicProvider {
     pub fn url(&self) -> &str {
         self.url.as_str()
     }
-}
-
-/// See [`AnthropicProvider::build`].
-pub fn build(options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
-    AnthropicProvider::build(options)
 }
 
 #[async_trait]
@@ -134,14 +117,16 @@ impl Provider for AnthropicProvider {
         signal: &Signal,
         context: Option<&RequestContext>,
     ) -> Result<EventStream, ProviderError> {
-        check_conversation(messages, false).map_err(|e| e.with_provider(PROVIDER))?;
+        check_conversation(messages, false).map_err(|e| e.with_provider(NAME))?;
         if signal.is_cancelled() {
-            return Err(ProviderError::cancelled().with_provider(PROVIDER));
+            return Err(ProviderError::cancelled().with_provider(NAME));
         }
         let translator = Translator::new().with_model(model);
         let parts = build_request(messages, tools, model, context, self.config.default_max_tokens)?;
         let body = serde_json::to_vec(&parts.body).map_err(|e| {
-            ProviderError::new(patchbay_core::ErrorKind::InvalidRequest, "cannot serialize the request").with_source(e)
+            ProviderError::new(patchbay_core::ErrorKind::InvalidRequest, "cannot serialize the request")
+                .with_provider(NAME)
+                .with_source(e)
         })?;
         let mut request = self
             .client
@@ -159,17 +144,18 @@ impl Provider for AnthropicProvider {
         if !betas.is_empty() {
             request = request.header("anthropic-beta", betas.join(","));
         }
-        let span = tracing::info_span!("patchbay.anthropic.request", model, bytes = body.len());
+        let span = kit::request_span(NAME, model);
+        tracing::debug!(parent: &span, bytes = body.len(), "sending the request");
         let limits = self.config.limits;
         let send = request.body(body).send().instrument(span.clone());
         let response = kit::within(signal, limits.read_timeout, "waiting for the response headers", send)
             .await
-            .map_err(|e| e.with_provider(PROVIDER))?
+            .map_err(|e| e.with_provider(NAME))?
             .map_err(|e| transport_error(e, "sending the request"))?;
         let status = response.status();
         if status.is_redirection() {
             let location = response.headers().get(LOCATION).and_then(|v| v.to_str().ok());
-            let error = kit::redirect_error(status.as_u16(), location).with_provider(PROVIDER);
+            let error = kit::redirect_error(status.as_u16(), location).with_provider(NAME);
             tracing::debug!(parent: &span, status = status.as_u16(), "redirect refused");
             return Err(error);
         }
@@ -177,7 +163,7 @@ impl Provider for AnthropicProvider {
             let headers = response.headers().clone();
             let body = kit::read_error_body(body_of(response, "reading the error body"), &limits, signal)
                 .await
-                .map_err(|e| e.with_provider(PROVIDER))?;
+                .map_err(|e| e.with_provider(NAME))?;
             let error = http_error(status.as_u16(), &headers, &body);
             tracing::debug!(parent: &span, status = status.as_u16(), kind = %error.kind(), "request failed");
             return Err(error);
@@ -200,13 +186,13 @@ impl Provider for AnthropicProvider {
             };
             Driver::new(body, whole, signal)
                 .with_limits(&limits)
-                .with_provider(PROVIDER)
+                .with_provider(NAME)
                 .with_request_id(request_id)
                 .into_stream()
         } else {
             Driver::new(body, translator, signal)
                 .with_limits(&limits)
-                .with_provider(PROVIDER)
+                .with_provider(NAME)
                 .with_request_id(request_id)
                 .into_stream()
         };
@@ -260,9 +246,8 @@ impl kit::StreamTranslator for WholeMessage {
 }
 
 fn translate_whole_message(translator: &mut Translator, body: &[u8]) -> Result<(), ProviderError> {
-    let message: Value = serde_json::from_slice(body).map_err(|e| {
-        ProviderError::protocol(format!("the JSON response is not a message: {e}")).with_provider(PROVIDER)
-    })?;
+    let message: Value = serde_json::from_slice(body)
+        .map_err(|e| ProviderError::protocol(format!("the JSON response is not a message: {e}")).with_provider(NAME))?;
     translator.push_value(&json!({ "type": "message_start", "message": message }))?;
     translator.push_value(&json!({ "type": "message_stop" }))
 }

@@ -3,7 +3,7 @@
 //!
 //! A `message_start` after a finished (or failed) response begins the next response; other
 //! frames after the end of a response are ignored, as a client stops reading at
-//! `message_stop`. Used by the conformance `replay` command and the fixture tests.
+//! `message_stop`. Used by the `replay` command (`patchbay-replay`) and the fixture tests.
 
 use patchbay_core::{Event, ProviderError};
 use serde::Deserialize;

@@ -23,7 +23,7 @@ use patchbay_core::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::error::PROVIDER;
+use crate::NAME;
 
 /// `max_tokens` when the context sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -68,7 +68,7 @@ pub fn build_request(
         if content.is_empty() {
             return Err(
                 ProviderError::invalid_message(index, "the message has no content the Messages API accepts")
-                    .with_provider(PROVIDER),
+                    .with_provider(NAME),
             );
         }
         let role = match message.role {
@@ -142,7 +142,7 @@ pub fn build_request(
     }
 
     let mut betas = Vec::new();
-    match context.provider_options(PROVIDER) {
+    match context.provider_options(NAME) {
         None | Some(Value::Null) => {}
         Some(Value::Object(options)) => {
             for (key, value) in options {
@@ -162,7 +162,7 @@ pub fn build_request(
                 ErrorKind::InvalidRequest,
                 "provider options for `anthropic` must be a JSON object",
             )
-            .with_provider(PROVIDER));
+            .with_provider(NAME));
         }
     }
     if !wire_tools.is_empty() {
@@ -186,7 +186,7 @@ fn opaque_ids(message: &Message) -> HashSet<&str> {
         .content
         .iter()
         .filter_map(|block| match block {
-            ContentBlock::Opaque { provider, data } if provider == PROVIDER => data
+            ContentBlock::Opaque { provider, data } if provider == NAME => data
                 .get("id")
                 .or_else(|| data.get("tool_use_id"))
                 .and_then(Value::as_str),
@@ -271,7 +271,7 @@ fn map_content(index: usize, message: &Message, warnings: &mut Vec<Warning>) -> 
                 }
                 out.push(value);
             }
-            ContentBlock::Opaque { provider, data } if provider == PROVIDER => {
+            ContentBlock::Opaque { provider, data } if provider == NAME => {
                 match data.get("type").and_then(Value::as_str) {
                     Some("text_citations") => {
                         // Citations of the text block before it.

@@ -1,7 +1,8 @@
-//! Integration tests of patchbay-anthropic (one binary; the shared scenarios and the real
-//! Claude Code CLI against the mock run in `conformance.rs`, a `harness = false` binary).
+//! Integration tests of patchbay-anthropic (one binary; the shared scenarios against the mock
+//! run in `conformance.rs`, a `harness = false` binary).
 
 mod common;
+mod config;
 mod fixtures;
 mod metrics;
 mod provider;

@@ -288,10 +288,13 @@ fn config_never_shows_secrets_and_needs_a_key_for_the_public_api() {
     );
     let error = AnthropicProvider::new(AnthropicConfig::default()).expect_err("no key");
     assert_eq!(error.kind(), ErrorKind::Config);
-    let built = AnthropicProvider::build(&json!({"api_key": "k", "base_url": "http://127.0.0.1:9", "betas": ["b"]}))
+    let factory = patchbay_anthropic::factory();
+    let built = factory
+        .build(&json!({"api_key": "k", "base_url": "http://127.0.0.1:9", "betas": ["b"]}))
         .expect("builds from options");
     assert_eq!(built.info().name, "anthropic");
-    let error = AnthropicProvider::build(&json!({"connect_timeout_ms": "soon"}))
+    let error = factory
+        .build(&json!({"connect_timeout_ms": "soon"}))
         .err()
         .expect("bad option");
     assert_eq!(error.kind(), ErrorKind::Config);

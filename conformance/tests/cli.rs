@@ -1,16 +1,25 @@
 //! The real Claude Code CLI against the mock Messages server speaking [`AnthropicWire`]: the
-//! mock must satisfy the program the agent-runtime provider drives.
+//! mock must satisfy the program the agent-runtime provider drives. A `harness = false` binary
+//! of peers trials: ignored with the reason when the CLI is not installed (failed in CI).
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use patchbay_conformance::mock::MockServer;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
-use patchbay_conformance::peers::claude_code_cli;
+use patchbay_conformance::peers::{self, claude_code_cli};
 use patchbay_scripted::{Script, Turn};
 
-/// A trial of the `conformance` binary: ignored with the reason without the CLI.
-pub(crate) async fn the_claude_code_cli_reads_the_mock_wire() {
+fn main() {
+    let claude = claude_code_cli();
+    peers::run(vec![peers::async_trial(
+        "the_claude_code_cli_reads_the_mock_wire",
+        &[&claude],
+        the_claude_code_cli_reads_the_mock_wire,
+    )])
+}
+
+async fn the_claude_code_cli_reads_the_mock_wire() {
     let claude = claude_code_cli().path().to_path_buf();
     let script = Script::new(vec![Turn::text("Hello from the mock wire!")]).repeating();
     let server = MockServer::builder(AnthropicWire)
