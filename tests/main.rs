@@ -4,6 +4,7 @@
 mod agent;
 mod common;
 mod concurrency;
+mod factories;
 mod handles;
 #[cfg(all(feature = "anthropic", feature = "openrouter"))]
 mod hardening;

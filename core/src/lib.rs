@@ -1,9 +1,11 @@
 #![doc = include_str!("../README.md")]
 
 mod agent;
+mod cache;
 mod context;
 mod error;
 mod event;
+mod extensions;
 mod factory;
 pub mod kit;
 mod message;
@@ -16,14 +18,16 @@ mod toolset;
 pub mod validate;
 
 pub use agent::{Agent, AgentOutcome, AttachedTools, DEFAULT_MAX_STEPS, ToolSource, Transcript};
+pub use cache::CacheControl;
 pub use context::{
-    Approval, ApprovalHandler, ApprovalRequest, Extensions, McpServerConfig, McpTransport, RequestContext, Sampling,
-    Session, ToolChoice,
+    Approval, ApprovalHandler, ApprovalRequest, McpServerConfig, McpTransport, RequestContext, Sampling, Session,
+    ToolChoice,
 };
 pub use error::{ErrorKind, Facts, Limit, ProviderError};
 pub use event::{Event, FinishReason, McpFailure, Metrics, Usage, Warning};
+pub use extensions::Extensions;
 pub use factory::{BuildFn, ProviderFactory};
-pub use message::{CacheControl, ContentBlock, ImageSource, Message, Role};
+pub use message::{ContentBlock, ImageSource, Message, Role};
 pub use provider::{Capabilities, EventStream, Provider, ProviderExt, ProviderInfo, ProviderResponse};
 pub use retry::{Retry, RetryLayer, RetryPolicy};
 pub use signal::Signal;

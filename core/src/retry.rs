@@ -186,7 +186,7 @@ const MAX_HEADER_WAIT_SECS: f64 = 86_400.0;
 ///
 /// ```
 /// use std::time::Duration;
-/// use patchbay_core::parse_retry_after;
+/// use patchbay_core::kit::parse_retry_after;
 /// assert_eq!(parse_retry_after(Some("1500"), Some("9")), Some(Duration::from_millis(1500)));
 /// assert_eq!(parse_retry_after(None, Some(" 2 ")), Some(Duration::from_secs(2)));
 /// assert_eq!(parse_retry_after(None, Some("1e300")), Some(Duration::from_secs(86_400)));

@@ -12,7 +12,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::context::Extensions;
+use crate::cache::CacheControl;
+use crate::extensions::Extensions;
 use crate::signal::Signal;
 
 /// Who executed a tool call.
@@ -47,7 +48,7 @@ pub struct ToolSpec {
     pub annotations: Option<Value>,
     /// Prompt-caching marker for providers that support it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_control: Option<crate::CacheControl>,
+    pub cache_control: Option<CacheControl>,
 }
 
 impl ToolSpec {

@@ -9,34 +9,8 @@ use async_trait::async_trait;
 use patchbay_core::{AttachedTools, McpFailure, McpServerConfig, RequestContext, Signal, ToolSet, ToolSource, Warning};
 
 use crate::child::StderrTail;
-use crate::connection::{McpClient, McpTool};
+use crate::connection::{McpClient, McpTool, ToolNaming};
 use crate::error::Error;
-
-/// The default bound on connecting to one server (handshake plus tool listing).
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a graceful close waits at each step (stdin closed, then SIGTERM) before escalating.
-pub const CLOSE_GRACE: Duration = Duration::from_secs(1);
-
-/// How MCP tools are named for the model.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ToolNaming {
-    /// The tool's own name (default). A clash with a native tool or an earlier server's tool
-    /// keeps the first and is reported.
-    #[default]
-    Plain,
-    /// `mcp__<server>__<tool>`, as agent runtimes name them.
-    Prefixed,
-}
-
-impl ToolNaming {
-    pub(crate) fn name(self, server: &str, tool: &str) -> String {
-        match self {
-            Self::Plain => tool.to_owned(),
-            Self::Prefixed => format!("mcp__{server}__{tool}"),
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 struct Options {
@@ -44,6 +18,9 @@ struct Options {
     call_timeout: Option<Duration>,
     naming: ToolNaming,
 }
+
+/// The default bound on connecting to one server (handshake plus tool listing).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A set of MCP servers whose tools a run can use; a [`ToolSource`] for [`patchbay_core::Agent`].
 ///
@@ -316,7 +293,7 @@ impl McpConnections {
     }
 
     /// Close every connection and wait: HTTP sessions end, stdio servers get stdin closed,
-    /// then SIGTERM, then SIGKILL (each step after [`CLOSE_GRACE`]), with their descendants.
+    /// then SIGTERM, then SIGKILL (each step after [`CLOSE_GRACE`](crate::CLOSE_GRACE)), with their descendants.
     pub async fn close(mut self) {
         let clients = std::mem::take(&mut self.clients);
         futures::future::join_all(clients.iter().map(|client| client.close())).await;

@@ -21,7 +21,6 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::child::{ChildProcess, Spawn, StderrTail};
-use crate::client::{CLOSE_GRACE, ToolNaming};
 use crate::convert::{META_TOOL_USE_ID, from_call_tool_result, spec_from_mcp};
 use crate::error::Error;
 #[derive(Clone)]
@@ -39,6 +38,30 @@ impl ClientHandler for Handler {
             ClientCapabilities::default(),
             Implementation::new("patchbay", env!("CARGO_PKG_VERSION")),
         )
+    }
+}
+
+/// How long a graceful close waits at each step (stdin closed, then SIGTERM) before escalating.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// How MCP tools are named for the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolNaming {
+    /// The tool's own name (default). A clash with a native tool or an earlier server's tool
+    /// keeps the first and is reported.
+    #[default]
+    Plain,
+    /// `mcp__<server>__<tool>`, as agent runtimes name them.
+    Prefixed,
+}
+
+impl ToolNaming {
+    pub(crate) fn name(self, server: &str, tool: &str) -> String {
+        match self {
+            Self::Plain => tool.to_owned(),
+            Self::Prefixed => format!("mcp__{server}__{tool}"),
+        }
     }
 }
 

@@ -3,21 +3,21 @@
 mod child;
 mod client;
 mod connection;
+mod contexts;
 mod convert;
 mod error;
 mod listen;
-mod registry;
 mod server;
 
-pub use client::{CLOSE_GRACE, DEFAULT_CONNECT_TIMEOUT, McpClientSet, McpConnections, ToolNaming};
-pub use connection::McpClient;
+pub use client::{DEFAULT_CONNECT_TIMEOUT, McpClientSet, McpConnections};
+pub use connection::{CLOSE_GRACE, McpClient, ToolNaming};
+pub use contexts::{CONTEXT_HEADER, ContextGuard, META_HEADER_PREFIX};
 pub use convert::{
     META_CLAUDE_TOOL_USE_ID, META_JSON, META_METADATA, META_STATUS, META_TOOL_USE_ID, from_call_tool_result,
     spec_from_mcp, spec_to_mcp, to_call_tool_result,
 };
 pub use error::Error;
 pub use listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
-pub use registry::{CONTEXT_HEADER, ContextGuard, META_HEADER_PREFIX};
 pub use server::{Authorizer, ToolServer, ToolServerBuilder};
 
 /// The rmcp version this crate is built on, re-exported for its model types.

@@ -23,10 +23,10 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::contexts::{CONTEXT_HEADER, ContextGuard, ContextRegistry, HostContext, fresh_id, metadata_from_headers};
 use crate::convert::{META_CLAUDE_TOOL_USE_ID, META_TOOL_USE_ID, spec_to_mcp, to_call_tool_result};
 use crate::error::Error;
 use crate::listen::{Limits, SHUTDOWN_GRACE};
-use crate::registry::{CONTEXT_HEADER, ContextGuard, ContextRegistry, HostContext, fresh_id, metadata_from_headers};
 
 /// A second way in for requests without the bearer token (see
 /// [`ToolServerBuilder::authorize_with`]): it sees the request's method, URI and headers (not
