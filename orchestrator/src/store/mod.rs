@@ -28,7 +28,7 @@
 //!         callback: false,
 //!     })
 //!     .await?;
-//! let job = store.claim_next_job("worker-1").await?;
+//! let job = store.claim_next_job("worker-1", patchbay_orchestrator::store::DEFAULT_LEASE).await?;
 //! # let _ = job;
 //! # Ok(())
 //! # }
