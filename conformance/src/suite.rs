@@ -247,7 +247,7 @@ impl Target {
             .next()
             .ok_or_else(|| ProviderError::config("no shared scenarios"))?;
         let fixture = (self.factory)(Case::new(scenario)).await?;
-        Ok(fixture.provider.info().capabilities.clone())
+        Ok(fixture.provider.info().capabilities)
     }
 
     /// Run one scenario through the agent loop and record what came out.

@@ -3,10 +3,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
 use patchbay_conformance::Recording;
-use patchbay_core::{Event, Metrics, Provider};
+use patchbay_core::Provider;
 
 /// The recorded streams of the Anthropic family (inside the conformance crate).
 pub(crate) fn fixtures_dir() -> PathBuf {
@@ -32,47 +31,10 @@ pub(crate) fn provider(url: &str) -> Arc<AnthropicProvider> {
     Arc::new(AnthropicProvider::new(config).expect("a valid config"))
 }
 
-/// Collect a stream into a recording (events, then the error that ended it).
+/// One call with a short conversation, collected (events, then the error that ended it).
 pub(crate) async fn record(provider: &dyn Provider, signal: &patchbay_core::Signal) -> Recording {
     let messages = [patchbay_core::Message::user("hi")];
-    let mut recording = Recording::default();
-    match provider
-        .create_response(&messages, &patchbay_core::ToolSet::new(), "claude-test", signal, None)
-        .await
-    {
-        Err(error) => recording.error = Some(error),
-        Ok(mut stream) => {
-            while let Some(item) = stream.next().await {
-                match item {
-                    Ok(event) => recording.events.push(event),
-                    Err(error) => {
-                        recording.error = Some(error);
-                        break;
-                    }
-                }
-            }
-        }
-    }
-    recording
+    Recording::call(provider, &messages, &patchbay_core::ToolSet::new(), "claude-test", signal, None).await
 }
 
-/// Events with timings zeroed, for comparing two runs.
-pub(crate) fn without_timings(events: &[Event]) -> Vec<Event> {
-    events
-        .iter()
-        .cloned()
-        .map(|event| match event {
-            Event::Finish { reason, usage, metrics } => Event::Finish {
-                reason,
-                usage,
-                metrics: Metrics {
-                    first_event_ms: None,
-                    first_text_ms: None,
-                    total_ms: 0,
-                    ..metrics
-                },
-            },
-            other => other,
-        })
-        .collect()
-}
+pub(crate) use patchbay_conformance::without_timings;

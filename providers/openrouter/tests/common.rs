@@ -1,6 +1,6 @@
 //! Shared helpers: fixture discovery, translation, event comparison.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use patchbay_conformance::mock::openai::{OpenAiWire, is_json_lines};
@@ -11,21 +11,6 @@ use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider};
 
 /// The OpenAI-family fixture families.
 pub(crate) const FAMILIES: [&str; 3] = ["openai-chat", "openai-compatible", "openrouter"];
-
-/// Every OpenAI-family fixture file, sorted.
-pub(crate) fn fixture_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = FAMILIES
-        .into_iter()
-        .flat_map(patchbay_conformance::fixtures::files)
-        .collect();
-    files.sort();
-    files
-}
-
-/// The snapshot name of a fixture: its path below the fixtures root, `/` as `__`.
-pub(crate) fn fixture_name(path: &Path) -> String {
-    patchbay_conformance::fixtures::relative_name(path).replace('/', "__")
-}
 
 /// The framing of a fixture file.
 pub(crate) fn framing(path: &Path) -> Framing {
