@@ -6,9 +6,8 @@ use std::sync::Arc;
 use futures::StreamExt;
 use patchbay_anthropic::replay::replay;
 use patchbay_anthropic::{DEFAULT_MAX_TOKENS, build_request, tool_result_block};
-use patchbay_conformance::mock::MockServer;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
-use patchbay_conformance::{SCENARIO_MODEL, scenario_tools, scenarios};
+use patchbay_conformance::{Fixture, Target, snapshot_requests};
 use patchbay_core::kit::ContentBuilder;
 use patchbay_core::{
     Agent, CacheControl, ContentBlock, Event, ExecutedBy, ImageSource, Message, RequestContext, Retry, RetryPolicy,
@@ -20,37 +19,19 @@ use crate::common::{fixtures_dir, provider, settings};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shared_scenario_requests_match_their_goldens() {
-    for scenario in scenarios() {
-        let server = MockServer::builder(AnthropicWire)
-            .script(&scenario.script)
-            .start()
-            .await
-            .expect("mock starts");
-        let retry = Arc::new(Retry::new(provider(&server.url()), RetryPolicy::immediate(2)));
-        let agent = Agent::new(retry, SCENARIO_MODEL).with_tools(scenario_tools());
-        let signal = Signal::new();
-        let mut stream = agent.stream(scenario.messages.clone(), signal.clone());
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(Event::TextDelta { .. }) if scenario.cancel.is_some() => signal.cancel(),
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-        let requests: Vec<Value> = server
-            .requests()
-            .iter()
-            .map(|r| {
-                json!({
-                    "method": r.method, "path": r.path,
-                    "anthropic-version": r.header("anthropic-version"),
-                    "x-api-key": r.header("x-api-key"),
-                    "body": r.body,
-                })
-            })
-            .collect();
-        settings("requests").bind(|| insta::assert_json_snapshot!(format!("request__{}", scenario.name), requests));
-    }
+    let target = Target::new("anthropic", |case| async move {
+        let server = case.mock(AnthropicWire).await?;
+        Ok(Fixture::new(provider(&server.url())).with_guard(server))
+    });
+    snapshot_requests(&target, |r| {
+        json!({
+            "method": r.method, "path": r.path,
+            "anthropic-version": r.header("anthropic-version"),
+            "x-api-key": r.header("x-api-key"),
+            "body": r.body,
+        })
+    })
+    .await;
 }
 
 /// A host tool whose spec carries a cache marker.

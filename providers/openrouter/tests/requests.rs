@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use patchbay_conformance::mock::Serve;
-use patchbay_conformance::{SCENARIO_MODEL, scenario_tools, scenarios, summarize};
+use patchbay_conformance::mock::openai::OpenAiWire;
+use patchbay_conformance::{Fixture, Target, snapshot_requests, summarize};
 use patchbay_core::{
     Agent, ContentBlock, Event, ImageSource, Message, Provider, RequestContext, Retry, RetryPolicy, Role, Sampling,
     Session, Signal, ToolContent, ToolSet,
@@ -35,37 +36,25 @@ fn shorten(value: &mut Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn golden_requests_of_the_shared_scenarios() {
-    for scenario in scenarios() {
-        let items = scenario.script.turns.iter().cloned().map(Serve::Turn).collect();
-        let (server, provider) = mock(items).await;
-        let provider: Arc<dyn Provider> = Arc::new(Retry::new(provider, RetryPolicy::immediate(2)));
-        let agent = Agent::new(provider, SCENARIO_MODEL).with_tools(scenario_tools());
-        let signal = Signal::new();
-        let mut stream = agent.stream(scenario.messages.clone(), signal.clone());
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(Event::TextDelta { .. }) if scenario.cancel.is_some() => signal.cancel(),
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-        let requests: Vec<Value> = server
-            .requests()
-            .into_iter()
-            .map(|request| {
-                let mut body = request.body.clone();
-                shorten(&mut body);
-                json!({
-                    "method": request.method,
-                    "path": request.path,
-                    "authorization": request.header("authorization"),
-                    "accept": request.header("accept"),
-                    "body": body,
-                })
-            })
-            .collect();
-        settings().bind(|| insta::assert_json_snapshot!(scenario.name, requests));
-    }
+    let target = Target::new("openrouter", |case| async move {
+        let server = case.mock(OpenAiWire).await?;
+        let config = OpenRouterConfig::new(server.url())
+            .with_api_key("test-key")
+            .with_dialect(Dialect::OpenRouter);
+        Ok(Fixture::new(Arc::new(OpenRouterProvider::new(config)?)).with_guard(server))
+    });
+    snapshot_requests(&target, |request| {
+        let mut body = request.body.clone();
+        shorten(&mut body);
+        json!({
+            "method": request.method,
+            "path": request.path,
+            "authorization": request.header("authorization"),
+            "accept": request.header("accept"),
+            "body": body,
+        })
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
