@@ -1,0 +1,200 @@
+//! [`OllamaProvider`]: the thin I/O around the request plan and the translator.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::{Stream, StreamExt};
+use patchbay_core::kit::{
+    Driver, MetricsRecorder, check_conversation, kind_for_status, parse_retry_after, read_error_body, redact_url,
+    redirect_error, request_span, within,
+};
+use patchbay_core::{
+    Capabilities, ErrorKind, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext,
+    Signal, ToolSet, async_trait,
+};
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::NAME;
+use crate::config::{OllamaConfig, normalize_host};
+use crate::error::Error;
+use crate::request::plan;
+use crate::translate::OllamaTranslator;
+
+/// An Ollama server's `/api/chat` as a patchbay [`Provider`]: streaming, reasoning (`think`),
+/// images, host tools. Configured once, shared by any number of calls.
+///
+/// ```
+/// use patchbay_core::Provider;
+/// use patchbay_ollama::{OllamaConfig, OllamaProvider};
+/// let provider = OllamaProvider::new(OllamaConfig::default()).expect("a client");
+/// assert_eq!(provider.info().name, "ollama");
+/// ```
+pub struct OllamaProvider {
+    config: OllamaConfig,
+    endpoint: String,
+    client: reqwest::Client,
+    info: ProviderInfo,
+}
+
+impl std::fmt::Debug for OllamaProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OllamaProvider")
+            .field("endpoint", &redact_url(&self.endpoint))
+            .field("config", &self.config)
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OllamaProvider {
+    /// A provider for this configuration: checks the base URL and builds the HTTP client
+    /// (redirects are never followed). The only constructor.
+    pub fn new(config: OllamaConfig) -> Result<Self, ProviderError> {
+        let base = normalize_host(config.base_url(), "the configured base_url")?;
+        let mut builder = patchbay_http::client_builder();
+        if let Some(timeout) = config.connect_timeout() {
+            builder = builder.connect_timeout(timeout);
+        }
+        let client = builder.build().map_err(|source| Error::Client { source })?;
+        let capabilities = Capabilities::none().with_streaming().with_reasoning().with_images();
+        Ok(Self {
+            endpoint: format!("{base}/api/chat"),
+            config,
+            client,
+            info: ProviderInfo::new(NAME, capabilities),
+        })
+    }
+
+    /// The configuration it was built with.
+    pub fn config(&self) -> &OllamaConfig {
+        &self.config
+    }
+
+    /// POST the body; a `2xx` response with its body still unread, or the typed error.
+    async fn send(&self, body: &Value, signal: &Signal) -> Result<reqwest::Response, ProviderError> {
+        let limits = self.config.limits();
+        let mut request = self.client.post(&self.endpoint).json(body);
+        if let Some(key) = self.config.api_key() {
+            request = request.bearer_auth(key.expose());
+        }
+        let response = within(
+            signal,
+            limits.read_timeout,
+            "waiting for the response headers",
+            request.send(),
+        )
+        .await?
+        .map_err(|error| self.transport("cannot reach the Ollama server", error))?;
+        let status = response.status().as_u16();
+        if response.status().is_redirection() {
+            let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+            return Err(redirect_error(status, location).with_provider(NAME));
+        }
+        if !response.status().is_success() {
+            return Err(self.http_error(response, signal).await);
+        }
+        Ok(response)
+    }
+
+    /// The error of a non-`2xx` answer: the kind from the status, the message from Ollama's
+    /// `{"error": "..."}` body (or the body's first bytes), `retry-after` when sent.
+    async fn http_error(&self, response: reqwest::Response, signal: &Signal) -> ProviderError {
+        let status = response.status().as_u16();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let retry_after = parse_retry_after(header("retry-after-ms").as_deref(), header("retry-after").as_deref());
+        let body = response
+            .bytes_stream()
+            .map(|chunk| chunk.map_err(|e| self.transport("reading the error body", e)));
+        let bytes = match read_error_body(body, self.config.limits(), signal).await {
+            Ok(bytes) => bytes,
+            Err(cancelled) => return cancelled.with_provider(NAME),
+        };
+        let message = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|body| body.get("error").and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(&bytes).trim().to_string());
+        let message = if message.is_empty() {
+            format!("the Ollama server answered HTTP {status}")
+        } else {
+            message
+        };
+        let mut error = ProviderError::new(kind_for_status(status), message)
+            .with_status(status)
+            .with_provider(NAME);
+        if let Some(wait) = retry_after {
+            error = error.with_retry_after(wait);
+        }
+        error
+    }
+
+    fn transport(&self, what: &str, error: reqwest::Error) -> ProviderError {
+        let message = format!("{what} ({})", redact_url(&self.endpoint));
+        transport(message, error)
+    }
+}
+
+#[async_trait]
+impl Provider for OllamaProvider {
+    fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+
+    async fn create_response(
+        &self,
+        messages: &[Message],
+        tools: &ToolSet,
+        model: &str,
+        signal: &Signal,
+        context: Option<&RequestContext>,
+    ) -> Result<EventStream, ProviderError> {
+        let metrics = MetricsRecorder::start();
+        check_conversation(messages, true).map_err(|e| e.with_provider(NAME))?;
+        let plan = plan(messages, tools, model, context).map_err(|e| e.with_provider(NAME))?;
+        let span = request_span(NAME, model);
+        let response = self.send(&plan.body, signal).instrument(span.clone()).await?;
+        let limits = self.config.limits();
+        let translator = OllamaTranslator::new(model, plan.warnings)
+            .with_first_call(plan.first_call)
+            .with_max_line_bytes(limits.max_line_bytes)
+            .with_metrics(metrics);
+        let body = response.bytes_stream().map(|chunk| {
+            chunk.map_err(|e| ProviderError::new(ErrorKind::Transport, "reading the stream").with_source(e))
+        });
+        let stream = Driver::new(body, translator, signal)
+            .with_limits(limits)
+            .with_provider(NAME)
+            .into_stream();
+        Ok(Box::pin(InSpan { span, inner: stream }))
+    }
+}
+
+/// A `Transport` error keeping reqwest's error as its source, without the URL (which may carry
+/// credentials).
+fn transport(message: String, error: reqwest::Error) -> ProviderError {
+    ProviderError::new(ErrorKind::Transport, message)
+        .with_provider(NAME)
+        .with_source(error.without_url())
+}
+
+/// The event stream, polled inside the request's span (events are added within it).
+struct InSpan {
+    span: tracing::Span,
+    inner: EventStream,
+}
+
+impl Stream for InSpan {
+    type Item = Result<Event, ProviderError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let _entered = this.span.enter();
+        this.inner.as_mut().poll_next(cx)
+    }
+}
