@@ -8,8 +8,8 @@ use patchbay_conformance::mock::Serve;
 use patchbay_conformance::mock::openai::OpenAiWire;
 use patchbay_conformance::{Fixture, Target, snapshot_requests, summarize};
 use patchbay_core::{
-    Agent, ContentBlock, Event, ImageSource, Message, Provider, RequestContext, Retry, RetryPolicy, Role, Sampling,
-    Session, Signal, ToolContent, ToolSet,
+    ContentBlock, Event, ImageSource, Message, Provider, RequestContext, Role, Sampling, Session, Signal, ToolContent,
+    ToolSet,
 };
 use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider};
 use serde_json::{Value, json};
