@@ -117,7 +117,7 @@ fn configs_providers_and_errors_never_show_a_secret() {
         .with_env("ANTHROPIC_API_KEY", secret("claude-env"))
         .with_env("ANTHROPIC_BASE_URL", url_with_credentials("http://127.0.0.1:9"));
     assert_debug_clean("ClaudeAgentConfig", &config);
-    let provider = ClaudeAgentProvider::new(config);
+    let provider = ClaudeAgentProvider::new(config).expect("a valid configuration");
     assert_debug_clean("ClaudeAgentProvider", &provider);
 
     // Core and MCP.

@@ -1,6 +1,8 @@
-//! Configuration: typed, and the same fields as JSON options (registry and per call).
+//! Configuration: typed, built in code, from the environment or from JSON options (the keys
+//! are under `# Options` in the crate docs; reading them is `options.rs`).
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -9,10 +11,12 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::lines::DEFAULT_MAX_LINE;
+use crate::options;
 
-/// The environment variable naming the CLI program.
+/// The environment variable naming the CLI program, read by [`ClaudeAgentConfig::from_env`].
 pub const CLI_ENV: &str = "PATCHBAY_CLAUDE_CLI";
-/// The environment variable naming the peers directory (`$PATCHBAY_PEERS/node_modules/.bin`).
+/// The environment variable naming the peers directory, the last place [`find_cli`] looks
+/// (`$PATCHBAY_PEERS/node_modules/.bin/claude`).
 pub const PEERS_ENV: &str = "PATCHBAY_PEERS";
 /// The name of the in-process MCP server carrying host tools (`mcp__host__<tool>`).
 pub const DEFAULT_HOST_SERVER: &str = "host";
@@ -123,111 +127,76 @@ impl Default for ClaudeAgentConfig {
     }
 }
 
-/// The JSON form of the options (registry constructor and `provider_options("claude-agent")`).
-/// Every field is optional; unknown fields are refused. `Debug` redacts as
-/// [`ClaudeAgentConfig`]'s does.
-#[derive(Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Options {
-    /// See [`ClaudeAgentConfig::cli_path`].
-    pub cli_path: Option<PathBuf>,
-    /// See [`ClaudeAgentConfig::env`] (merged).
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// See [`ClaudeAgentConfig::inherit_env`].
-    pub inherit_env: Option<bool>,
-    /// See [`ClaudeAgentConfig::max_line_bytes`].
-    pub max_line_bytes: Option<usize>,
-    /// See [`ClaudeAgentConfig::permission_mode`].
-    pub permission_mode: Option<String>,
-    /// See [`ClaudeAgentConfig::allowed_tools`] (replaces).
-    pub allowed_tools: Option<Vec<String>>,
-    /// See [`ClaudeAgentConfig::disallowed_tools`] (replaces).
-    pub disallowed_tools: Option<Vec<String>>,
-    /// See [`ClaudeAgentConfig::tools`].
-    pub tools: Option<Vec<String>>,
-    /// See [`ClaudeAgentConfig::agents`].
-    pub agents: Option<Value>,
-    /// See [`ClaudeAgentConfig::system_prompt`].
-    pub system_prompt: Option<SystemPrompt>,
-    /// See [`ClaudeAgentConfig::host_tools`].
-    pub host_tools: Option<HostTools>,
-    /// See [`ClaudeAgentConfig::host_server_name`].
-    pub host_server_name: Option<String>,
-    /// See [`ClaudeAgentConfig::max_turns`].
-    pub max_turns: Option<u32>,
-    /// See [`ClaudeAgentConfig::session_markers`].
-    pub session_markers: Option<bool>,
-    /// See [`ClaudeAgentConfig::stop_grace`], in milliseconds.
-    pub stop_grace_ms: Option<u64>,
-    /// See [`ClaudeAgentConfig::cancel_grace`], in milliseconds.
-    pub cancel_grace_ms: Option<u64>,
-    /// See [`ClaudeAgentConfig::extra_args`] (appended).
-    #[serde(default)]
-    pub extra_args: Vec<String>,
-    /// See [`ClaudeAgentConfig::keep_alive`], in milliseconds (0 turns it off).
-    pub keep_alive_ms: Option<u64>,
-}
-
-impl Options {
-    /// Parse options; `null` is no options.
-    pub fn from_json(value: &Value) -> Result<Self, Error> {
-        if value.is_null() {
-            return Ok(Self::default());
-        }
-        Self::deserialize(value).map_err(|e| Error::Options(patchbay_core::kit::redact_serde_message(&e.to_string())))
-    }
-}
-
 impl ClaudeAgentConfig {
-    /// The defaults.
+    /// The defaults, without reading the environment (see [`Self::from_env`]).
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// A configuration from JSON options (see [`Options`]); `null` gives the defaults.
-    pub fn from_json(value: &Value) -> Result<Self, Error> {
+    /// The defaults with what the environment sets: `PATCHBAY_CLAUDE_CLI` ([`CLI_ENV`]) names
+    /// the CLI program (`cli_path`; unset or empty: the CLI is searched for at each call, see
+    /// [`find_cli`]). A value that is not valid Unicode is an [`Error::Env`] (the option of the
+    /// same meaning is a JSON string).
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_vars(|name| std::env::var_os(name))
+    }
+
+    /// [`Self::from_env`] reading variables through `var`.
+    fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Result<Self, Error> {
         let mut config = Self::default();
-        config.apply(Options::from_json(value)?);
+        if let Some(value) = var(CLI_ENV).filter(|v| !v.is_empty()) {
+            let path = value.into_string().map_err(|_| Error::Env {
+                var: CLI_ENV,
+                reason: "not valid Unicode",
+            })?;
+            config.cli_path = Some(PathBuf::from(path));
+        }
         Ok(config)
     }
 
-    /// Overlay options on this configuration.
-    pub fn apply(&mut self, options: Options) {
-        if let Some(path) = options.cli_path {
-            self.cli_path = Some(path);
+    /// [`Self::from_env`] with JSON options on top (the keys are under `# Options` in the crate
+    /// docs; `null` or `{}`: the environment alone). An unknown key or a value of the wrong type
+    /// is an [`Error::Options`] naming the key and quoting no value.
+    pub fn from_options(options: &Value) -> Result<Self, Error> {
+        options::overlay(Self::from_env()?, options)
+    }
+
+    /// This configuration with a call's `provider_options("claude-agent")` on top.
+    pub(crate) fn with_call_options(&self, options: Option<&Value>) -> Result<Self, Error> {
+        match options {
+            Some(options) => options::overlay(self.clone(), options),
+            None => Ok(self.clone()),
         }
-        self.env.extend(options.env);
-        set(&mut self.inherit_env, options.inherit_env);
-        set(&mut self.max_line_bytes, options.max_line_bytes);
-        if options.permission_mode.is_some() {
-            self.permission_mode = options.permission_mode;
+    }
+
+    /// Check the values the CLI cannot be started with, without looking at the file system.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        let invalid = |field, reason| Err(Error::Invalid { field, reason });
+        if self.cli_path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+            return invalid("cli_path", "is empty");
         }
-        set(&mut self.allowed_tools, options.allowed_tools);
-        set(&mut self.disallowed_tools, options.disallowed_tools);
-        if options.tools.is_some() {
-            self.tools = options.tools;
+        if self.max_line_bytes == 0 {
+            return invalid("max_line_bytes", "must be above 0");
         }
-        if options.agents.is_some() {
-            self.agents = options.agents;
+        if self.init_timeout.is_zero() {
+            return invalid("init_timeout", "must be above 0");
         }
-        set(&mut self.system_prompt, options.system_prompt);
-        set(&mut self.host_tools, options.host_tools);
-        set(&mut self.host_server_name, options.host_server_name);
-        if options.max_turns.is_some() {
-            self.max_turns = options.max_turns;
+        let name = &self.host_server_name;
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            // The CLI names host tools `mcp__<server>__<tool>`, rewriting other characters.
+            return invalid("host_server_name", "must be ASCII letters, digits, `_` or `-`");
         }
-        set(&mut self.session_markers, options.session_markers);
-        if let Some(ms) = options.stop_grace_ms {
-            self.stop_grace = Duration::from_millis(ms);
+        if self.agents.as_ref().is_some_and(|a| !a.is_object()) {
+            return invalid("agents", "must be a JSON object (name to definition)");
         }
-        if let Some(ms) = options.cancel_grace_ms {
-            self.cancel_grace = Duration::from_millis(ms);
+        let bad_key = |k: &String| k.is_empty() || k.contains(['=', '\0']);
+        if self.env.iter().any(|(k, v)| bad_key(k) || v.contains('\0')) {
+            return invalid("env", "has an empty name, a name with `=` or a NUL byte");
         }
-        self.extra_args.extend(options.extra_args);
-        if let Some(ms) = options.keep_alive_ms {
-            self.keep_alive = (ms > 0).then(|| Duration::from_millis(ms));
+        if self.extra_args.iter().any(|a| a.contains('\0')) {
+            return invalid("extra_args", "has a NUL byte");
         }
+        Ok(())
     }
 
     /// The environment that keeps the CLI offline against a Messages API mock at `base_url`
@@ -315,25 +284,78 @@ impl ClaudeAgentConfig {
         self.max_line_bytes = max;
         self
     }
-}
 
-fn set<T>(slot: &mut T, value: Option<T>) {
-    if let Some(value) = value {
-        *slot = value;
+    /// Set whether the CLI inherits this process's environment.
+    pub fn with_inherit_env(mut self, inherit: bool) -> Self {
+        self.inherit_env = inherit;
+        self
+    }
+
+    /// Set `--allowedTools` (host tools are added automatically).
+    pub fn with_allowed_tools(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.allowed_tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Set `--disallowedTools`.
+    pub fn with_disallowed_tools(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.disallowed_tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Set `--tools`, the CLI's built-in tool set (empty turns every built-in off).
+    pub fn with_tools(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.tools = Some(tools.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Set the sub-agent definitions (a JSON object: name to `{description, prompt, ...}`).
+    pub fn with_agents(mut self, agents: Value) -> Self {
+        self.agents = Some(agents);
+        self
+    }
+
+    /// Set the system prompt.
+    pub fn with_system_prompt(mut self, prompt: SystemPrompt) -> Self {
+        self.system_prompt = prompt;
+        self
+    }
+
+    /// Set the MCP server name host tools appear under.
+    pub fn with_host_server_name(mut self, name: impl Into<String>) -> Self {
+        self.host_server_name = name.into();
+        self
+    }
+
+    /// Set `--max-turns`.
+    pub fn with_max_turns(mut self, turns: u32) -> Self {
+        self.max_turns = Some(turns);
+        self
+    }
+
+    /// Set how long to wait for the answer to `initialize`.
+    pub fn with_init_timeout(mut self, timeout: Duration) -> Self {
+        self.init_timeout = timeout;
+        self
+    }
+
+    /// Append arguments to the command line.
+    pub fn with_extra_args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.extra_args.extend(args.into_iter().map(Into::into));
+        self
     }
 }
 
-/// Find the CLI: the explicit path, then `$PATCHBAY_CLAUDE_CLI`, then `claude` on `PATH`, then
-/// `./node_modules/.bin/claude`, then `$PATCHBAY_PEERS/node_modules/.bin/claude`.
+/// Find the CLI: the explicit path (an executable file, or an error naming it); without one,
+/// `claude` on `PATH`, then `./node_modules/.bin/claude`, then
+/// `$PATCHBAY_PEERS/node_modules/.bin/claude`. (`$PATCHBAY_CLAUDE_CLI` is read by
+/// [`ClaudeAgentConfig::from_env`] into the explicit path.)
 pub fn find_cli(explicit: Option<&Path>) -> Result<PathBuf, Error> {
     let mut looked = Vec::new();
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(path) = explicit {
         candidates.push(path.to_path_buf());
     } else {
-        if let Some(path) = std::env::var_os(CLI_ENV).filter(|p| !p.is_empty()) {
-            candidates.push(PathBuf::from(path));
-        }
         if let Some(paths) = std::env::var_os("PATH") {
             candidates.extend(std::env::split_paths(&paths).map(|dir| dir.join("claude")));
         }
@@ -362,4 +384,52 @@ pub fn find_cli(explicit: Option<&Path>) -> Result<PathBuf, Error> {
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::ffi::OsStringExt;
+
+    use super::*;
+
+    fn from(value: Option<OsString>) -> Result<ClaudeAgentConfig, Error> {
+        ClaudeAgentConfig::from_vars(|name| if name == CLI_ENV { value.clone() } else { None })
+    }
+
+    #[test]
+    fn the_environment_names_the_cli() {
+        let config = from(Some("/opt/claude".into())).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.cli_path, Some(PathBuf::from("/opt/claude")));
+        for unset in [None, Some(OsString::new())] {
+            let config = from(unset).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(config.cli_path, None, "unset or empty: searched at call time");
+        }
+    }
+
+    #[test]
+    fn a_variable_that_is_not_unicode_is_an_error_naming_it() {
+        let error = from(Some(OsString::from_vec(vec![b'/', 0xff]))).err();
+        assert!(matches!(error, Some(Error::Env { var: CLI_ENV, .. })), "{error:?}");
+    }
+
+    #[test]
+    fn values_the_cli_cannot_start_with_are_refused_by_field() {
+        let field = |config: ClaudeAgentConfig| match config.check() {
+            Err(Error::Invalid { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        assert!(ClaudeAgentConfig::new().check().is_ok());
+        assert_eq!(field(ClaudeAgentConfig::new().with_max_line_bytes(0)), "max_line_bytes");
+        assert_eq!(
+            field(ClaudeAgentConfig::new().with_init_timeout(Duration::ZERO)),
+            "init_timeout"
+        );
+        assert_eq!(
+            field(ClaudeAgentConfig::new().with_host_server_name("my tools")),
+            "host_server_name"
+        );
+        assert_eq!(field(ClaudeAgentConfig::new().with_agents(Value::Bool(true))), "agents");
+        assert_eq!(field(ClaudeAgentConfig::new().with_env("A=B", "1")), "env");
+        assert_eq!(field(ClaudeAgentConfig::new().with_cli_path("")), "cli_path");
+    }
 }

@@ -1,19 +1,53 @@
-//! This crate's errors, converted into core's [`ProviderError`] at the boundary.
+//! This crate's one error type, converted into core's [`ProviderError`] at the boundary.
 
 use patchbay_core::{ErrorKind, ProviderError};
 
-/// The provider's registry name.
-pub const PROVIDER: &str = "claude-agent";
+use crate::NAME;
 
-/// What can go wrong driving the CLI.
+/// What configuring, starting and talking to the CLI can fail with.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// An environment variable read by [`ClaudeAgentConfig::from_env`](crate::ClaudeAgentConfig::from_env)
+    /// holds a value it cannot use (the value is not quoted).
+    #[error("the environment variable `{var}` is {reason}")]
+    Env {
+        /// The variable.
+        var: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// JSON options could not be read: an unknown key, a wrong type, not an object.
+    ///
+    /// No `#[source]`: serde's error quotes the value it refused, which may be a key; `message`
+    /// is that error with the quoted values redacted.
+    #[error("invalid claude-agent option{}: {message}", key.as_ref().map(|k| format!(" `{k}`")).unwrap_or_default())]
+    Options {
+        /// The top-level key at fault, when one is.
+        key: Option<String>,
+        /// What is wrong, values redacted.
+        message: String,
+    },
+    /// A configuration value the CLI cannot be started with (checked before any process runs).
+    #[error("invalid claude-agent configuration `{field}`: {reason}")]
+    Invalid {
+        /// The [`ClaudeAgentConfig`](crate::ClaudeAgentConfig) field (the option of the same name).
+        field: &'static str,
+        /// What is wrong with it (the value is not quoted).
+        reason: &'static str,
+    },
     /// No CLI was found where it was looked for.
     #[error("the Claude Code CLI was not found (looked in: {looked})")]
     CliNotFound {
         /// Where it looked.
         looked: String,
+    },
+    /// patchbay-mcp's HTTP tool server (host tools over HTTP) did not start.
+    #[error("the MCP tool server for host tools did not start")]
+    ToolServer {
+        /// Why.
+        #[source]
+        source: patchbay_mcp::Error,
     },
     /// The CLI could not be started.
     #[error("cannot start the Claude Code CLI `{path}`")]
@@ -24,7 +58,7 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// An I/O failure talking to the CLI.
+    /// An I/O failure talking to the CLI (or writing its files).
     #[error("I/O error while {what}")]
     Io {
         /// What was being done.
@@ -48,20 +82,21 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// Options could not be read.
-    #[error("invalid claude-agent options: {0}")]
-    Options(String),
 }
 
 impl From<Error> for ProviderError {
     fn from(error: Error) -> Self {
         let kind = match &error {
-            Error::CliNotFound { .. } | Error::Options(_) => ErrorKind::Config,
+            Error::Env { .. }
+            | Error::Options { .. }
+            | Error::Invalid { .. }
+            | Error::CliNotFound { .. }
+            | Error::ToolServer { .. } => ErrorKind::Config,
             Error::Spawn { .. } | Error::Io { .. } => ErrorKind::Process,
             Error::LineTooLong { .. } | Error::BadLine { .. } => ErrorKind::Protocol,
         };
         let message = error.to_string();
-        let mut out = ProviderError::new(kind, message).with_provider(PROVIDER);
+        let mut out = ProviderError::new(kind, message).with_provider(NAME);
         if matches!(error, Error::LineTooLong { .. }) {
             out = out.with_limit(patchbay_core::Limit::LineLength);
         }

@@ -1,38 +1,156 @@
 #![doc = include_str!("../README.md")]
 //!
+//! # Options
+//! [`ClaudeAgentConfig::from_options`] (the registry's [`factory`]) and a call's
+//! `provider_options("claude-agent")` read the same JSON object; every key is optional, an
+//! unknown key or a wrong type is an error naming the key (never quoting the value). The
+//! registry lays them over [`ClaudeAgentConfig::from_env`]; a call's over the provider's
+//! configuration.
+//!
+//! | Key | Type | Default |
+//! |---|---|---|
+//! | `cli_path` | string | `$PATCHBAY_CLAUDE_CLI` (overridden by the option); unset: searched at each call (see [`find_cli`]) |
+//! | `env` | object of strings | `{}`; merged over the configuration's, values never logged |
+//! | `inherit_env` | bool | `true` (this process's environment less `CLAUDECODE`) |
+//! | `max_line_bytes` | integer | 64 MiB, the workspace's line cap |
+//! | `permission_mode` | string | none: the CLI's (`default`, `acceptEdits`, `plan`, `bypassPermissions`...) |
+//! | `allowed_tools` | array of strings | `[]`; replaces; host tools are added without an approval handler |
+//! | `disallowed_tools` | array of strings | `[]`; replaces |
+//! | `tools` | array of strings | none: every built-in tool (`[]` turns them all off) |
+//! | `agents` | object | none; sub-agent definitions (`name: {description, prompt, tools?, model?}`) sent with `initialize` |
+//! | `system_prompt` | `{"type": "custom"}` or `{"type": "preset", "append": string?}` | custom: `RequestContext.system` or empty |
+//! | `host_tools` | `"in_process"` or `"http"` | `"in_process"` |
+//! | `host_server_name` | string (ASCII letters, digits, `_`, `-`) | `"host"` (tools are `mcp__host__<tool>`) |
+//! | `max_turns` | integer | none |
+//! | `session_markers` | bool | `true` |
+//! | `stop_grace_ms` | integer | `2000` |
+//! | `cancel_grace_ms` | integer | `250` |
+//! | `init_timeout_ms` | integer | `60000` |
+//! | `extra_args` | array of strings | `[]`; appended (values never logged) |
+//! | `keep_alive_ms` | integer | off; `0` turns it off |
+//!
+//! The environment: `PATCHBAY_CLAUDE_CLI` ([`CLI_ENV`]) is `cli_path` (empty: unset; not valid
+//! Unicode: an [`Error::Env`]); `PATH` and `PATCHBAY_PEERS` ([`PEERS_ENV`]) are where the CLI is
+//! searched for at call time. A configuration from [`ClaudeAgentConfig::new`] reads no
+//! environment variable.
+//!
+//! # Decisions
+//! - **Construction**: [`ClaudeAgentProvider::new`] is the only constructor and checks what can
+//!   be checked without starting the CLI: the values ([`Error::Invalid`] naming the field: a
+//!   zero line cap or `initialize` timeout, a host server name the CLI would rewrite, `agents`
+//!   not an object, environment names with `=` or NUL) and an explicit `cli_path`, which must
+//!   be an executable file. Without `cli_path` the CLI is searched for at each call (it may be
+//!   installed after the provider is built, and a call may name another); a call's options are
+//!   checked the same way before anything starts.
+//! - **Options errors** keep no serde source ([`Error::Options`]): serde's message quotes the
+//!   refused value, which may be a key; the message is kept with quoted values redacted, and the
+//!   key is found by reading each key alone.
+//! - **CLI discovery**: the explicit path, else `claude` on `PATH`, `./node_modules/.bin/claude`,
+//!   `$PATCHBAY_PEERS/node_modules/.bin/claude`; else a `Config` error listing where it looked.
+//!   `$PATCHBAY_CLAUDE_CLI` is read once, by `from_env`, as the explicit path: a wrong value is an
+//!   error, not a silent fall back to another CLI.
+//! - **Launch plan**: each call is planned without I/O (command line, environment, the system
+//!   prompt and MCP config files, the `initialize` request, the first user turn, the keep-alive
+//!   fingerprint), then the files are written and the CLI spawned. The system prompt and the MCP
+//!   config (whose headers may hold tokens) go by file, never on the command line.
+//! - **Process**: own process group; environment inherited less `CLAUDECODE`, plus the config's and
+//!   the request's, `CLAUDE_CODE_ENTRYPOINT=sdk-rust`; `max_tokens` and `thinking_budget` become
+//!   `CLAUDE_CODE_MAX_OUTPUT_TOKENS` / `MAX_THINKING_TOKENS`; `temperature`, `top_p`, `top_k`,
+//!   `stop_sequences`, `tool_choice` and `system_cache_control` are ignored with an
+//!   `unsupported_option` warning. Stop after a finished turn: stdin EOF, then SIGTERM, then
+//!   SIGKILL to the group, each wait bounded (`stop_grace`, 2 s). Stop mid-turn (a cancel, a
+//!   dropped stream, a failure): the control protocol's `interrupt`, stdin EOF, then SIGTERM and
+//!   SIGKILL after `cancel_grace` (250 ms) each, stdout drained meanwhile (the CLI ignores stdin
+//!   EOF mid-turn, and with its stdout closed it lingers ~2 s after an interrupt); a cancelled CLI
+//!   is gone in 0.1-0.4 s. A cancel or a dropped stream stops the CLI on a thread, so the caller
+//!   never waits. stdout lines up to `max_line_bytes` (core's `kit::Framer`), past it a
+//!   `Protocol` error naming `Limit::LineLength`; the stderr tail and exit code are attached to
+//!   process errors.
+//! - **Span**: planning, spawning and every poll of the stream run inside
+//!   `patchbay.request{provider = "claude-agent", model}` ([`patchbay_core::kit::request_span`]);
+//!   in-process host tool runs are `patchbay.tool` spans inside it.
+//! - **Secrets**: `Debug` of the configuration and the provider prints environment variable
+//!   names and the flags of `extra_args`, never their values; option errors do not quote the
+//!   values they refuse; no log line carries the environment, the command line or the MCP
+//!   config.
+//! - **Events**: `Started` comes with the first model output (so a call failing before any output
+//!   is a bare error a retry layer may retry); deltas come from the `stream_event` partials through
+//!   patchbay-anthropic's translator and the full `assistant` lines are used only for messages
+//!   without partials; a model message followed by another is a `StepFinished`; `result` gives
+//!   `Finish` (usage summed per message, `total_cost_usd` as cost) or a typed error from
+//!   `api_error_status` (429 `RateLimited`, 529 `Overloaded`...) with turn and tool.
+//!   `api_retry`, `permission_denied` and other system lines are `Started` warnings before the first
+//!   output and `Opaque` events after it; `status` / `thinking_tokens` are progress (trace log).
+//! - **Tools**: `mcp__<host server>__<tool>` calls are host tools (`executed_by: Host`, host name);
+//!   all else runs in the CLI (`Provider`). Without an approval handler the host tools are added to
+//!   `--allowedTools`; with one, `--permission-prompt-tool stdio` and every `can_use_tool` goes to it.
+//!   The `ToolResult` event of a host tool carries the tool's own result (metadata included) on both
+//!   paths.
+//! - **Sessions**: `New { id }` → `--session-id`, `Resume` → `--resume=ID`, `Fork` →
+//!   `--resume=ID --fork-session`; the id is on `Started`. Each answer ends with a session marker
+//!   (`Opaque {"type": "session", "session_id", "messages"}`; off with `session_markers: false`).
+//!   With a full history and no session: if the last assistant message carries a marker whose count
+//!   matches its position, the call **forks** that session and sends only the new user messages
+//!   (forking never changes the original, so a retry, a regenerate or a branch from an older answer
+//!   stays correct); otherwise a new session gets the history flattened into a transcript
+//!   (`history_flattened` warning).
+//! - **Kept-alive CLIs** (`keep_alive`, off by default): a finished run's CLI stays up (stdin
+//!   open) for its session's next `Resume` when everything else it was started with is the same
+//!   (model, flags, environment, working directory, system prompt, host tool specs, MCP servers,
+//!   sub-agents): the plan's fingerprint, a hash, so the pool holds no key. A warm turn then
+//!   costs ~50 ms instead of ~700 ms. Idle CLIs stop after the timeout or when the provider is
+//!   dropped. Only with in-process host tools.
+//! - **Known CLI gaps** (`tests/conformance-baseline.toml`): the CLI continues after `max_tokens`
+//!   and `refusal`, and hides in-stream errors and truncated streams behind a retry, so those shared
+//!   scenarios end differently through it.
+//!
 //! # Modules
 //! - [`translate`]: the pure line translator (stdout lines in, events out);
 //! - [`control`]: control-protocol messages and the in-process host tool server;
 //! - [`session`]: the session rule and the user turn sent to the CLI;
 //! - [`lines`]: size-limited line reading.
 
-// `ProviderError` is core's type; its size is core's decision, not this crate's.
-
 mod blocks;
 mod config;
 pub mod control;
 mod error;
+mod launch;
 pub mod lines;
+mod options;
 mod pool;
 mod process;
 mod provider;
 mod redact;
+mod requests;
 mod run;
 pub mod session;
 pub mod translate;
 
-pub use config::{
-    CLI_ENV, ClaudeAgentConfig, DEFAULT_HOST_SERVER, HostTools, Options, PEERS_ENV, SystemPrompt, find_cli,
-};
-pub use error::{Error, PROVIDER};
-pub use provider::{ClaudeAgentProvider, build};
+pub use config::{CLI_ENV, ClaudeAgentConfig, DEFAULT_HOST_SERVER, HostTools, PEERS_ENV, SystemPrompt, find_cli};
+pub use error::Error;
+pub use provider::ClaudeAgentProvider;
 pub use translate::Translator;
 
-/// The registry entry: builds a [`ClaudeAgentProvider`] from JSON options.
+/// The registry name: the key of `provider_options`, `ProviderInfo::name`, the `provider` of
+/// every error and of the request span.
+pub const NAME: &str = "claude-agent";
+
+/// The registry entry: [`ClaudeAgentProvider::new`] of [`ClaudeAgentConfig::from_options`].
 pub fn factory() -> patchbay_core::ProviderFactory {
     patchbay_core::ProviderFactory::new(
-        PROVIDER,
-        "the Claude Code CLI as an agent runtime; PATCHBAY_CLAUDE_CLI or PATH, options override",
+        NAME,
+        "the Claude Code CLI as an agent runtime; options: cli_path, env, inherit_env, max_line_bytes, \
+         permission_mode, allowed_tools, disallowed_tools, tools, agents, system_prompt, host_tools, \
+         host_server_name, max_turns, session_markers, stop_grace_ms, cancel_grace_ms, init_timeout_ms, \
+         extra_args, keep_alive_ms (on top of PATCHBAY_CLAUDE_CLI)",
         build,
     )
+}
+
+fn build(
+    options: &serde_json::Value,
+) -> Result<std::sync::Arc<dyn patchbay_core::Provider>, patchbay_core::ProviderError> {
+    Ok(std::sync::Arc::new(ClaudeAgentProvider::new(
+        ClaudeAgentConfig::from_options(options)?,
+    )?))
 }

@@ -5,13 +5,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use crate::launch::Fingerprint;
 use crate::process::CliProcess;
 
 /// A parked process and what must live as long as it does.
 pub(crate) struct Parked {
     pub(crate) process: CliProcess,
     pub(crate) keep: Box<dyn std::any::Any + Send>,
-    pub(crate) fingerprint: String,
+    pub(crate) fingerprint: Fingerprint,
     generation: u64,
 }
 
@@ -36,7 +37,7 @@ impl Pool {
         session: String,
         process: CliProcess,
         keep: Box<dyn std::any::Any + Send>,
-        fingerprint: String,
+        fingerprint: Fingerprint,
         idle: Duration,
     ) {
         let generation = {
@@ -76,7 +77,7 @@ impl Pool {
     }
 
     /// Take the idle process of `session` if it was started the same way and still runs.
-    pub(crate) fn take(&self, session: &str, fingerprint: &str) -> Option<Parked> {
+    pub(crate) fn take(&self, session: &str, fingerprint: Fingerprint) -> Option<Parked> {
         let mut map = self.parked.lock().ok()?;
         if map.get(session).is_none_or(|p| p.fingerprint != fingerprint) {
             return None;

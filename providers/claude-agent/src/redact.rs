@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::config::{ClaudeAgentConfig, Options};
+use crate::config::ClaudeAgentConfig;
 
 /// What a redacted value prints as.
 pub(crate) const REDACTED: &str = "<redacted>";
@@ -96,51 +96,6 @@ impl fmt::Debug for ClaudeAgentConfig {
             .field("extra_args", &Args(extra_args))
             .field("record_stdout", record_stdout)
             .field("keep_alive", keep_alive)
-            .finish()
-    }
-}
-
-impl fmt::Debug for Options {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Self {
-            cli_path,
-            env,
-            inherit_env,
-            max_line_bytes,
-            permission_mode,
-            allowed_tools,
-            disallowed_tools,
-            tools,
-            agents,
-            system_prompt,
-            host_tools,
-            host_server_name,
-            max_turns,
-            session_markers,
-            stop_grace_ms,
-            cancel_grace_ms,
-            extra_args,
-            keep_alive_ms,
-        } = self;
-        f.debug_struct("Options")
-            .field("cli_path", cli_path)
-            .field("env", &Env(env))
-            .field("inherit_env", inherit_env)
-            .field("max_line_bytes", max_line_bytes)
-            .field("permission_mode", permission_mode)
-            .field("allowed_tools", allowed_tools)
-            .field("disallowed_tools", disallowed_tools)
-            .field("tools", tools)
-            .field("agents", agents)
-            .field("system_prompt", system_prompt)
-            .field("host_tools", host_tools)
-            .field("host_server_name", host_server_name)
-            .field("max_turns", max_turns)
-            .field("session_markers", session_markers)
-            .field("stop_grace_ms", stop_grace_ms)
-            .field("cancel_grace_ms", cancel_grace_ms)
-            .field("extra_args", &Args(extra_args))
-            .field("keep_alive_ms", keep_alive_ms)
             .finish()
     }
 }

@@ -1,24 +1,35 @@
 //! The run loop: stdout lines into the translator, control requests answered, stdin written,
-//! the process stopped (or parked) at the end.
+//! the process stopped (or parked) at the end. [`Turn::step`] does one wait of the loop and
+//! says what the stream passes on ([`Step`]); the stream only yields and ends.
 
-use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
+use futures::Stream;
 use futures::stream::{FuturesUnordered, StreamExt};
-use patchbay_core::kit::run_tool;
-use patchbay_core::{ErrorKind, EventStream, ProviderError, RequestContext, Signal, ToolResult, ToolSet};
-use serde_json::{Value, json};
+use patchbay_core::{ErrorKind, Event, EventStream, ProviderError, RequestContext, Signal, ToolResult, ToolSet};
+use serde_json::Value;
 use tokio::sync::mpsc;
-use tracing::Instrument;
 
-use crate::control::{self, McpWork};
-use crate::error::{Error, PROVIDER};
+use crate::NAME;
+use crate::control;
+use crate::error::Error;
+use crate::launch::Fingerprint;
 use crate::pool::Pool;
 use crate::process::CliProcess;
+use crate::requests::{Handled, Handler, Reply, control_request};
 use crate::translate::Translator;
 
+/// A host tool's result reported by the HTTP tool server: (tool name, input, result).
+pub(crate) type Report = (String, Value, ToolResult);
+
+/// The id of our `initialize` request.
+const INIT_ID: &str = "patchbay_init";
+
+/// What the control requests of a run are answered with.
 pub(crate) struct Bridge {
     pub(crate) tools: ToolSet,
     pub(crate) context: RequestContext,
@@ -26,205 +37,80 @@ pub(crate) struct Bridge {
     pub(crate) server: String,
 }
 
-type Handler = Pin<Box<dyn Future<Output = Handled> + Send>>;
-
-struct Handled {
-    line: String,
-    record: Option<(String, ToolResult)>,
-}
-
-fn record_line(path: &std::path::Path, line: &[u8]) {
-    use std::io::Write;
-    let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
-    if let Ok(mut file) = file {
-        let _ = file.write_all(line).and_then(|()| file.write_all(b"\n"));
-    }
-}
-
+/// How a run starts and ends.
 pub(crate) struct Start {
+    /// The CLI was kept alive from an earlier run (initialized already).
     pub(crate) reused: bool,
-    pub(crate) park: Option<(Arc<Pool>, String, std::time::Duration)>,
+    /// Where to park the CLI after a finished turn, under which fingerprint, for how long.
+    pub(crate) park: Option<(Arc<Pool>, Fingerprint, Duration)>,
     pub(crate) record: Option<PathBuf>,
     pub(crate) initialize: Value,
     pub(crate) user: String,
-    pub(crate) init_timeout: std::time::Duration,
+    pub(crate) init_timeout: Duration,
 }
 
-fn process_error(
-    mut error: ProviderError,
-    process: &CliProcess,
-    status: Option<std::process::ExitStatus>,
-) -> ProviderError {
-    let tail = process.stderr_tail();
-    if !tail.is_empty() && error.stderr_tail().is_none() {
-        error = error.with_stderr_tail(tail);
-    }
-    if let Some(code) = status.and_then(|s| s.code()) {
-        error = error.with_exit_code(code);
-    }
-    error
-}
-
+/// The run's event stream: the CLI's events until its `result`, an error, or a cancel.
 pub(crate) fn run(
-    mut process: CliProcess,
-    mut translator: Translator,
+    process: CliProcess,
+    translator: Translator,
     bridge: Arc<Bridge>,
     start: Start,
-    mut reports: mpsc::UnboundedReceiver<(String, Value, ToolResult)>,
+    reports: mpsc::UnboundedReceiver<Report>,
     keep: Box<dyn std::any::Any + Send>,
 ) -> EventStream {
+    let init_timeout = start.init_timeout;
+    let mut turn = Turn {
+        process,
+        translator,
+        bridge,
+        start,
+        reports,
+        reports_open: true,
+        handlers: FuturesUnordered::new(),
+        init_done: false,
+    };
     let stream = async_stream::stream! {
         let keep = keep;
-        let record = start.record.clone();
-        let signal = bridge.signal.clone();
-        let mut handlers: FuturesUnordered<Handler> = FuturesUnordered::new();
-        let init_id = "patchbay_init";
-        // A reused CLI was initialized by its first run: the user turn goes at once.
-        process.set_in_turn(true);
-        let first = if start.reused { &start.user } else { &control::request_line(init_id, start.initialize.clone()) };
-        if let Err(error) = process.write_line(first).await {
-            let status = process.stop().await;
-            yield Err(process_error(ProviderError::from(error), &process, status));
+        if let Err(error) = turn.begin().await {
+            yield Err(error);
             return;
         }
-        let mut init_done = start.reused;
-        let init_deadline = tokio::time::sleep(start.init_timeout);
-        tokio::pin!(init_deadline);
-        let mut reports_open = true;
+        let deadline = tokio::time::sleep(init_timeout);
+        tokio::pin!(deadline);
         loop {
-            let line = tokio::select! {
-                biased;
-                _ = signal.cancelled() => {
-                    let turn = translator.step();
-                    // Dropping the process stops it in the background (`interrupt`, stdin EOF,
-                    // then SIGTERM and SIGKILL after `cancel_grace` each).
-                    drop(process);
-                    yield Err(ProviderError::cancelled().with_provider(PROVIDER).with_turn(turn));
-                    return;
-                }
-                _ = &mut init_deadline, if !init_done => {
-                    let status = process.stop().await;
-                    let error = ProviderError::new(ErrorKind::Process, "the CLI did not answer `initialize` in time").with_provider(PROVIDER);
-                    yield Err(process_error(error, &process, status));
-                    return;
-                }
-                Some(done) = handlers.next(), if !handlers.is_empty() => {
-                    if let Some((id, result)) = done.record {
-                        translator.record_host_result(id, result);
-                    }
-                    if let Err(error) = process.write_line(&done.line).await {
-                        tracing::debug!(%error, "cannot answer a control request");
-                    }
-                    continue;
-                }
-                report = reports.recv(), if reports_open => {
-                    match report {
-                        Some((name, input, result)) => translator.record_host_result_for(&name, input, result),
-                        None => reports_open = false,
-                    }
-                    continue;
-                }
-                line = process.stdout.next_line() => match line {
-                    Ok(Some(bytes)) => {
-                        let trimmed = bytes.trim_ascii();
-                        if trimmed.is_empty() {
-                            continue;
-                        }
-                        if let Some(path) = &record {
-                            record_line(path, trimmed);
-                        }
-                        if trimmed.first() != Some(&b'{') {
-                            tracing::debug!(line = %String::from_utf8_lossy(&trimmed[..trimmed.len().min(200)]), "skipping a non-JSON stdout line");
-                            continue;
-                        }
-                        serde_json::from_slice::<Value>(trimmed).map_err(|source| Error::BadLine {
-                            head: String::from_utf8_lossy(&trimmed[..trimmed.len().min(80)]).into_owned(),
-                            source,
-                        })
-                    }
-                    Ok(None) => {
-                        let status = process.stop().await;
-                        let error = match translator.finish() {
-                            Ok(()) => return,
-                            Err(error) => error,
-                        };
-                        yield Err(process_error(error, &process, status));
-                        return;
-                    }
-                    Err(error) => Err(error),
+            match turn.step(deadline.as_mut()).await {
+                Step::Events(events) => for event in events {
+                    yield Ok(event);
                 },
-            };
-            let line = match line {
-                Ok(line) => line,
-                Err(error) => {
-                    let status = process.stop().await;
-                    let error = ProviderError::from(error).with_turn(translator.step());
-                    yield Err(process_error(error, &process, status));
-                    return;
-                }
-            };
-            match line.get("type").and_then(Value::as_str) {
-                Some("control_request") => {
-                    let id = line.get("request_id").and_then(Value::as_str).unwrap_or("").to_string();
-                    let request = line.get("request").cloned().unwrap_or(Value::Null);
-                    match control_request(&bridge, &mut translator, &id, &request) {
-                        Reply::Now(reply) => {
-                            if let Err(error) = process.write_line(&reply).await {
-                                tracing::debug!(%error, "cannot answer a control request");
-                            }
-                        }
-                        Reply::Later(handler) => handlers.push(handler),
-                    }
-                }
-                Some("control_response") => {
-                    let response = line.get("response").unwrap_or(&Value::Null);
-                    if response.get("request_id").and_then(Value::as_str) == Some(init_id) && !init_done {
-                        init_done = true;
-                        if response.get("subtype").and_then(Value::as_str) == Some("error") {
-                            let message = response.get("error").and_then(Value::as_str).unwrap_or("unknown error");
-                            let status = process.stop().await;
-                            let error = ProviderError::new(ErrorKind::Process, format!("the CLI refused `initialize`: {message}")).with_provider(PROVIDER);
-                            yield Err(process_error(error, &process, status));
-                            return;
-                        }
-                        if let Err(error) = process.write_line(&start.user).await {
-                            let status = process.stop().await;
-                            yield Err(process_error(ProviderError::from(error), &process, status));
-                            return;
-                        }
-                    }
-                }
-                Some("control_cancel_request") => tracing::debug!("the CLI cancelled a control request"),
-                _ => {
-                    let pushed = translator.push_value(&line);
-                    let finished = pushed.is_ok() && translator.is_done();
-                    if translator.is_done() {
-                        // The turn has its `result`: stdin EOF alone ends the CLI now.
-                        process.set_in_turn(false);
-                    }
-                    if finished
-                        && let (Some((pool, fingerprint, idle)), Some(session)) = (&start.park, translator.session_id())
-                    {
-                        // Park before `Finish` reaches the caller: the next Resume finds it.
-                        pool.park(session.to_string(), process, keep, fingerprint.clone(), *idle);
-                        while let Some(event) = translator.next_event() {
-                            yield Ok(event);
-                        }
-                        return;
-                    }
-                    while let Some(event) = translator.next_event() {
+                Step::Done(events) => {
+                    for event in events {
                         yield Ok(event);
                     }
-                    if let Err(error) = pushed {
-                        let status = process.stop().await;
-                        yield Err(process_error(error, &process, status));
-                        return;
+                    let status = turn.process.stop().await;
+                    tracing::debug!(?status, "claude-agent run finished");
+                    return;
+                }
+                Step::Fail(events, error) => {
+                    for event in events {
+                        yield Ok(event);
                     }
-                    if translator.is_done() {
-                        let status = process.stop().await;
-                        tracing::debug!(?status, "claude-agent run finished");
-                        return;
+                    yield Err(turn.fail(error).await);
+                    return;
+                }
+                Step::Park(events) => {
+                    // Park before `Finish` reaches the caller: the next Resume finds it.
+                    turn.park(keep);
+                    for event in events {
+                        yield Ok(event);
                     }
+                    return;
+                }
+                Step::Cancelled(step) => {
+                    // Dropping the process stops it in the background (`interrupt`, stdin EOF,
+                    // then SIGTERM and SIGKILL after `cancel_grace` each).
+                    drop(turn);
+                    yield Err(ProviderError::cancelled().with_provider(NAME).with_turn(step));
+                    return;
                 }
             }
         }
@@ -232,88 +118,248 @@ pub(crate) fn run(
     Box::pin(stream)
 }
 
-enum Reply {
-    Now(String),
-    Later(Handler),
+/// What one wait of the loop gives the stream.
+enum Step {
+    /// Events to pass on; the run goes on.
+    Events(Vec<Event>),
+    /// The turn ended: pass these on, then stop the CLI.
+    Done(Vec<Event>),
+    /// Pass these on, then stop the CLI and end with this error (exit code and stderr added).
+    Fail(Vec<Event>, ProviderError),
+    /// The turn ended and the CLI is kept alive: park it, then pass these on.
+    Park(Vec<Event>),
+    /// The signal fired during this step (model message) number.
+    Cancelled(u32),
 }
 
-fn control_request(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, request: &Value) -> Reply {
-    match request.get("subtype").and_then(Value::as_str).unwrap_or("") {
-        "can_use_tool" => {
-            let cli_name = request.get("tool_name").and_then(Value::as_str).unwrap_or("");
-            let (name, _) = translator.map_tool_name(cli_name);
-            let bridge = bridge.clone();
-            let id = id.to_string();
-            let request = request.clone();
-            Reply::Later(Box::pin(async move {
-                let mut cx = bridge.context.tool_context(&bridge.signal);
-                if let Some(call) = request.get("tool_use_id").and_then(Value::as_str) {
-                    cx = cx.with_tool_use_id(call);
-                }
-                let response = control::decide(bridge.context.approval.as_ref(), &request, name, &cx).await;
-                Handled {
-                    line: control::success_line(&id, response),
-                    record: None,
-                }
-            }))
+impl Step {
+    fn quiet() -> Self {
+        Self::Events(Vec::new())
+    }
+}
+
+/// One run's state between stream items.
+struct Turn {
+    process: CliProcess,
+    translator: Translator,
+    bridge: Arc<Bridge>,
+    start: Start,
+    reports: mpsc::UnboundedReceiver<Report>,
+    reports_open: bool,
+    handlers: FuturesUnordered<Handler>,
+    init_done: bool,
+}
+
+impl Turn {
+    /// Send `initialize` (a reused CLI was initialized by its first run: the user turn goes at
+    /// once).
+    async fn begin(&mut self) -> Result<(), ProviderError> {
+        self.process.set_in_turn(true);
+        self.init_done = self.start.reused;
+        let first = if self.start.reused {
+            self.start.user.clone()
+        } else {
+            control::request_line(INIT_ID, self.start.initialize.clone())
+        };
+        match self.process.write_line(&first).await {
+            Ok(()) => Ok(()),
+            Err(error) => Err(self.fail(error.into()).await),
         }
-        "mcp_message" => {
-            let server = request.get("server_name").and_then(Value::as_str).unwrap_or("");
-            let message = request.get("message").cloned().unwrap_or(Value::Null);
-            if server != bridge.server {
-                let reply = json!({
-                    "jsonrpc": "2.0", "id": message.get("id"),
-                    "error": { "code": -32601, "message": format!("server `{server}` not found") },
-                });
-                return Reply::Now(control::success_line(id, json!({ "mcp_response": reply })));
+    }
+
+    /// Wait for the next thing to do (a cancel, the `initialize` deadline, a finished control
+    /// request, a reported host result, a stdout line) and do it.
+    async fn step(&mut self, deadline: Pin<&mut tokio::time::Sleep>) -> Step {
+        let read = tokio::select! {
+            biased;
+            () = self.bridge.signal.cancelled() => return Step::Cancelled(self.translator.step()),
+            () = deadline, if !self.init_done => {
+                let error = ProviderError::new(ErrorKind::Process, "the CLI did not answer `initialize` in time");
+                return Step::Fail(Vec::new(), error.with_provider(NAME));
             }
-            match control::route_mcp(&message, &bridge.tools, &bridge.server) {
-                McpWork::Reply(reply) => {
-                    let reply = reply.unwrap_or_else(|| json!({ "jsonrpc": "2.0", "result": {} }));
-                    Reply::Now(control::success_line(id, json!({ "mcp_response": reply })))
-                }
-                McpWork::Call {
-                    id: rpc_id,
-                    name,
-                    input,
-                } => {
-                    let Some(tool) = bridge.tools.get(&name).cloned() else {
-                        let reply = control::unknown_tool_reply(rpc_id, &name);
-                        return Reply::Now(control::success_line(id, json!({ "mcp_response": reply })));
-                    };
-                    // The CLI names the call in `_meta`; without it, match by name and input.
-                    let call_id = match message
-                        .pointer("/params/_meta/claudecode~1toolUseId")
-                        .and_then(Value::as_str)
-                    {
-                        Some(call) => {
-                            translator.forget_host_call(call);
-                            Some(call.to_string())
-                        }
-                        None => translator.claim_host_call(&name, &input),
-                    };
-                    let bridge = bridge.clone();
-                    let id = id.to_string();
-                    let span = tracing::info_span!("patchbay.tool", tool = %name, call = ?call_id);
-                    let work = async move {
-                        let mut cx = bridge.context.tool_context(&bridge.signal);
-                        if let Some(call) = &call_id {
-                            cx = cx.with_tool_use_id(call.clone());
-                        }
-                        let result = run_tool(tool.as_ref(), input, &cx).await;
-                        let reply = control::call_reply(rpc_id, &result);
-                        Handled {
-                            line: control::success_line(&id, json!({ "mcp_response": reply })),
-                            record: call_id.map(|call| (call, result)),
-                        }
-                    };
-                    Reply::Later(Box::pin(work.instrument(span)))
-                }
+            Some(done) = self.handlers.next(), if !self.handlers.is_empty() => {
+                self.handled(done).await;
+                return Step::quiet();
             }
+            report = self.reports.recv(), if self.reports_open => {
+                match report {
+                    Some((name, input, result)) => self.translator.record_host_result_for(&name, input, result),
+                    None => self.reports_open = false,
+                }
+                return Step::quiet();
+            }
+            line = self.process.stdout.next_line() => read(line, self.start.record.as_deref()),
+        };
+        match read {
+            Read::Skip => Step::quiet(),
+            Read::Line(line) => self.line(&line).await,
+            Read::End => match self.translator.finish() {
+                Ok(()) => Step::Done(Vec::new()),
+                Err(error) => Step::Fail(Vec::new(), error),
+            },
+            Read::Failed(error) => Step::Fail(Vec::new(), ProviderError::from(error).with_turn(self.translator.step())),
         }
-        other => Reply::Now(control::error_line(
-            id,
-            &format!("unsupported control request `{other}`"),
-        )),
+    }
+
+    async fn line(&mut self, line: &Value) -> Step {
+        match line.get("type").and_then(Value::as_str) {
+            Some("control_request") => {
+                let id = line.get("request_id").and_then(Value::as_str).unwrap_or("");
+                let request = line.get("request").unwrap_or(&Value::Null);
+                match control_request(&self.bridge, &mut self.translator, id, request) {
+                    Reply::Now(reply) => self.write(&reply).await,
+                    Reply::Later(handler) => self.handlers.push(handler),
+                }
+                Step::quiet()
+            }
+            Some("control_response") => self.control_response(line).await,
+            Some("control_cancel_request") => {
+                tracing::debug!("the CLI cancelled a control request");
+                Step::quiet()
+            }
+            _ => self.output(line),
+        }
+    }
+
+    /// The answer to `initialize`: the user turn goes now.
+    async fn control_response(&mut self, line: &Value) -> Step {
+        let response = line.get("response").unwrap_or(&Value::Null);
+        if self.init_done || response.get("request_id").and_then(Value::as_str) != Some(INIT_ID) {
+            return Step::quiet();
+        }
+        self.init_done = true;
+        if response.get("subtype").and_then(Value::as_str) == Some("error") {
+            let message = response.get("error").and_then(Value::as_str).unwrap_or("unknown error");
+            let error = ProviderError::new(ErrorKind::Process, format!("the CLI refused `initialize`: {message}"));
+            return Step::Fail(Vec::new(), error.with_provider(NAME));
+        }
+        match self.process.write_line(&self.start.user).await {
+            Ok(()) => Step::quiet(),
+            Err(error) => Step::Fail(Vec::new(), error.into()),
+        }
+    }
+
+    /// A line for the translator.
+    fn output(&mut self, line: &Value) -> Step {
+        let pushed = self.translator.push_value(line);
+        let done = self.translator.is_done();
+        if done {
+            // The turn has its `result`: stdin EOF alone ends the CLI now.
+            self.process.set_in_turn(false);
+        }
+        let mut events = Vec::new();
+        while let Some(event) = self.translator.next_event() {
+            events.push(event);
+        }
+        match pushed {
+            Err(error) => Step::Fail(events, error),
+            Ok(()) if done && self.start.park.is_some() && self.translator.session_id().is_some() => Step::Park(events),
+            Ok(()) if done => Step::Done(events),
+            Ok(()) => Step::Events(events),
+        }
+    }
+
+    async fn handled(&mut self, done: Handled) {
+        if let Some((id, result)) = done.record {
+            self.translator.record_host_result(id, result);
+        }
+        self.write(&done.line).await;
+    }
+
+    /// Answer a control request (a CLI that stopped reading ends the run by its stdout).
+    async fn write(&mut self, line: &str) {
+        if let Err(error) = self.process.write_line(line).await {
+            tracing::debug!(%error, "cannot answer a control request");
+        }
+    }
+
+    /// Stop the CLI and give `error` its exit code and stderr tail.
+    async fn fail(&mut self, mut error: ProviderError) -> ProviderError {
+        let status = self.process.stop().await;
+        let tail = self.process.stderr_tail();
+        if !tail.is_empty() && error.stderr_tail().is_none() {
+            error = error.with_stderr_tail(tail);
+        }
+        if let Some(code) = status.and_then(|s| s.code()) {
+            error = error.with_exit_code(code);
+        }
+        error
+    }
+
+    /// Keep the CLI for its session's next `Resume`.
+    fn park(self, keep: Box<dyn std::any::Any + Send>) {
+        let Turn {
+            process,
+            translator,
+            start,
+            ..
+        } = self;
+        if let (Some((pool, fingerprint, idle)), Some(session)) = (start.park, translator.session_id()) {
+            pool.park(session.to_string(), process, keep, fingerprint, idle);
+        }
+    }
+}
+
+/// A stdout line, read.
+enum Read {
+    /// Blank, or not JSON-looking (the CLI prints a few such lines): skipped.
+    Skip,
+    Line(Value),
+    /// stdout ended.
+    End,
+    Failed(Error),
+}
+
+fn read(line: Result<Option<&[u8]>, Error>, record: Option<&Path>) -> Read {
+    let bytes = match line {
+        Ok(Some(bytes)) => bytes.trim_ascii(),
+        Ok(None) => return Read::End,
+        Err(error) => return Read::Failed(error),
+    };
+    if bytes.is_empty() {
+        return Read::Skip;
+    }
+    if let Some(path) = record {
+        record_line(path, bytes);
+    }
+    if bytes.first() != Some(&b'{') {
+        let head = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]);
+        tracing::debug!(line = %head, "skipping a non-JSON stdout line");
+        return Read::Skip;
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(value) => Read::Line(value),
+        Err(source) => Read::Failed(Error::BadLine {
+            head: String::from_utf8_lossy(&bytes[..bytes.len().min(80)]).into_owned(),
+            source,
+        }),
+    }
+}
+
+fn record_line(path: &Path, line: &[u8]) {
+    use std::io::Write;
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
+    if let Ok(mut file) = file {
+        let _ = file.write_all(line).and_then(|()| file.write_all(b"\n"));
+    }
+}
+
+/// `stream` polled inside `span` (the request span of the call).
+pub(crate) fn in_span(stream: EventStream, span: tracing::Span) -> EventStream {
+    Box::pin(InSpan { inner: stream, span })
+}
+
+struct InSpan {
+    inner: EventStream,
+    span: tracing::Span,
+}
+
+impl Stream for InSpan {
+    type Item = Result<Event, ProviderError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let _entered = this.span.enter();
+        this.inner.as_mut().poll_next(cx)
     }
 }

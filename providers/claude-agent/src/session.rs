@@ -3,7 +3,7 @@
 use patchbay_core::{ContentBlock, ImageSource, Message, Role, Session, ToolContent, Warning};
 use serde_json::{Value, json};
 
-use crate::error::PROVIDER;
+use crate::NAME;
 
 /// The session flags of one CLI run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +32,7 @@ impl SessionArgs {
 pub fn marker(message: &Message) -> Option<(String, usize)> {
     message.content.iter().find_map(|block| match block {
         ContentBlock::Opaque { provider, data }
-            if provider == PROVIDER && data.get("type").and_then(Value::as_str) == Some("session") =>
+            if provider == NAME && data.get("type").and_then(Value::as_str) == Some("session") =>
         {
             let id = data.get("session_id").and_then(Value::as_str)?;
             let count = data.get("messages").and_then(Value::as_u64)?;

@@ -24,7 +24,7 @@ use patchbay_conformance::mock::MockServer;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::peers;
 use patchbay_conformance::{Fixture, Target, trials};
-use patchbay_core::{Capabilities, ProviderError};
+use patchbay_core::ProviderError;
 use patchbay_scripted::{Part, Script, Turn};
 
 const BASELINE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance-baseline.toml");
@@ -44,19 +44,11 @@ fn cli_script(script: &Script) -> Script {
     script
 }
 
-fn capabilities() -> Capabilities {
-    Capabilities::none()
-        .with_streaming()
-        .with_reasoning()
-        .with_runs_tools()
-        .with_sessions()
-}
-
 fn real_cli_target(cli: PathBuf) -> Target {
-    Target::new("claude-agent", capabilities(), move |scenario| {
-        let script = cli_script(&scenario.script);
+    Target::new("claude-agent", move |case| {
+        let script = cli_script(&case.scenario.script);
         let cli = cli.clone();
-        let name = scenario.name;
+        let name = case.scenario.name;
         async move {
             let server = MockServer::builder(AnthropicWire)
                 .script(&script)
@@ -70,7 +62,7 @@ fn real_cli_target(cli: PathBuf) -> Target {
                 let _ = std::fs::remove_file(&path);
                 config = config.with_record_stdout(path);
             }
-            let provider = Arc::new(ClaudeAgentProvider::new(config));
+            let provider = Arc::new(ClaudeAgentProvider::new(config)?);
             Ok(Fixture::new(provider).with_guard((server, home)))
         }
     })
@@ -78,8 +70,8 @@ fn real_cli_target(cli: PathBuf) -> Target {
 }
 
 fn replay() -> Target {
-    Target::new("claude-agent-replay", capabilities(), move |scenario| {
-        let name = scenario.name;
+    Target::new("claude-agent-replay", move |case| {
+        let name = case.scenario.name;
         async move {
             let state = tempfile::tempdir().map_err(|e| ProviderError::config(format!("temp dir: {e}")))?;
             let config = ClaudeAgentConfig::new()
@@ -90,7 +82,7 @@ fn replay() -> Target {
                 )
                 .with_env("FAKE_CLAUDE_STATE", state.path().display().to_string())
                 .with_session_markers(false);
-            let provider = Arc::new(ClaudeAgentProvider::new(config));
+            let provider = Arc::new(ClaudeAgentProvider::new(config)?);
             Ok(Fixture::new(provider).with_guard(state))
         }
     })

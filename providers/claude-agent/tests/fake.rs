@@ -38,7 +38,7 @@ fn fake(transcript: &str) -> Fake {
 
 impl Fake {
     fn provider(&self) -> ClaudeAgentProvider {
-        ClaudeAgentProvider::new(self.config.clone())
+        ClaudeAgentProvider::new(self.config.clone()).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn files(&self, prefix: &str) -> Vec<PathBuf> {
@@ -144,11 +144,28 @@ fn weather_tools() -> ToolSet {
 
 #[tokio::test]
 async fn a_missing_cli_is_a_config_error() {
-    let provider = ClaudeAgentProvider::new(ClaudeAgentConfig::new().with_cli_path("/nonexistent/claude"));
-    let (_, error) = collect(&provider, &[Message::user("hi")], &ToolSet::new(), None).await;
+    // An explicit path is checked when the provider is built...
+    let error = match ClaudeAgentProvider::new(ClaudeAgentConfig::new().with_cli_path("/nonexistent/claude")) {
+        Err(error) => error,
+        Ok(_) => panic!("a missing CLI was accepted"),
+    };
+    assert_eq!(error.kind(), ErrorKind::Config);
+    assert!(error.to_string().contains("/nonexistent/claude"), "{error}");
+    // ...and one named by a call's options when the call starts.
+    let fake = fake("text_only");
+    let context =
+        RequestContext::new().with_provider_options("claude-agent", json!({ "cli_path": "/nonexistent/claude" }));
+    let (_, error) = collect(
+        &fake.provider(),
+        &[Message::user("hi")],
+        &ToolSet::new(),
+        Some(&context),
+    )
+    .await;
     let error = error.unwrap_or_else(|| panic!("no error"));
     assert_eq!(error.kind(), ErrorKind::Config);
     assert!(error.to_string().contains("/nonexistent/claude"), "{error}");
+    assert!(fake.pid().is_none(), "nothing was started");
 }
 
 #[tokio::test]
@@ -255,7 +272,7 @@ async fn command_line_and_environment_follow_the_agent_sdk() {
         .clone()
         .with_env("CLAUDECODE", "1")
         .with_permission_mode("acceptEdits");
-    let provider = ClaudeAgentProvider::new(config);
+    let provider = ClaudeAgentProvider::new(config).unwrap_or_else(|e| panic!("{e}"));
     let context = RequestContext::new()
         .with_system("Be terse. ".repeat(20_000))
         .with_working_dir(workdir.path())
@@ -546,7 +563,21 @@ async fn per_call_options_set_permissions_agents_and_the_preset_prompt() {
     let bad = RequestContext::new().with_provider_options("claude-agent", json!({ "permision_mode": "plan" }));
     let (_, error) = collect(&fake.provider(), &[Message::user("hi")], &ToolSet::new(), Some(&bad)).await;
     assert_eq!(error.map(|e| e.kind()), Some(ErrorKind::Config));
-    let built = patchbay_claude_agent::build(&json!({ "cli_path": "/x/claude", "keep_alive_ms": 500 }));
-    assert!(built.is_ok());
-    assert!(patchbay_claude_agent::build(&json!({ "nope": 1 })).is_err());
+    let factory = patchbay_claude_agent::factory();
+    let built = factory.build(&json!({ "cli_path": support::fake_cli(), "keep_alive_ms": 500 }));
+    assert!(built.is_ok(), "{:?}", built.err());
+    let refused = factory.build(&json!({ "nope": 1 })).err().map(|e| e.to_string());
+    assert!(
+        refused.is_some_and(|e| e.contains("`nope`")),
+        "an unknown key is refused by name"
+    );
+    let missing = factory
+        .build(&json!({ "cli_path": "/x/claude" }))
+        .err()
+        .map(|e| e.kind());
+    assert_eq!(
+        missing,
+        Some(ErrorKind::Config),
+        "an explicit CLI path is checked at build time"
+    );
 }

@@ -49,7 +49,7 @@ fn fake(segments: &[String], keep: Duration) -> Fake {
         .with_env("FAKE_CLAUDE_STATE", state.path().display().to_string())
         .with_keep_alive(keep);
     config.stop_grace = Duration::from_millis(300);
-    let provider = ClaudeAgentProvider::new(config);
+    let provider = ClaudeAgentProvider::new(config).unwrap_or_else(|e| panic!("{e}"));
     Fake { state, provider }
 }
 

@@ -92,7 +92,7 @@ pub(crate) async fn resume_keeps_history_and_fork_gets_a_new_id() {
         text("Forked answer."),
     ])
     .await;
-    let provider = ClaudeAgentProvider::new(real.config.clone());
+    let provider = ClaudeAgentProvider::new(real.config.clone()).unwrap_or_else(|e| panic!("{e}"));
     let (events, error) = collect(&provider, &[Message::user("first question")], &ToolSet::new(), None).await;
     assert!(error.is_none(), "{error:?}");
     let session = session_of(&events).unwrap_or_else(|| panic!("no session id"));
@@ -157,7 +157,7 @@ async fn approval_run(approval: Approval) -> (Vec<Event>, Option<ProviderError>,
     let file = workdir.path().join("note.txt");
     let input = json!({ "file_path": file.display().to_string(), "content": "hi" });
     let real = real(vec![tool("toolu_w1", "Write", input), text("Done.")]).await;
-    let provider = ClaudeAgentProvider::new(real.config.clone());
+    let provider = ClaudeAgentProvider::new(real.config.clone()).unwrap_or_else(|e| panic!("{e}"));
     let context = RequestContext::new()
         .with_working_dir(workdir.path())
         .with_approval(Arc::new(Decide(approval)));
@@ -280,7 +280,7 @@ const GONE_WITHIN: Duration = Duration::from_secs(1);
 
 pub(crate) async fn cancel_mid_turn_ends_promptly_and_leaves_no_process() {
     let real = real(vec![stall()]).await;
-    let provider = ClaudeAgentProvider::new(real.config.clone());
+    let provider = ClaudeAgentProvider::new(real.config.clone()).unwrap_or_else(|e| panic!("{e}"));
     let signal = Signal::new();
     let (mut stream, pids) = stalled(&real, &provider, &signal).await;
     let cancelled_at = Instant::now();
@@ -305,7 +305,7 @@ pub(crate) async fn cancel_mid_turn_ends_promptly_and_leaves_no_process() {
 
 pub(crate) async fn dropping_the_stream_mid_turn_leaves_no_process() {
     let real = real(vec![stall()]).await;
-    let provider = ClaudeAgentProvider::new(real.config.clone());
+    let provider = ClaudeAgentProvider::new(real.config.clone()).unwrap_or_else(|e| panic!("{e}"));
     let (stream, pids) = stalled(&real, &provider, &Signal::new()).await;
     let dropped_at = Instant::now();
     drop(stream);
@@ -322,7 +322,7 @@ pub(crate) async fn a_dead_mock_is_a_transport_error_and_a_broken_one_a_typed_er
     let real = real(Vec::new()).await;
     real.server.shutdown();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let provider = ClaudeAgentProvider::new(real.config.clone());
+    let provider = ClaudeAgentProvider::new(real.config.clone()).unwrap_or_else(|e| panic!("{e}"));
     let (events, error) = collect(&provider, &[Message::user("hi")], &ToolSet::new(), None).await;
     assert!(events.is_empty(), "{events:?}");
     let error = error.unwrap_or_else(|| panic!("no error"));
@@ -335,7 +335,7 @@ pub(crate) async fn a_dead_mock_is_a_transport_error_and_a_broken_one_a_typed_er
         end: patchbay_conformance::mock::RawEnd::Reset,
     };
     let broken = self::real(vec![garbage]).await;
-    let provider = ClaudeAgentProvider::new(broken.config.clone());
+    let provider = ClaudeAgentProvider::new(broken.config.clone()).unwrap_or_else(|e| panic!("{e}"));
     let (_, error) = collect(&provider, &[Message::user("hi")], &ToolSet::new(), None).await;
     let error = error.unwrap_or_else(|| panic!("no error"));
     assert!(
@@ -366,7 +366,8 @@ pub(crate) async fn host_tools_over_http_get_the_context_and_keep_metadata() {
                 .with_metadata(json!({ "project": cx.metadata.get("project_id"), "documents": ["met.no"] }))
         },
     ));
-    let provider = ClaudeAgentProvider::new(real.config.clone().with_host_tools(HostTools::Http));
+    let provider = ClaudeAgentProvider::new(real.config.clone().with_host_tools(HostTools::Http))
+        .unwrap_or_else(|e| panic!("{e}"));
     let context = RequestContext::new().with_metadata("project_id", "p7");
     let (events, error) = collect(&provider, &[Message::user("weather?")], &tools, Some(&context)).await;
     assert!(error.is_none(), "{error:?}");
@@ -385,7 +386,8 @@ pub(crate) async fn host_tools_over_http_get_the_context_and_keep_metadata() {
 
 pub(crate) async fn a_kept_alive_cli_serves_the_next_turn_of_its_session() {
     let real = real(vec![text("One."), text("Two."), text("Three.")]).await;
-    let provider = ClaudeAgentProvider::new(real.config.clone().with_keep_alive(Duration::from_secs(30)));
+    let provider = ClaudeAgentProvider::new(real.config.clone().with_keep_alive(Duration::from_secs(30)))
+        .unwrap_or_else(|e| panic!("{e}"));
     let (events, error) = collect(&provider, &[Message::user("first")], &ToolSet::new(), None).await;
     assert!(error.is_none(), "{error:?}");
     let session = session_of(&events).unwrap_or_else(|| panic!("no session"));

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider, HostTools, Options};
+use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider, HostTools};
 use patchbay_core::{
     FnTool, McpServerConfig, McpTransport, Message, Provider, ProviderError, RequestContext, Signal, ToolContext,
     ToolResult, ToolSet,
@@ -53,40 +53,47 @@ fn debug_of_config_options_and_provider_hides_secrets() {
         shown.contains("ANTHROPIC_API_KEY") && shown.contains("--mcp-config") && shown.contains("<redacted>"),
         "names and flags stay: {shown}"
     );
-    assert_debug_clean("ClaudeAgentProvider", &ClaudeAgentProvider::new(config));
+    assert_debug_clean(
+        "ClaudeAgentProvider",
+        &ClaudeAgentProvider::new(config).unwrap_or_else(|e| panic!("{e}")),
+    );
 
-    let options = Options::from_json(&json!({
+    let options = json!({
+        "cli_path": support::fake_cli(),
         "env": { "ANTHROPIC_API_KEY": CANARY, "ANTHROPIC_BASE_URL": format!("https://u:{CANARY}@example.com") },
         "extra_args": ["--api-key", CANARY],
-    }))
-    .unwrap_or_else(|e| panic!("{e}"));
-    assert_debug_clean("Options", &options);
-    let provider = ClaudeAgentProvider::from_json(&json!({ "env": { "ANTHROPIC_API_KEY": CANARY } }))
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_debug_clean("ClaudeAgentProvider from JSON", &provider);
+    });
+    let config = ClaudeAgentConfig::from_options(&options).unwrap_or_else(|e| panic!("{e}"));
+    assert_debug_clean("ClaudeAgentConfig from options", &config);
+    let provider = ClaudeAgentProvider::new(config).unwrap_or_else(|e| panic!("{e}"));
+    assert_debug_clean("ClaudeAgentProvider from options", &provider);
 }
 
 #[test]
 fn option_errors_hide_the_values_they_quote() {
-    for bad in [
-        json!({ "env": format!("ANTHROPIC_API_KEY={CANARY}") }),
-        json!({ "env": { "ANTHROPIC_API_KEY": [CANARY] } }),
-        json!({ "stop_grace_ms": CANARY }),
-        json!({ "host_tools": CANARY }),
-        json!({ "extra_args": CANARY }),
+    for (key, bad) in [
+        ("env", json!({ "env": format!("ANTHROPIC_API_KEY={CANARY}") })),
+        ("env", json!({ "env": { "ANTHROPIC_API_KEY": [CANARY] } })),
+        ("stop_grace_ms", json!({ "stop_grace_ms": CANARY })),
+        ("host_tools", json!({ "host_tools": CANARY })),
+        ("extra_args", json!({ "max_turns": 2, "extra_args": CANARY })),
     ] {
-        let error = match Options::from_json(&bad) {
+        let error = match ClaudeAgentConfig::from_options(&bad) {
             Err(error) => error,
-            Ok(options) => panic!("{bad} was accepted: {options:?}"),
+            Ok(config) => panic!("{bad} was accepted: {config:?}"),
         };
         assert_clean("Error (Display)", &error.to_string());
         assert_debug_clean("Error", &error);
-        let error = match ClaudeAgentProvider::from_json(&bad) {
+        let error = match patchbay_claude_agent::factory().build(&bad) {
             Err(error) => error,
             Ok(_) => panic!("{bad} was accepted"),
         };
-        assert!(error.to_string().contains("invalid claude-agent options"), "{error}");
-        assert_clean("ProviderError (Display)", &error.to_string());
+        let shown = error.to_string();
+        assert!(
+            shown.contains(&format!("invalid claude-agent option `{key}`")),
+            "{error}"
+        );
+        assert_clean("ProviderError (Display)", &shown);
         assert_debug_clean("ProviderError", &error);
     }
 }
@@ -196,12 +203,14 @@ async fn no_log_line_at_trace_shows_a_secret() {
     let context = context_with_secrets();
     // A tool call answered in-process, then the same over patchbay-mcp's HTTP tool server.
     for host_tools in [HostTools::InProcess, HostTools::Http] {
-        let provider = ClaudeAgentProvider::new(fake("one_tool_call").with_host_tools(host_tools));
+        let provider = ClaudeAgentProvider::new(fake("one_tool_call").with_host_tools(host_tools))
+            .unwrap_or_else(|e| panic!("{e}"));
         let error = run(&provider, &context).await;
         assert!(error.is_none(), "{host_tools:?}: {error:?}");
     }
     // A failing CLI: the error carries its stderr tail and exit code.
-    let provider = ClaudeAgentProvider::new(fake("text_only").with_env("FAKE_CLAUDE_EXIT_AFTER", "9"));
+    let provider = ClaudeAgentProvider::new(fake("text_only").with_env("FAKE_CLAUDE_EXIT_AFTER", "9"))
+        .unwrap_or_else(|e| panic!("{e}"));
     let error = run(&provider, &context)
         .await
         .unwrap_or_else(|| panic!("the CLI was to fail"));

@@ -1,0 +1,194 @@
+//! The JSON options (registry and per call `provider_options("claude-agent")`), read with serde
+//! into one private struct and laid over a [`ClaudeAgentConfig`]. The keys are documented under
+//! `# Options` in the crate docs.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::config::{ClaudeAgentConfig, HostTools, SystemPrompt};
+use crate::error::Error;
+
+/// Every key is optional; an unknown key is refused. No `Debug`: `env` and `extra_args` may
+/// hold keys, and nothing needs to print this.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    cli_path: Option<PathBuf>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    inherit_env: Option<bool>,
+    max_line_bytes: Option<usize>,
+    permission_mode: Option<String>,
+    allowed_tools: Option<Vec<String>>,
+    disallowed_tools: Option<Vec<String>>,
+    tools: Option<Vec<String>>,
+    agents: Option<Map<String, Value>>,
+    system_prompt: Option<SystemPrompt>,
+    host_tools: Option<HostTools>,
+    host_server_name: Option<String>,
+    max_turns: Option<u32>,
+    session_markers: Option<bool>,
+    stop_grace_ms: Option<u64>,
+    cancel_grace_ms: Option<u64>,
+    init_timeout_ms: Option<u64>,
+    #[serde(default)]
+    extra_args: Vec<String>,
+    keep_alive_ms: Option<u64>,
+}
+
+/// `config` with `options` on top (`null` and `{}` change nothing).
+pub(crate) fn overlay(config: ClaudeAgentConfig, options: &Value) -> Result<ClaudeAgentConfig, Error> {
+    Ok(apply(config, parse(options)?))
+}
+
+fn parse(value: &Value) -> Result<Options, Error> {
+    let map = match value {
+        Value::Null => return Ok(Options::default()),
+        Value::Object(map) => map,
+        _ => {
+            return Err(Error::Options {
+                key: None,
+                message: "the options must be a JSON object".into(),
+            });
+        }
+    };
+    Options::deserialize(value).map_err(|error| Error::Options {
+        key: key_at_fault(map),
+        message: patchbay_core::kit::redact_serde_message(&error.to_string()),
+    })
+}
+
+/// The first key that is refused on its own: serde names an unknown key, but not the key of a
+/// value of the wrong type.
+fn key_at_fault(map: &Map<String, Value>) -> Option<String> {
+    map.iter()
+        .find(|(key, value)| {
+            let alone = Value::Object(Map::from_iter([((*key).clone(), (*value).clone())]));
+            Options::deserialize(&alone).is_err()
+        })
+        .map(|(key, _)| key.clone())
+}
+
+fn apply(mut config: ClaudeAgentConfig, options: Options) -> ClaudeAgentConfig {
+    let ms = Duration::from_millis;
+    if options.cli_path.is_some() {
+        config.cli_path = options.cli_path;
+    }
+    config.env.extend(options.env);
+    set(&mut config.inherit_env, options.inherit_env);
+    set(&mut config.max_line_bytes, options.max_line_bytes);
+    if options.permission_mode.is_some() {
+        config.permission_mode = options.permission_mode;
+    }
+    set(&mut config.allowed_tools, options.allowed_tools);
+    set(&mut config.disallowed_tools, options.disallowed_tools);
+    if options.tools.is_some() {
+        config.tools = options.tools;
+    }
+    if let Some(agents) = options.agents {
+        config.agents = Some(Value::Object(agents));
+    }
+    set(&mut config.system_prompt, options.system_prompt);
+    set(&mut config.host_tools, options.host_tools);
+    set(&mut config.host_server_name, options.host_server_name);
+    if options.max_turns.is_some() {
+        config.max_turns = options.max_turns;
+    }
+    set(&mut config.session_markers, options.session_markers);
+    set(&mut config.stop_grace, options.stop_grace_ms.map(ms));
+    set(&mut config.cancel_grace, options.cancel_grace_ms.map(ms));
+    set(&mut config.init_timeout, options.init_timeout_ms.map(ms));
+    config.extra_args.extend(options.extra_args);
+    if let Some(idle) = options.keep_alive_ms {
+        config.keep_alive = (idle > 0).then(|| ms(idle));
+    }
+    config
+}
+
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(value) = value {
+        *slot = value;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn refused(options: Value) -> (Option<String>, String) {
+        match overlay(ClaudeAgentConfig::new(), &options) {
+            Err(Error::Options { key, message }) => (key, message),
+            Err(other) => panic!("{options}: another error: {other}"),
+            Ok(_) => panic!("{options} was accepted"),
+        }
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_by_name() {
+        let (key, message) = refused(json!({ "permision_mode": "plan" }));
+        assert_eq!(key.as_deref(), Some("permision_mode"));
+        assert!(message.contains("unknown field"), "{message}");
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_key_and_quotes_no_value() {
+        let (key, message) = refused(json!({ "max_turns": 3, "stop_grace_ms": "sk-secret" }));
+        assert_eq!(key.as_deref(), Some("stop_grace_ms"));
+        assert!(!message.contains("sk-secret"), "{message}");
+        let (key, message) = refused(json!({ "host_tools": "sk-secret" }));
+        assert_eq!(key.as_deref(), Some("host_tools"));
+        assert!(!message.contains("sk-secret"), "{message}");
+        let error = Error::Options { key, message };
+        assert!(
+            error
+                .to_string()
+                .starts_with("invalid claude-agent option `host_tools`"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn options_that_are_not_an_object_are_refused() {
+        let (key, _) = refused(json!(["cli_path"]));
+        assert_eq!(key, None);
+    }
+
+    #[test]
+    fn null_and_empty_change_nothing() {
+        for options in [Value::Null, json!({})] {
+            let config = overlay(ClaudeAgentConfig::new(), &options).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(format!("{config:?}"), format!("{:?}", ClaudeAgentConfig::new()));
+        }
+    }
+
+    #[test]
+    fn durations_are_milliseconds_and_zero_turns_keep_alive_off() {
+        let options =
+            json!({ "stop_grace_ms": 500, "cancel_grace_ms": 100, "init_timeout_ms": 9000, "keep_alive_ms": 0 });
+        let config = ClaudeAgentConfig::new().with_keep_alive(Duration::from_secs(1));
+        let config = overlay(config, &options).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.stop_grace, Duration::from_millis(500));
+        assert_eq!(config.cancel_grace, Duration::from_millis(100));
+        assert_eq!(config.init_timeout, Duration::from_secs(9));
+        assert_eq!(config.keep_alive, None);
+    }
+
+    #[test]
+    fn env_and_extra_args_add_and_tool_lists_replace() {
+        let config = ClaudeAgentConfig::new()
+            .with_env("A", "1")
+            .with_extra_args(["--x"])
+            .with_allowed_tools(["Read"]);
+        let options = json!({ "env": { "B": "2" }, "extra_args": ["--y"], "allowed_tools": ["Bash"] });
+        let config = overlay(config, &options).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.env.keys().collect::<Vec<_>>(), ["A", "B"]);
+        assert_eq!(config.extra_args, ["--x", "--y"]);
+        assert_eq!(config.allowed_tools, ["Bash"]);
+    }
+}

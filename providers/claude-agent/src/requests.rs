@@ -1,0 +1,118 @@
+//! The CLI's control requests during a run: `can_use_tool` (the approval handler) and
+//! `mcp_message` (the in-process host tool server). An answer is written at once, or later by
+//! a handler the run loop polls (an approval or a tool run takes time).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use patchbay_core::ToolResult;
+use patchbay_core::kit::run_tool;
+use serde_json::{Value, json};
+use tracing::Instrument;
+
+use crate::control::{self, McpWork};
+use crate::run::Bridge;
+use crate::translate::Translator;
+
+/// A control request being answered.
+pub(crate) type Handler = Pin<Box<dyn Future<Output = Handled> + Send>>;
+
+/// A finished handler: the answer line, and a host tool's result for its call.
+pub(crate) struct Handled {
+    pub(crate) line: String,
+    pub(crate) record: Option<(String, ToolResult)>,
+}
+
+/// How a control request is answered.
+pub(crate) enum Reply {
+    Now(String),
+    Later(Handler),
+}
+
+/// Answer control request `id`.
+pub(crate) fn control_request(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, request: &Value) -> Reply {
+    match request.get("subtype").and_then(Value::as_str).unwrap_or("") {
+        "can_use_tool" => can_use_tool(bridge, translator, id, request),
+        "mcp_message" => mcp_message(bridge, translator, id, request),
+        other => Reply::Now(control::error_line(
+            id,
+            &format!("unsupported control request `{other}`"),
+        )),
+    }
+}
+
+fn can_use_tool(bridge: &Arc<Bridge>, translator: &Translator, id: &str, request: &Value) -> Reply {
+    let cli_name = request.get("tool_name").and_then(Value::as_str).unwrap_or("");
+    let (name, _) = translator.map_tool_name(cli_name);
+    let bridge = bridge.clone();
+    let id = id.to_string();
+    let request = request.clone();
+    Reply::Later(Box::pin(async move {
+        let mut cx = bridge.context.tool_context(&bridge.signal);
+        if let Some(call) = request.get("tool_use_id").and_then(Value::as_str) {
+            cx = cx.with_tool_use_id(call);
+        }
+        let response = control::decide(bridge.context.approval.as_ref(), &request, name, &cx).await;
+        Handled {
+            line: control::success_line(&id, response),
+            record: None,
+        }
+    }))
+}
+
+fn mcp_reply(id: &str, reply: Option<Value>) -> Reply {
+    let reply = reply.unwrap_or_else(|| json!({ "jsonrpc": "2.0", "result": {} }));
+    Reply::Now(control::success_line(id, json!({ "mcp_response": reply })))
+}
+
+fn mcp_message(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, request: &Value) -> Reply {
+    let server = request.get("server_name").and_then(Value::as_str).unwrap_or("");
+    let message = request.get("message").unwrap_or(&Value::Null);
+    if server != bridge.server {
+        let reply = json!({
+            "jsonrpc": "2.0", "id": message.get("id"),
+            "error": { "code": -32601, "message": format!("server `{server}` not found") },
+        });
+        return mcp_reply(id, Some(reply));
+    }
+    match control::route_mcp(message, &bridge.tools, &bridge.server) {
+        McpWork::Reply(reply) => mcp_reply(id, reply),
+        McpWork::Call {
+            id: rpc_id,
+            name,
+            input,
+        } => {
+            let Some(tool) = bridge.tools.get(&name).cloned() else {
+                return mcp_reply(id, control::unknown_tool_reply(rpc_id, &name));
+            };
+            // The CLI names the call in `_meta`; without it, match by name and input.
+            let call_id = match message
+                .pointer("/params/_meta/claudecode~1toolUseId")
+                .and_then(Value::as_str)
+            {
+                Some(call) => {
+                    translator.forget_host_call(call);
+                    Some(call.to_string())
+                }
+                None => translator.claim_host_call(&name, &input),
+            };
+            let bridge = bridge.clone();
+            let id = id.to_string();
+            let span = tracing::info_span!("patchbay.tool", tool = %name, call = ?call_id);
+            let work = async move {
+                let mut cx = bridge.context.tool_context(&bridge.signal);
+                if let Some(call) = &call_id {
+                    cx = cx.with_tool_use_id(call.clone());
+                }
+                let result = run_tool(tool.as_ref(), input, &cx).await;
+                let reply = control::call_reply(rpc_id, &result);
+                Handled {
+                    line: control::success_line(&id, json!({ "mcp_response": reply })),
+                    record: call_id.map(|call| (call, result)),
+                }
+            };
+            Reply::Later(Box::pin(work.instrument(span)))
+        }
+    }
+}
