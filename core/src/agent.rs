@@ -210,48 +210,17 @@ impl Agent {
         let agent = self.clone();
         let span = tracing::info_span!("patchbay.run", provider = %agent.provider.info().name, model = %agent.model);
         let stream = async_stream::stream! {
-            let Agent { provider, model, mut tools, mut context, sources, max_steps } = agent;
-            let runs_tools = provider.info().capabilities.runs_tools;
-            let mut recorder = MetricsRecorder::start();
-            let mut messages = messages;
-            let mut total = Usage::default();
-            let mut started = false;
-
-            // Attach outside tool sources (MCP) before the first model call.
-            let mut pending_warnings = Vec::new();
-            let mut connected = None;
-            let mut _guards = Vec::new();
-            for source in &sources {
-                let attached = source.attach(&context, &signal).await;
-                pending_warnings.extend(attached.warnings);
-                pending_warnings.extend(tools.merge(attached.tools));
-                if !attached.connected.is_empty() || !attached.failed.is_empty() {
-                    let (servers, failed) = connected.get_or_insert_with(|| (Vec::new(), Vec::new()));
-                    servers.extend(attached.connected);
-                    failed.extend(attached.failed);
-                }
-                _guards.extend(attached.guard);
-            }
-            if sources.iter().any(|source| source.attaches_context_servers()) {
-                context.mcp_servers.clear();
-            }
-
-            for step in 0..max_steps {
-                let stream = provider
-                    .create_response(&messages, &tools, &model, &signal, Some(&context))
-                    .instrument(tracing::info_span!(parent: &span, "patchbay.step", step))
-                    .await;
-                let mut stream = match stream {
+            let mut run = RunState::new(agent, messages, transcript);
+            run.attach_sources(&signal).await;
+            for step in 0..run.max_steps {
+                let mut stream = match run.call_model(step, &signal, &span).await {
                     Ok(stream) => stream,
                     Err(error) => {
-                        yield Err(error.with_turn(step));
+                        yield Err(error);
                         return;
                     }
                 };
-                let mut step_usage = Usage::default();
-                let mut reason = None;
-                let mut content = ContentBuilder::default();
-                let mut host_calls = Vec::new();
+                let mut turn = Turn::default();
                 while let Some(item) = stream.next().await {
                     let event = match item {
                         Ok(event) => event,
@@ -260,95 +229,283 @@ impl Agent {
                             return;
                         }
                     };
-                    let event = match event {
-                        Event::Started { response_id, model, session_id, mut warnings } => {
-                            if started {
-                                for warning in warnings {
-                                    tracing::warn!(step, code = %warning.code, "{}", warning.message);
-                                }
-                                continue;
-                            }
-                            started = true;
-                            warnings.splice(0..0, pending_warnings.drain(..));
-                            let event = Event::Started { response_id, model, session_id, warnings };
-                            recorder.observe(&event);
-                            yield Ok(event);
-                            if let Some((servers, failed)) = connected.take() {
-                                let event = Event::McpConnected { servers, failed };
-                                recorder.observe(&event);
-                                yield Ok(event);
-                            }
-                            continue;
-                        }
-                        Event::Usage(usage) => {
-                            step_usage.update(&usage);
-                            Event::Usage(total.sum(&step_usage))
-                        }
-                        Event::Finish { reason: why, usage, .. } => {
-                            step_usage.update(&usage);
-                            reason = Some(why);
-                            continue;
-                        }
-                        Event::ToolCall { id, name, input, executed_by: ExecutedBy::Host } if !runs_tools => {
-                            host_calls.push((id.clone(), name.clone(), input.clone()));
-                            Event::ToolCall { id, name, input, executed_by: ExecutedBy::Host }
-                        }
-                        other => other,
-                    };
-                    content.push(&event);
-                    recorder.observe(&event);
-                    yield Ok(event);
+                    if let Some(event) = run.forward(event, &mut turn, step) {
+                        yield Ok(event);
+                    }
+                    if let Some(event) = run.take_mcp_connected() {
+                        yield Ok(event);
+                    }
                 }
                 drop(stream);
-                let Some(reason) = reason else {
-                    let error = if signal.is_cancelled() {
-                        ProviderError::cancelled()
-                    } else {
-                        ProviderError::protocol("the provider's stream ended without `Finish`")
-                    };
-                    yield Err(error.with_turn(step).with_provider(provider.info().name.clone()));
+                let Some(reason) = turn.reason.take() else {
+                    yield Err(run.unfinished(step, &signal));
                     return;
                 };
-                total.accumulate(&step_usage);
+                run.total.accumulate(&turn.usage);
 
-                let more = reason == FinishReason::ToolUse && !host_calls.is_empty();
-                if !more || step + 1 >= max_steps {
-                    let reason = if more { FinishReason::Other("max_steps".into()) } else { reason };
-                    messages.push(Message::new(Role::Assistant, content.take()));
-                    if let Some(tx) = &transcript {
-                        let _ = tx.send(messages.clone());
-                    }
-                    let metrics = recorder.finish();
-                    yield Ok(Event::Finish { reason, usage: total, metrics });
+                let more = reason == FinishReason::ToolUse && !turn.host_calls.is_empty();
+                if !more || step + 1 >= run.max_steps {
+                    yield Ok(run.finish(reason, more, &mut turn.content));
                     return;
                 }
 
-                let base = context.tool_context(&signal);
-                let results = run_tools(&tools, &host_calls, &base, &context, step).instrument(span.clone()).await;
-                let mut result_blocks = Vec::with_capacity(results.len());
-                for ((id, name, _), result) in host_calls.iter().zip(results) {
-                    result_blocks.push(ContentBlock::ToolResult {
-                        tool_use_id: id.clone(),
-                        content: result.content.clone(),
-                        is_error: result.is_error(),
-                        cache_control: None,
-                    });
-                    let event = Event::ToolResult { id: id.clone(), name: name.clone(), result };
-                    recorder.observe(&event);
+                let results = run.run_host_calls(&turn.host_calls, step, &signal, &span).await;
+                let (result_blocks, events) = run.tool_results(&turn.host_calls, results);
+                for event in events {
                     yield Ok(event);
                 }
                 if signal.is_cancelled() {
                     yield Err(ProviderError::cancelled().with_turn(step));
                     return;
                 }
-                messages.push(Message::new(Role::Assistant, content.take()));
-                messages.push(Message::new(Role::User, result_blocks));
-                let event = Event::StepFinished { step, reason, usage: step_usage };
-                recorder.observe(&event);
-                yield Ok(event);
+                yield Ok(run.next_step(step, reason, turn, result_blocks));
             }
         };
         Box::pin(stream)
+    }
+}
+
+/// A host tool call to run: id, tool name and input.
+type HostCall = (String, String, serde_json::Value);
+
+/// What one model call of a run produced so far.
+#[derive(Default)]
+struct Turn {
+    usage: Usage,
+    reason: Option<FinishReason>,
+    content: ContentBuilder,
+    host_calls: Vec<HostCall>,
+}
+
+/// What a run carries from step to step. Fields drop in declaration order, so the sources'
+/// guards (open connections) go first, before the tools, sources and provider.
+struct RunState {
+    guards: Vec<Box<dyn Any + Send + Sync>>,
+    connected: Option<(Vec<String>, Vec<McpFailure>)>,
+    pending_warnings: Vec<Warning>,
+    started: bool,
+    total: Usage,
+    messages: Vec<Message>,
+    transcript: Option<std::sync::mpsc::Sender<Vec<Message>>>,
+    recorder: MetricsRecorder,
+    runs_tools: bool,
+    max_steps: u32,
+    sources: Vec<Arc<dyn ToolSource>>,
+    context: RequestContext,
+    tools: ToolSet,
+    model: String,
+    provider: Arc<dyn Provider>,
+}
+
+impl RunState {
+    /// The state before anything ran; built on the stream's first poll, when the metrics clock starts.
+    fn new(agent: Agent, messages: Vec<Message>, transcript: Option<std::sync::mpsc::Sender<Vec<Message>>>) -> Self {
+        let Agent {
+            provider,
+            model,
+            tools,
+            context,
+            sources,
+            max_steps,
+        } = agent;
+        Self {
+            guards: Vec::new(),
+            connected: None,
+            pending_warnings: Vec::new(),
+            started: false,
+            total: Usage::default(),
+            messages,
+            transcript,
+            recorder: MetricsRecorder::start(),
+            runs_tools: provider.info().capabilities.runs_tools,
+            max_steps,
+            sources,
+            context,
+            tools,
+            model,
+            provider,
+        }
+    }
+
+    /// Attach the outside tool sources (MCP) before the first model call.
+    async fn attach_sources(&mut self, signal: &Signal) {
+        for source in &self.sources {
+            let attached = source.attach(&self.context, signal).await;
+            self.pending_warnings.extend(attached.warnings);
+            self.pending_warnings.extend(self.tools.merge(attached.tools));
+            if !attached.connected.is_empty() || !attached.failed.is_empty() {
+                let (servers, failed) = self.connected.get_or_insert_with(|| (Vec::new(), Vec::new()));
+                servers.extend(attached.connected);
+                failed.extend(attached.failed);
+            }
+            self.guards.extend(attached.guard);
+        }
+        if self.sources.iter().any(|source| source.attaches_context_servers()) {
+            self.context.mcp_servers.clear();
+        }
+    }
+
+    /// Start one model call on the conversation so far; a failure carries the step.
+    async fn call_model(&self, step: u32, signal: &Signal, span: &tracing::Span) -> Result<EventStream, ProviderError> {
+        self.provider
+            .create_response(&self.messages, &self.tools, &self.model, signal, Some(&self.context))
+            .instrument(tracing::info_span!(parent: span, "patchbay.step", step))
+            .await
+            .map_err(|error| error.with_turn(step))
+    }
+
+    /// Fold one provider event into the turn and return what the host sees of it, if anything:
+    /// only the first `Started` passes (with the sources' warnings), usage is summed over the
+    /// run, and `Finish` is held back until the run ends.
+    fn forward(&mut self, event: Event, turn: &mut Turn, step: u32) -> Option<Event> {
+        let event = match event {
+            Event::Started {
+                response_id,
+                model,
+                session_id,
+                mut warnings,
+            } => {
+                if self.started {
+                    for warning in warnings {
+                        tracing::warn!(step, code = %warning.code, "{}", warning.message);
+                    }
+                    return None;
+                }
+                self.started = true;
+                warnings.splice(0..0, self.pending_warnings.drain(..));
+                let event = Event::Started {
+                    response_id,
+                    model,
+                    session_id,
+                    warnings,
+                };
+                self.recorder.observe(&event);
+                return Some(event);
+            }
+            Event::Usage(usage) => {
+                turn.usage.update(&usage);
+                Event::Usage(self.total.sum(&turn.usage))
+            }
+            Event::Finish { reason, usage, .. } => {
+                turn.usage.update(&usage);
+                turn.reason = Some(reason);
+                return None;
+            }
+            Event::ToolCall {
+                id,
+                name,
+                input,
+                executed_by: ExecutedBy::Host,
+            } if !self.runs_tools => {
+                turn.host_calls.push((id.clone(), name.clone(), input.clone()));
+                Event::ToolCall {
+                    id,
+                    name,
+                    input,
+                    executed_by: ExecutedBy::Host,
+                }
+            }
+            other => other,
+        };
+        turn.content.push(&event);
+        self.recorder.observe(&event);
+        Some(event)
+    }
+
+    /// The `McpConnected` event, once, right after `Started` went out (if any source attached).
+    fn take_mcp_connected(&mut self) -> Option<Event> {
+        if !self.started {
+            return None;
+        }
+        let (servers, failed) = self.connected.take()?;
+        let event = Event::McpConnected { servers, failed };
+        self.recorder.observe(&event);
+        Some(event)
+    }
+
+    /// The error for a provider stream that ended without `Finish`.
+    fn unfinished(&self, step: u32, signal: &Signal) -> ProviderError {
+        let error = if signal.is_cancelled() {
+            ProviderError::cancelled()
+        } else {
+            ProviderError::protocol("the provider's stream ended without `Finish`")
+        };
+        error.with_turn(step).with_provider(self.provider.info().name.clone())
+    }
+
+    /// End the run: append the last assistant message, hand over the transcript and build
+    /// `Finish` (reason `max_steps` when tool calls were still pending).
+    fn finish(&mut self, reason: FinishReason, more: bool, content: &mut ContentBuilder) -> Event {
+        let reason = if more {
+            FinishReason::Other("max_steps".into())
+        } else {
+            reason
+        };
+        self.messages.push(Message::new(Role::Assistant, content.take()));
+        if let Some(tx) = &self.transcript {
+            let _ = tx.send(self.messages.clone());
+        }
+        let metrics = self.recorder.finish();
+        Event::Finish {
+            reason,
+            usage: self.total,
+            metrics,
+        }
+    }
+
+    /// Run the turn's host tool calls, inside the run's span.
+    async fn run_host_calls(
+        &self,
+        calls: &[HostCall],
+        step: u32,
+        signal: &Signal,
+        span: &tracing::Span,
+    ) -> Vec<ToolResult> {
+        let base = self.context.tool_context(signal);
+        run_tools(&self.tools, calls, &base, &self.context, step)
+            .instrument(span.clone())
+            .await
+    }
+
+    /// The tool-result blocks for the next message and the `ToolResult` events, in call order.
+    fn tool_results(&mut self, calls: &[HostCall], results: Vec<ToolResult>) -> (Vec<ContentBlock>, Vec<Event>) {
+        let mut blocks = Vec::with_capacity(results.len());
+        let mut events = Vec::with_capacity(results.len());
+        for ((id, name, _), result) in calls.iter().zip(results) {
+            blocks.push(ContentBlock::ToolResult {
+                tool_use_id: id.clone(),
+                content: result.content.clone(),
+                is_error: result.is_error(),
+                cache_control: None,
+            });
+            let event = Event::ToolResult {
+                id: id.clone(),
+                name: name.clone(),
+                result,
+            };
+            self.recorder.observe(&event);
+            events.push(event);
+        }
+        (blocks, events)
+    }
+
+    /// Append the turn and its tool results to the conversation and build `StepFinished`.
+    fn next_step(
+        &mut self,
+        step: u32,
+        reason: FinishReason,
+        mut turn: Turn,
+        result_blocks: Vec<ContentBlock>,
+    ) -> Event {
+        self.messages.push(Message::new(Role::Assistant, turn.content.take()));
+        self.messages.push(Message::new(Role::User, result_blocks));
+        let event = Event::StepFinished {
+            step,
+            reason,
+            usage: turn.usage,
+        };
+        self.recorder.observe(&event);
+        event
     }
 }
 
@@ -356,7 +513,7 @@ impl Agent {
 /// back in call order.
 async fn run_tools(
     tools: &ToolSet,
-    calls: &[(String, String, serde_json::Value)],
+    calls: &[HostCall],
     base: &ToolContext,
     context: &RequestContext,
     step: u32,

@@ -161,65 +161,10 @@ impl Validator {
             Event::TextDelta { index, text } => self.delta(false, *index, text),
             Event::ReasoningDelta { index, text } => self.delta(true, *index, text),
             Event::ReasoningSignature { .. } | Event::RedactedReasoning { .. } | Event::Opaque { .. } => {}
-            Event::ToolCallStart { id, .. } => {
-                self.current_block = None;
-                if self.calls.contains(id) || self.tools.get(id).is_some_and(|t| t.started) {
-                    self.violate(Rule::ToolCallIdUnique, format!("tool call id `{id}` started twice"));
-                }
-                let state = self.tools.entry(id.clone()).or_default();
-                state.started = true;
-                self.tool_order.push(id.clone());
-            }
-            Event::ToolCallDelta { id, partial_json } => {
-                self.current_block = None;
-                match self.tools.get_mut(id) {
-                    Some(state) if state.done => {
-                        self.violate(
-                            Rule::ToolCallAfterInput,
-                            format!("input delta for `{id}` arrived after its `ToolCall`: the call was emitted before its input ended"),
-                        );
-                    }
-                    Some(state) => {
-                        state.partial.push_str(partial_json);
-                        state.saw_delta = true;
-                    }
-                    None => {
-                        let state = self.tools.entry(id.clone()).or_default();
-                        state.partial.push_str(partial_json);
-                        state.saw_delta = true;
-                    }
-                }
-            }
-            Event::ToolCall { id, input, .. } => {
-                self.current_block = None;
-                if !self.calls.insert(id.clone()) {
-                    self.violate(Rule::ToolCallIdUnique, format!("`ToolCall` for `{id}` emitted twice"));
-                }
-                let state = self.tools.entry(id.clone()).or_default();
-                state.done = true;
-                if state.saw_delta {
-                    let streamed = state.partial.trim();
-                    let expected = if streamed.is_empty() {
-                        Some(serde_json::Value::Object(Default::default()))
-                    } else {
-                        serde_json::from_str::<serde_json::Value>(streamed).ok()
-                    };
-                    if expected.as_ref() != Some(input) {
-                        let message = format!(
-                            "`ToolCall` input for `{id}` differs from its streamed deltas ({streamed:?}): emitted before its input ended?"
-                        );
-                        self.violate(Rule::ToolCallAfterInput, message);
-                    }
-                }
-            }
-            Event::ToolResult { id, .. } => {
-                if !self.calls.contains(id) {
-                    self.violate(
-                        Rule::ToolResultAfterCall,
-                        format!("`ToolResult` for `{id}` without an earlier `ToolCall`"),
-                    );
-                }
-            }
+            Event::ToolCallStart { id, .. } => self.tool_call_start(id),
+            Event::ToolCallDelta { id, partial_json } => self.tool_call_delta(id, partial_json),
+            Event::ToolCall { id, input, .. } => self.tool_call(id, input),
+            Event::ToolResult { id, .. } => self.tool_result(id),
             Event::McpConnected { .. } | Event::Usage(_) => {}
             Event::StepFinished { .. } => {
                 self.close_step();
@@ -228,6 +173,73 @@ impl Validator {
                 self.close_step();
                 self.finished = true;
             }
+        }
+    }
+
+    /// A tool call opened: its id must be new in the run.
+    fn tool_call_start(&mut self, id: &str) {
+        self.current_block = None;
+        if self.calls.contains(id) || self.tools.get(id).is_some_and(|t| t.started) {
+            self.violate(Rule::ToolCallIdUnique, format!("tool call id `{id}` started twice"));
+        }
+        let state = self.tools.entry(id.to_owned()).or_default();
+        state.started = true;
+        self.tool_order.push(id.to_owned());
+    }
+
+    /// A piece of a tool call's input: it must come before the call itself.
+    fn tool_call_delta(&mut self, id: &str, partial_json: &str) {
+        self.current_block = None;
+        match self.tools.get_mut(id) {
+            Some(state) if state.done => {
+                self.violate(
+                    Rule::ToolCallAfterInput,
+                    format!("input delta for `{id}` arrived after its `ToolCall`: the call was emitted before its input ended"),
+                );
+            }
+            Some(state) => {
+                state.partial.push_str(partial_json);
+                state.saw_delta = true;
+            }
+            None => {
+                let state = self.tools.entry(id.to_owned()).or_default();
+                state.partial.push_str(partial_json);
+                state.saw_delta = true;
+            }
+        }
+    }
+
+    /// A complete tool call: emitted once, with the input its deltas streamed.
+    fn tool_call(&mut self, id: &str, input: &serde_json::Value) {
+        self.current_block = None;
+        if !self.calls.insert(id.to_owned()) {
+            self.violate(Rule::ToolCallIdUnique, format!("`ToolCall` for `{id}` emitted twice"));
+        }
+        let state = self.tools.entry(id.to_owned()).or_default();
+        state.done = true;
+        if state.saw_delta {
+            let streamed = state.partial.trim();
+            let expected = if streamed.is_empty() {
+                Some(serde_json::Value::Object(Default::default()))
+            } else {
+                serde_json::from_str::<serde_json::Value>(streamed).ok()
+            };
+            if expected.as_ref() != Some(input) {
+                let message = format!(
+                    "`ToolCall` input for `{id}` differs from its streamed deltas ({streamed:?}): emitted before its input ended?"
+                );
+                self.violate(Rule::ToolCallAfterInput, message);
+            }
+        }
+    }
+
+    /// A tool result: it must answer a call seen before.
+    fn tool_result(&mut self, id: &str) {
+        if !self.calls.contains(id) {
+            self.violate(
+                Rule::ToolResultAfterCall,
+                format!("`ToolResult` for `{id}` without an earlier `ToolCall`"),
+            );
         }
     }
 
