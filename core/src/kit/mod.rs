@@ -11,6 +11,8 @@
 //!   [`read_error_body`] reads a capped, bounded error body.
 //! - [`redact_url`] and [`redirect_error`] keep keys on their host and out of logs.
 //! - [`token_count`] reads a server's usage numbers so no value breaks a stream or a sum.
+//! - [`read_options`] reads a provider's JSON options, naming the key at fault and quoting no
+//!   value.
 //! - [`Secret`] holds a key so no `Debug` shows it; [`request_span`] is the one span name of a
 //!   model call.
 //! - Helpers every provider needs: [`check_conversation`] (input checks before any I/O),
@@ -21,12 +23,14 @@
 mod counts;
 mod drive;
 mod framing;
+mod options;
 mod redact;
 mod secret;
 
 pub use counts::token_count;
 pub use drive::{Driver, StreamLimits, StreamTranslator, read_error_body, within};
 pub use framing::{Framer, Framing, MAX_LINE_BYTES};
+pub use options::{OptionsError, read_options};
 pub use redact::{redact_serde_message, redact_url, redirect_error};
 pub use secret::Secret;
 

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use patchbay_core::kit::{Secret, StreamLimits, redact_url};
+use patchbay_core::kit::{Secret, StreamLimits, read_options, redact_url};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::Error;
 use crate::request::DEFAULT_MAX_TOKENS;
@@ -157,37 +157,17 @@ fn expected(key: &str) -> &'static str {
 }
 
 impl Options {
-    /// Parse `options`; on failure, find the key at fault by reading the entries one at a time
-    /// (every known key accepts `null`, so a key that refuses it is unknown).
+    /// Parse `options` with core's [`read_options`], which names the key at fault.
     fn parse(options: &Value) -> Result<Self, Error> {
-        let map = match options {
-            Value::Null => return Ok(Self::default()),
-            Value::Object(map) => map,
-            _ => {
-                return Err(Error::Options {
-                    reason: "must be a JSON object or null",
-                });
-            }
-        };
-        if let Ok(parsed) = Self::deserialize(options) {
-            return Ok(parsed);
-        }
-        let alone =
-            |key: &str, value: Value| Self::deserialize(Value::Object(Map::from_iter([(key.to_string(), value)])));
-        for (key, value) in map {
-            if alone(key, Value::Null).is_err() {
-                return Err(Error::UnknownOption { key: key.clone() });
-            }
-            if alone(key, value.clone()).is_err() {
-                return Err(Error::BadOption {
-                    key: key.clone(),
-                    expected: expected(key),
-                });
-            }
-        }
-        // Every entry parses alone, so the whole parses too; an error rather than a panic anyway.
-        Err(Error::Options {
-            reason: "cannot be read",
+        read_options::<Self>(options).map_err(|error| match error.key {
+            None => Error::Options {
+                reason: "must be a JSON object or null",
+            },
+            Some(key) if error.message.starts_with("unknown field") => Error::UnknownOption { key },
+            Some(key) => Error::BadOption {
+                expected: expected(&key),
+                key,
+            },
         })
     }
 }

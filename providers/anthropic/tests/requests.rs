@@ -1,17 +1,14 @@
 //! Golden requests: what goes on the wire for the shared scenarios and for a conversation that
 //! uses every block kind, tool result conversions, and the round trip of a recorded answer.
 
-use std::sync::Arc;
-
-use futures::StreamExt;
 use patchbay_anthropic::replay::replay;
 use patchbay_anthropic::{DEFAULT_MAX_TOKENS, build_request, tool_result_block};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::{Fixture, Target, snapshot_requests};
 use patchbay_core::kit::ContentBuilder;
 use patchbay_core::{
-    Agent, CacheControl, ContentBlock, Event, ExecutedBy, ImageSource, Message, RequestContext, Retry, RetryPolicy,
-    Role, Sampling, Signal, Tool, ToolChoice, ToolContent, ToolContext, ToolResult, ToolSet, ToolSpec,
+    CacheControl, ContentBlock, ExecutedBy, ImageSource, Message, RequestContext, Role, Sampling, Tool, ToolChoice,
+    ToolContent, ToolContext, ToolResult, ToolSet, ToolSpec,
 };
 use serde_json::{Value, json};
 

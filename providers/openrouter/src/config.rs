@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use patchbay_core::kit::{Secret, StreamLimits, redact_serde_message, redact_url};
+use patchbay_core::kit::{Secret, StreamLimits, read_options, redact_url};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::Error;
 
@@ -120,31 +120,16 @@ struct Options {
 }
 
 impl Options {
-    /// Read the options: `null` is none; anything but an object, an unknown key or a wrong type
-    /// is an error naming the key without quoting its value.
+    /// Read the options with core's [`read_options`]: `null` is none; anything but an object,
+    /// an unknown key or a wrong type is an error naming the key without quoting its value.
     fn read(value: &Value) -> Result<Self, Error> {
-        let map = match value {
-            Value::Null => return Ok(Self::default()),
-            Value::Object(map) => map,
-            _ => return Err(Error::OptionsNotAnObject),
-        };
-        Self::deserialize(value).map_err(|whole| {
-            // serde names no key for a wrong type: the culprit is the key that fails alone
-            // (every option is independent of the others).
-            map.iter()
-                .find_map(|(key, item)| {
-                    let alone = Value::Object(Map::from_iter([(key.clone(), item.clone())]));
-                    Self::deserialize(&alone).err().map(|error| bad_option(key, &error))
-                })
-                .unwrap_or_else(|| bad_option("options", &whole))
+        read_options::<Self>(value).map_err(|error| match error.key {
+            None => Error::OptionsNotAnObject,
+            Some(key) => Error::BadOption {
+                key,
+                reason: error.message,
+            },
         })
-    }
-}
-
-fn bad_option(key: &str, error: &serde_json::Error) -> Error {
-    Error::BadOption {
-        key: key.to_string(),
-        reason: redact_serde_message(&error.to_string()),
     }
 }
 
