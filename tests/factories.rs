@@ -56,7 +56,10 @@ fn every_factory_refuses_an_unknown_option_naming_it() {
         assert_eq!(error.facts().provider.as_deref(), Some(name), "{name}: {error:?}");
         let message = error.to_string();
         assert!(message.contains("no_such_option"), "{name} names the key: {message}");
-        assert!(!message.contains("sk-secret-value"), "{name} quotes no value: {message}");
+        assert!(
+            !message.contains("sk-secret-value"),
+            "{name} quotes no value: {message}"
+        );
     }
 }
 
@@ -69,6 +72,9 @@ fn every_factory_refuses_a_wrong_type() {
         };
         let mut wrong = options.clone();
         wrong[key.as_str()] = json!([1, 2, 3]);
-        assert!(registry.build(name, &wrong).is_err(), "{name} accepted a list for `{key}`");
+        assert!(
+            registry.build(name, &wrong).is_err(),
+            "{name} accepted a list for `{key}`"
+        );
     }
 }

@@ -34,7 +34,15 @@ pub(crate) fn provider(url: &str) -> Arc<AnthropicProvider> {
 /// One call with a short conversation, collected (events, then the error that ended it).
 pub(crate) async fn record(provider: &dyn Provider, signal: &patchbay_core::Signal) -> Recording {
     let messages = [patchbay_core::Message::user("hi")];
-    Recording::call(provider, &messages, &patchbay_core::ToolSet::new(), "claude-test", signal, None).await
+    Recording::call(
+        provider,
+        &messages,
+        &patchbay_core::ToolSet::new(),
+        "claude-test",
+        signal,
+        None,
+    )
+    .await
 }
 
 pub(crate) use patchbay_conformance::without_timings;
