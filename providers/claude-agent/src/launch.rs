@@ -325,5 +325,4 @@ impl Launched<'_> {
 }
 
 #[cfg(test)]
-#[path = "launch_tests.rs"]
 mod tests;

@@ -223,6 +223,14 @@ async fn no_log_line_at_trace_shows_a_secret() {
         "the capture works at TRACE:\n{logs}"
     );
     assert_clean("the log", &logs);
+    // Planning and spawning, and the stream's polls, run inside the request span.
+    for line in ["claude-agent run started", "claude-agent run finished"] {
+        assert!(
+            logs.lines()
+                .any(|l| l.contains(line) && l.contains("patchbay.request{provider=claude-agent model=m}")),
+            "`{line}` in the request span:\n{logs}"
+        );
+    }
     // The secret did reach the CLI: the test would notice a run that never carried it.
     let argv: Vec<Value> = std::fs::read_dir(state.path())
         .into_iter()
