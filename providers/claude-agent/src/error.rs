@@ -1,5 +1,6 @@
 //! This crate's one error type, converted into core's [`ProviderError`] at the boundary.
 
+use patchbay_core::kit::OptionsError;
 use patchbay_core::{ErrorKind, ProviderError};
 
 use crate::NAME;
@@ -17,16 +18,13 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// JSON options could not be read: an unknown key, a wrong type, not an object.
-    ///
-    /// No `#[source]`: serde's error quotes the value it refused, which may be a key; `message`
-    /// is that error with the quoted values redacted.
-    #[error("invalid claude-agent option{}: {message}", key.as_ref().map(|k| format!(" `{k}`")).unwrap_or_default())]
+    /// JSON options could not be read: an unknown key, a wrong type, not an object. The source
+    /// names the key and quotes no value (a value may be a key).
+    #[error("invalid claude-agent options: {source}")]
     Options {
-        /// The top-level key at fault, when one is.
-        key: Option<String>,
-        /// What is wrong, values redacted.
-        message: String,
+        /// The key at fault and what is wrong, values redacted.
+        #[source]
+        source: OptionsError,
     },
     /// A configuration value the CLI cannot be started with (checked before any process runs).
     #[error("invalid claude-agent configuration `{field}`: {reason}")]

@@ -42,9 +42,9 @@
 //!   be an executable file. Without `cli_path` the CLI is searched for at each call (it may be
 //!   installed after the provider is built, and a call may name another); a call's options are
 //!   checked the same way before anything starts.
-//! - **Options errors** keep no serde source ([`Error::Options`]): serde's message quotes the
-//!   refused value, which may be a key; the message is kept with quoted values redacted, and the
-//!   key is found by reading each key alone.
+//! - **Options errors** ([`Error::Options`]) keep core's `kit::OptionsError` as their source (the
+//!   key at fault, found by reading each key alone, and serde's message with quoted values
+//!   redacted), never serde's error itself: it quotes the refused value, which may be a key.
 //! - **CLI discovery**: the explicit path, else `claude` on `PATH`, `./node_modules/.bin/claude`,
 //!   `$PATCHBAY_PEERS/node_modules/.bin/claude`; else a `Config` error listing where it looked.
 //!   `$PATCHBAY_CLAUDE_CLI` is read once, by `from_env`, as the explicit path: a wrong value is an

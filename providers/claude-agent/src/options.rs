@@ -1,11 +1,12 @@
-//! The JSON options (registry and per call `provider_options("claude-agent")`), read with serde
-//! into one private struct and laid over a [`ClaudeAgentConfig`]. The keys are documented under
-//! `# Options` in the crate docs.
+//! The JSON options (registry and per call `provider_options("claude-agent")`), read by core's
+//! `kit::read_options` into one private struct and laid over a [`ClaudeAgentConfig`]. The keys
+//! are documented under `# Options` in the crate docs.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use patchbay_core::kit::read_options;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -46,31 +47,7 @@ pub(crate) fn overlay(config: ClaudeAgentConfig, options: &Value) -> Result<Clau
 }
 
 fn parse(value: &Value) -> Result<Options, Error> {
-    let map = match value {
-        Value::Null => return Ok(Options::default()),
-        Value::Object(map) => map,
-        _ => {
-            return Err(Error::Options {
-                key: None,
-                message: "the options must be a JSON object".into(),
-            });
-        }
-    };
-    Options::deserialize(value).map_err(|error| Error::Options {
-        key: key_at_fault(map),
-        message: patchbay_core::kit::redact_serde_message(&error.to_string()),
-    })
-}
-
-/// The first key that is refused on its own: serde names an unknown key, but not the key of a
-/// value of the wrong type.
-fn key_at_fault(map: &Map<String, Value>) -> Option<String> {
-    map.iter()
-        .find(|(key, value)| {
-            let alone = Value::Object(Map::from_iter([((*key).clone(), (*value).clone())]));
-            Options::deserialize(&alone).is_err()
-        })
-        .map(|(key, _)| key.clone())
+    read_options(value).map_err(|source| Error::Options { source })
 }
 
 fn apply(mut config: ClaudeAgentConfig, options: Options) -> ClaudeAgentConfig {
@@ -123,7 +100,7 @@ mod tests {
 
     fn refused(options: Value) -> (Option<String>, String) {
         match overlay(ClaudeAgentConfig::new(), &options) {
-            Err(Error::Options { key, message }) => (key, message),
+            Err(Error::Options { source }) => (source.key, source.message),
             Err(other) => panic!("{options}: another error: {other}"),
             Ok(_) => panic!("{options} was accepted"),
         }
@@ -144,13 +121,13 @@ mod tests {
         let (key, message) = refused(json!({ "host_tools": "sk-secret" }));
         assert_eq!(key.as_deref(), Some("host_tools"));
         assert!(!message.contains("sk-secret"), "{message}");
-        let error = Error::Options { key, message };
+        let error = overlay(ClaudeAgentConfig::new(), &json!({ "host_tools": "sk-secret" })).err();
+        let shown = error.map(|e| e.to_string()).unwrap_or_default();
         assert!(
-            error
-                .to_string()
-                .starts_with("invalid claude-agent option `host_tools`"),
-            "{error}"
+            shown.starts_with("invalid claude-agent options: option `host_tools`: "),
+            "{shown}"
         );
+        assert!(!shown.contains("sk-secret"), "{shown}");
     }
 
     #[test]

@@ -90,7 +90,7 @@ fn option_errors_hide_the_values_they_quote() {
         };
         let shown = error.to_string();
         assert!(
-            shown.contains(&format!("invalid claude-agent option `{key}`")),
+            shown.contains(&format!("invalid claude-agent options: option `{key}`")),
             "{error}"
         );
         assert_clean("ProviderError (Display)", &shown);
