@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
 use patchbay_core::kit::check_conversation;
-use patchbay_core::kit::{self, Driver, redact_url};
+use patchbay_core::kit::{self, Driver, StreamLimits, redact_url};
 use patchbay_core::{
     Capabilities, Event, EventStream, Limit, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal,
     ToolSet,
@@ -101,6 +101,28 @@ impl AnthropicProvider {
     pub fn url(&self) -> &str {
         self.url.as_str()
     }
+
+    /// The POST with the configured headers and the `anthropic-beta` flags (config's, then the
+    /// request's), still without its body.
+    fn request(&self, request_betas: &[String]) -> reqwest::RequestBuilder {
+        let mut request = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream");
+        let betas: Vec<&str> = self
+            .config
+            .betas
+            .iter()
+            .chain(request_betas)
+            .map(String::as_str)
+            .collect();
+        if !betas.is_empty() {
+            request = request.header("anthropic-beta", betas.join(","));
+        }
+        request
+    }
 }
 
 #[async_trait]
@@ -123,27 +145,8 @@ impl Provider for AnthropicProvider {
         }
         let translator = Translator::new().with_model(model);
         let parts = build_request(messages, tools, model, context, self.config.default_max_tokens)?;
-        let body = serde_json::to_vec(&parts.body).map_err(|e| {
-            ProviderError::new(patchbay_core::ErrorKind::InvalidRequest, "cannot serialize the request")
-                .with_provider(NAME)
-                .with_source(e)
-        })?;
-        let mut request = self
-            .client
-            .post(self.url.clone())
-            .headers(self.headers.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
-        let betas: Vec<&str> = self
-            .config
-            .betas
-            .iter()
-            .chain(&parts.betas)
-            .map(String::as_str)
-            .collect();
-        if !betas.is_empty() {
-            request = request.header("anthropic-beta", betas.join(","));
-        }
+        let body = encode_body(&parts.body)?;
+        let request = self.request(&parts.betas);
         let span = kit::request_span(NAME, model);
         tracing::debug!(parent: &span, bytes = body.len(), "sending the request");
         let limits = self.config.limits;
@@ -152,51 +155,81 @@ impl Provider for AnthropicProvider {
             .await
             .map_err(|e| e.with_provider(NAME))?
             .map_err(|e| transport_error(e, "sending the request"))?;
-        let status = response.status();
-        if status.is_redirection() {
-            let location = response.headers().get(LOCATION).and_then(|v| v.to_str().ok());
-            let error = kit::redirect_error(status.as_u16(), location).with_provider(NAME);
-            tracing::debug!(parent: &span, status = status.as_u16(), "redirect refused");
-            return Err(error);
-        }
-        if !status.is_success() {
-            let headers = response.headers().clone();
-            let body = kit::read_error_body(body_of(response, "reading the error body"), &limits, signal)
-                .await
-                .map_err(|e| e.with_provider(NAME))?;
-            let error = http_error(status.as_u16(), &headers, &body);
-            tracing::debug!(parent: &span, status = status.as_u16(), kind = %error.kind(), "request failed");
-            return Err(error);
-        }
-        let request_id = request_id(response.headers());
+        let response = accept_status(response, &span, &limits, signal).await?;
         let translator =
             StreamTranslator::new(translator.with_warnings(parts.warnings)).with_max_frame_bytes(limits.max_line_bytes);
-        let is_json = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        let body = body_of(response, "reading the stream");
-        let stream = if is_json {
-            // A server that ignored `stream: true`: the whole message at once.
-            let whole = WholeMessage {
-                body: Vec::new(),
-                max: limits.max_line_bytes,
-                translator,
-            };
-            Driver::new(body, whole, signal)
-                .with_limits(&limits)
-                .with_provider(NAME)
-                .with_request_id(request_id)
-                .into_stream()
-        } else {
-            Driver::new(body, translator, signal)
-                .with_limits(&limits)
-                .with_provider(NAME)
-                .with_request_id(request_id)
-                .into_stream()
+        Ok(event_stream(response, translator, &limits, signal))
+    }
+}
+
+/// The request body as bytes.
+fn encode_body(body: &Value) -> Result<Vec<u8>, ProviderError> {
+    serde_json::to_vec(body).map_err(|e| {
+        ProviderError::new(patchbay_core::ErrorKind::InvalidRequest, "cannot serialize the request")
+            .with_provider(NAME)
+            .with_source(e)
+    })
+}
+
+/// The response if its status is a success; a redirect or an error status becomes the error.
+async fn accept_status(
+    response: reqwest::Response,
+    span: &tracing::Span,
+    limits: &StreamLimits,
+    signal: &Signal,
+) -> Result<reqwest::Response, ProviderError> {
+    let status = response.status();
+    if status.is_redirection() {
+        let location = response.headers().get(LOCATION).and_then(|v| v.to_str().ok());
+        let error = kit::redirect_error(status.as_u16(), location).with_provider(NAME);
+        tracing::debug!(parent: span, status = status.as_u16(), "redirect refused");
+        return Err(error);
+    }
+    if !status.is_success() {
+        let headers = response.headers().clone();
+        let body = kit::read_error_body(body_of(response, "reading the error body"), limits, signal)
+            .await
+            .map_err(|e| e.with_provider(NAME))?;
+        let error = http_error(status.as_u16(), &headers, &body);
+        tracing::debug!(parent: span, status = status.as_u16(), kind = %error.kind(), "request failed");
+        return Err(error);
+    }
+    Ok(response)
+}
+
+/// The events of a successful response: streamed server-sent events, or a whole JSON message
+/// from a server that ignored `stream: true`.
+fn event_stream(
+    response: reqwest::Response,
+    translator: StreamTranslator,
+    limits: &StreamLimits,
+    signal: &Signal,
+) -> EventStream {
+    let request_id = request_id(response.headers());
+    let is_json = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let body = body_of(response, "reading the stream");
+    if is_json {
+        // A server that ignored `stream: true`: the whole message at once.
+        let whole = WholeMessage {
+            body: Vec::new(),
+            max: limits.max_line_bytes,
+            translator,
         };
-        Ok(stream)
+        Driver::new(body, whole, signal)
+            .with_limits(limits)
+            .with_provider(NAME)
+            .with_request_id(request_id)
+            .into_stream()
+    } else {
+        Driver::new(body, translator, signal)
+            .with_limits(limits)
+            .with_provider(NAME)
+            .with_request_id(request_id)
+            .into_stream()
     }
 }
 

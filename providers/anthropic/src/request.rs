@@ -18,8 +18,8 @@
 use std::collections::HashSet;
 
 use patchbay_core::{
-    ContentBlock, ErrorKind, ImageSource, Message, ProviderError, RequestContext, Role, Session, ToolChoice,
-    ToolContent, ToolSet, Warning,
+    CacheControl, ContentBlock, ErrorKind, ImageSource, Message, ProviderError, RequestContext, Role, Sampling,
+    Session, ToolChoice, ToolContent, ToolSet, Warning,
 };
 use serde_json::{Map, Value, json};
 
@@ -53,18 +53,42 @@ pub fn build_request(
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("stream".into(), json!(true));
-
-    if let Some(system) = context.system.as_deref().filter(|s| !s.is_empty()) {
-        let mut block = json!({ "type": "text", "text": system });
-        if let Some(cache) = &context.system_cache_control {
-            block["cache_control"] = json!(cache);
-        }
-        body.insert("system".into(), json!([block]));
+    if let Some(system) = system_blocks(context) {
+        body.insert("system".into(), system);
     }
+    body.insert("messages".into(), wire_messages(messages, &mut warnings)?);
+    insert_sampling(&mut body, &context.sampling, default_max_tokens);
+    let mut wire_tools = host_tools(tools);
+    if let Some(choice) = &context.tool_choice {
+        body.insert("tool_choice".into(), tool_choice(choice));
+    }
+    warnings.extend(unsupported_context(context));
+    let betas = merge_provider_options(context, &mut body, &mut wire_tools)?;
+    if !wire_tools.is_empty() {
+        body.insert("tools".into(), Value::Array(wire_tools));
+    }
+    Ok(RequestParts {
+        body: Value::Object(body),
+        betas,
+        warnings,
+    })
+}
 
+/// The system prompt as a list of one text block, if there is one.
+fn system_blocks(context: &RequestContext) -> Option<Value> {
+    let system = context.system.as_deref().filter(|s| !s.is_empty())?;
+    let block = with_cache(
+        json!({ "type": "text", "text": system }),
+        context.system_cache_control.as_ref(),
+    );
+    Some(json!([block]))
+}
+
+/// The conversation as wire messages; a message left with no content is an error.
+fn wire_messages(messages: &[Message], warnings: &mut Vec<Warning>) -> Result<Value, ProviderError> {
     let mut wire_messages = Vec::with_capacity(messages.len());
     for (index, message) in messages.iter().enumerate() {
-        let content = map_content(index, message, &mut warnings)?;
+        let content = map_content(index, message, warnings)?;
         if content.is_empty() {
             return Err(
                 ProviderError::invalid_message(index, "the message has no content the Messages API accepts")
@@ -77,9 +101,11 @@ pub fn build_request(
         };
         wire_messages.push(json!({ "role": role, "content": content }));
     }
-    body.insert("messages".into(), Value::Array(wire_messages));
+    Ok(Value::Array(wire_messages))
+}
 
-    let sampling = &context.sampling;
+/// `max_tokens` (raised above a thinking budget when unset), sampling and `thinking`.
+fn insert_sampling(body: &mut Map<String, Value>, sampling: &Sampling, default_max_tokens: u32) {
     let max_tokens = match (sampling.max_tokens, sampling.thinking_budget) {
         (Some(max), _) => max,
         (None, Some(budget)) if budget >= default_max_tokens => budget.saturating_add(default_max_tokens),
@@ -101,31 +127,36 @@ pub fn build_request(
     if let Some(budget) = sampling.thinking_budget {
         body.insert("thinking".into(), json!({ "type": "enabled", "budget_tokens": budget }));
     }
+}
 
-    let mut wire_tools: Vec<Value> = tools
+/// The host tools as wire tool definitions.
+fn host_tools(tools: &ToolSet) -> Vec<Value> {
+    tools
         .specs()
         .map(|spec| {
-            let mut tool = json!({
+            let tool = json!({
                 "name": spec.name,
                 "description": spec.description,
                 "input_schema": spec.input_schema,
             });
-            if let Some(cache) = &spec.cache_control {
-                tool["cache_control"] = json!(cache);
-            }
-            tool
+            with_cache(tool, spec.cache_control.as_ref())
         })
-        .collect();
-    if let Some(choice) = &context.tool_choice {
-        let choice = match choice {
-            ToolChoice::Auto => json!({ "type": "auto" }),
-            ToolChoice::Any => json!({ "type": "any" }),
-            ToolChoice::None => json!({ "type": "none" }),
-            ToolChoice::Tool(name) => json!({ "type": "tool", "name": name }),
-        };
-        body.insert("tool_choice".into(), choice);
-    }
+        .collect()
+}
 
+/// A tool choice as the wire's `tool_choice`.
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!({ "type": "auto" }),
+        ToolChoice::Any => json!({ "type": "any" }),
+        ToolChoice::None => json!({ "type": "none" }),
+        ToolChoice::Tool(name) => json!({ "type": "tool", "name": name }),
+    }
+}
+
+/// Warnings for the context fields a stateless API cannot use.
+fn unsupported_context(context: &RequestContext) -> Vec<Warning> {
+    let mut warnings = Vec::new();
     match &context.session {
         None | Some(Session::New { id: None }) => {}
         Some(session) => warnings.push(Warning::new(
@@ -140,7 +171,16 @@ pub fn build_request(
             "the Messages API runs no child process: `env` is ignored",
         ));
     }
+    warnings
+}
 
+/// Merge the provider options into the body: `betas` are returned (for the header), `tools`
+/// appended to the host tools, anything else set on the body.
+fn merge_provider_options(
+    context: &RequestContext,
+    body: &mut Map<String, Value>,
+    wire_tools: &mut Vec<Value>,
+) -> Result<Vec<String>, ProviderError> {
     let mut betas = Vec::new();
     match context.provider_options(NAME) {
         None | Some(Value::Null) => {}
@@ -165,14 +205,15 @@ pub fn build_request(
             .with_provider(NAME));
         }
     }
-    if !wire_tools.is_empty() {
-        body.insert("tools".into(), Value::Array(wire_tools));
+    Ok(betas)
+}
+
+/// `value` with `cache_control` set when the caller marked it.
+fn with_cache(mut value: Value, cache: Option<&CacheControl>) -> Value {
+    if let Some(cache) = cache {
+        value["cache_control"] = json!(cache);
     }
-    Ok(RequestParts {
-        body: Value::Object(body),
-        betas,
-        warnings,
-    })
+    value
 }
 
 /// An `f32` as the decimal it was written as (`0.9`, not `0.8999999761581421`).
@@ -195,6 +236,7 @@ fn opaque_ids(message: &Message) -> HashSet<&str> {
         .collect()
 }
 
+/// The blocks of message `index` as wire content; what cannot be sent is dropped with a warning.
 fn map_content(index: usize, message: &Message, warnings: &mut Vec<Warning>) -> Result<Vec<Value>, ProviderError> {
     let covered = opaque_ids(message);
     let mut out: Vec<Value> = Vec::with_capacity(message.content.len());
@@ -204,37 +246,17 @@ fn map_content(index: usize, message: &Message, warnings: &mut Vec<Warning>) -> 
                 text,
                 citations,
                 cache_control,
-            } => {
-                if text.is_empty() {
-                    continue;
-                }
-                let mut value = json!({ "type": "text", "text": text });
-                if !citations.is_empty() {
-                    value["citations"] = json!(citations);
-                }
-                if let Some(cache) = cache_control {
-                    value["cache_control"] = json!(cache);
-                }
-                out.push(value);
-            }
+            } => out.extend(text_block(text, citations, cache_control.as_ref())),
             ContentBlock::Image {
                 media_type,
                 source,
                 cache_control,
-            } => {
-                let mut value = image(media_type, source);
-                if let Some(cache) = cache_control {
-                    value["cache_control"] = json!(cache);
-                }
-                out.push(value);
-            }
+            } => out.push(with_cache(image(media_type, source), cache_control.as_ref())),
             ContentBlock::Thinking { text, signature } => match signature {
                 Some(signature) => out.push(json!({ "type": "thinking", "thinking": text, "signature": signature })),
-                None => warnings.push(Warning::new(
-                    "dropped_content",
-                    format!(
-                        "message {index}: a thinking block without a signature cannot be sent back and was dropped"
-                    ),
+                None => warnings.push(dropped(
+                    index,
+                    "a thinking block without a signature cannot be sent back and was dropped",
                 )),
             },
             ContentBlock::RedactedThinking { data } => out.push(json!({ "type": "redacted_thinking", "data": data })),
@@ -256,43 +278,56 @@ fn map_content(index: usize, message: &Message, warnings: &mut Vec<Warning>) -> 
                 is_error,
                 cache_control,
             } => {
-                if message.role == Role::Assistant {
-                    if !covered.contains(tool_use_id.as_str()) {
-                        warnings.push(Warning::new(
-                            "dropped_content",
-                            format!("message {index}: the result of server tool call `{tool_use_id}` has no raw block to send back and was dropped"),
-                        ));
-                    }
-                    continue;
-                }
-                let mut value = tool_result_block(tool_use_id, content, *is_error);
-                if let Some(cache) = cache_control {
-                    value["cache_control"] = json!(cache);
-                }
-                out.push(value);
-            }
-            ContentBlock::Opaque { provider, data } if provider == NAME => {
-                match data.get("type").and_then(Value::as_str) {
-                    Some("text_citations") => {
-                        // Citations of the text block before it.
-                        let citations = data.get("citations").cloned().unwrap_or(Value::Null);
-                        if let Some(last) = out.last_mut().filter(|b| b["type"] == "text") {
-                            last["citations"] = citations;
-                        }
-                    }
-                    Some("server_tool_usage" | "unknown_event") => {}
-                    _ => out.push(data.clone()),
+                if message.role != Role::Assistant {
+                    let value = tool_result_block(tool_use_id, content, *is_error);
+                    out.push(with_cache(value, cache_control.as_ref()));
+                } else if !covered.contains(tool_use_id.as_str()) {
+                    warnings.push(dropped(
+                        index,
+                        &format!("the result of server tool call `{tool_use_id}` has no raw block to send back and was dropped"),
+                    ));
                 }
             }
-            ContentBlock::Opaque { provider, .. } => warnings.push(Warning::new(
-                "dropped_content",
-                format!(
-                    "message {index}: a block from provider `{provider}` cannot be sent to Anthropic and was dropped"
-                ),
+            ContentBlock::Opaque { provider, data } if provider == NAME => push_opaque(&mut out, data),
+            ContentBlock::Opaque { provider, .. } => warnings.push(dropped(
+                index,
+                &format!("a block from provider `{provider}` cannot be sent to Anthropic and was dropped"),
             )),
         }
     }
     Ok(out)
+}
+
+/// A text block with its citations and cache marker; empty text is not sent.
+fn text_block(text: &str, citations: &[Value], cache: Option<&CacheControl>) -> Option<Value> {
+    if text.is_empty() {
+        return None;
+    }
+    let mut value = json!({ "type": "text", "text": text });
+    if !citations.is_empty() {
+        value["citations"] = json!(citations);
+    }
+    Some(with_cache(value, cache))
+}
+
+/// An Anthropic `Opaque` block goes back verbatim, except citations (set on the text block
+/// before it) and bookkeeping blocks (not sent).
+fn push_opaque(out: &mut Vec<Value>, data: &Value) {
+    match data.get("type").and_then(Value::as_str) {
+        Some("text_citations") => {
+            let citations = data.get("citations").cloned().unwrap_or(Value::Null);
+            if let Some(last) = out.last_mut().filter(|b| b["type"] == "text") {
+                last["citations"] = citations;
+            }
+        }
+        Some("server_tool_usage" | "unknown_event") => {}
+        _ => out.push(data.clone()),
+    }
+}
+
+/// The `dropped_content` warning for part of message `index`.
+fn dropped(index: usize, what: &str) -> Warning {
+    Warning::new("dropped_content", format!("message {index}: {what}"))
 }
 
 fn image(media_type: &str, source: &ImageSource) -> Value {
