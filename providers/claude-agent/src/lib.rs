@@ -12,7 +12,7 @@
 //! | `cli_path` | string | `$PATCHBAY_CLAUDE_CLI` (overridden by the option); unset: searched at each call (see [`find_cli`]) |
 //! | `env` | object of strings | `{}`; merged over the configuration's, values never logged |
 //! | `inherit_env` | bool | `true` (this process's environment less `CLAUDECODE`) |
-//! | `max_line_bytes` | integer | 64 MiB, the workspace's line cap |
+//! | `max_line_bytes` | integer | 64 MiB, the workspace's line cap (above 0) |
 //! | `permission_mode` | string | none: the CLI's (`default`, `acceptEdits`, `plan`, `bypassPermissions`...) |
 //! | `allowed_tools` | array of strings | `[]`; replaces; host tools are added without an approval handler |
 //! | `disallowed_tools` | array of strings | `[]`; replaces |
@@ -23,9 +23,9 @@
 //! | `host_server_name` | string (ASCII letters, digits, `_`, `-`) | `"host"` (tools are `mcp__host__<tool>`) |
 //! | `max_turns` | integer | none |
 //! | `session_markers` | bool | `true` |
-//! | `stop_grace_ms` | integer | `2000` |
-//! | `cancel_grace_ms` | integer | `250` |
-//! | `init_timeout_ms` | integer | `60000` |
+//! | `stop_grace_ms` | integer | `2000` (each wait of a stop after a finished turn) |
+//! | `cancel_grace_ms` | integer | `250` (each wait of a stop mid-turn) |
+//! | `init_timeout_ms` | integer | `60000` (above 0: it cannot be off) |
 //! | `extra_args` | array of strings | `[]`; appended (values never logged) |
 //! | `keep_alive_ms` | integer | off; `0` turns it off |
 //!
