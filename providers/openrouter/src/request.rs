@@ -209,21 +209,7 @@ pub(crate) fn build(
     include_usage: bool,
 ) -> Built {
     let mut warnings = Vec::new();
-    let mut wire = Vec::with_capacity(messages.len() + 1);
-    if let Some(system) = context.and_then(|c| c.system.as_deref()) {
-        let cache = context.is_some_and(|c| c.system_cache_control.is_some());
-        if cache && dialect == Dialect::OpenRouter {
-            wire.push(json!({ "role": "system", "content": [text_part(system, true)] }));
-        } else {
-            wire.push(json!({ "role": "system", "content": system }));
-        }
-    }
-    for (index, message) in messages.iter().enumerate() {
-        match message.role {
-            Role::Assistant => assistant(message, index, dialect, &mut wire, &mut warnings),
-            Role::User => user(message, dialect, &mut wire),
-        }
-    }
+    let wire = wire_messages(messages, context, dialect, &mut warnings);
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("messages".into(), Value::Array(wire));
@@ -235,63 +221,107 @@ pub(crate) fn build(
         body.insert("usage".into(), json!({ "include": true }));
     }
     if !tools.is_empty() {
-        let specs: Vec<Value> = tools
-            .specs()
-            .map(|spec| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": spec.name,
-                        "description": spec.description,
-                        "parameters": spec.input_schema,
-                    },
-                })
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(specs));
+        body.insert("tools".into(), function_tools(tools));
     }
     if let Some(context) = context {
         sampling(context, dialect, &mut body, &mut warnings);
         if let Some(choice) = &context.tool_choice {
-            let value = match choice {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::Any => json!("required"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Tool(name) => json!({ "type": "function", "function": { "name": name } }),
-            };
-            body.insert("tool_choice".into(), value);
+            body.insert("tool_choice".into(), tool_choice(choice));
         }
-        warnings.extend(context.unattached_mcp_servers());
-        if context.session.is_some() {
-            warnings.push(Warning::new(
-                "unsupported_option",
-                "sessions are not supported by chat completions; the session was ignored",
-            ));
-        }
-        if context.system_cache_control.is_some() && dialect != Dialect::OpenRouter {
-            warnings.push(Warning::new(
-                "unsupported_option",
-                "prompt-caching markers are sent only to OpenRouter; ignored",
-            ));
-        }
-        // Provider options pass through: routing (`provider`), `reasoning`, `models`,
-        // `transforms`, `reasoning_effort`, anything the server understands.
-        match context.provider_options(crate::NAME) {
-            Some(Value::Object(options)) => {
-                for (key, value) in options {
-                    body.insert(key.clone(), value.clone());
-                }
-            }
-            Some(Value::Null) | None => {}
-            Some(_) => warnings.push(Warning::new(
-                "unsupported_option",
-                "provider options for `openrouter` must be a JSON object; ignored",
-            )),
-        }
+        warnings.extend(unsupported_context(context, dialect));
+        merge_provider_options(context, &mut body, &mut warnings);
     }
     Built {
         body: Value::Object(body),
         warnings,
+    }
+}
+
+/// The system prompt (if any) followed by the conversation, as chat messages.
+fn wire_messages(
+    messages: &[Message],
+    context: Option<&RequestContext>,
+    dialect: Dialect,
+    warnings: &mut Vec<Warning>,
+) -> Vec<Value> {
+    let mut wire = Vec::with_capacity(messages.len() + 1);
+    if let Some(system) = context.and_then(|c| c.system.as_deref()) {
+        let cache = context.is_some_and(|c| c.system_cache_control.is_some());
+        if cache && dialect == Dialect::OpenRouter {
+            wire.push(json!({ "role": "system", "content": [text_part(system, true)] }));
+        } else {
+            wire.push(json!({ "role": "system", "content": system }));
+        }
+    }
+    for (index, message) in messages.iter().enumerate() {
+        match message.role {
+            Role::Assistant => assistant(message, index, dialect, &mut wire, warnings),
+            Role::User => user(message, dialect, &mut wire),
+        }
+    }
+    wire
+}
+
+/// The host tools as `function` tool definitions.
+fn function_tools(tools: &ToolSet) -> Value {
+    let specs: Vec<Value> = tools
+        .specs()
+        .map(|spec| {
+            json!({
+                "type": "function",
+                "function": {
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": spec.input_schema,
+                },
+            })
+        })
+        .collect();
+    Value::Array(specs)
+}
+
+/// A tool choice as the wire's `tool_choice`.
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::Any => json!("required"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Tool(name) => json!({ "type": "function", "function": { "name": name } }),
+    }
+}
+
+/// Warnings for context fields chat completions cannot use (or this dialect ignores).
+fn unsupported_context(context: &RequestContext, dialect: Dialect) -> Vec<Warning> {
+    let mut warnings: Vec<Warning> = context.unattached_mcp_servers().into_iter().collect();
+    if context.session.is_some() {
+        warnings.push(Warning::new(
+            "unsupported_option",
+            "sessions are not supported by chat completions; the session was ignored",
+        ));
+    }
+    if context.system_cache_control.is_some() && dialect != Dialect::OpenRouter {
+        warnings.push(Warning::new(
+            "unsupported_option",
+            "prompt-caching markers are sent only to OpenRouter; ignored",
+        ));
+    }
+    warnings
+}
+
+/// Provider options pass through onto the body: routing (`provider`), `reasoning`, `models`,
+/// `transforms`, `reasoning_effort`, anything the server understands.
+fn merge_provider_options(context: &RequestContext, body: &mut Map<String, Value>, warnings: &mut Vec<Warning>) {
+    match context.provider_options(crate::NAME) {
+        Some(Value::Object(options)) => {
+            for (key, value) in options {
+                body.insert(key.clone(), value.clone());
+            }
+        }
+        Some(Value::Null) | None => {}
+        Some(_) => warnings.push(Warning::new(
+            "unsupported_option",
+            "provider options for `openrouter` must be a JSON object; ignored",
+        )),
     }
 }
 
