@@ -18,8 +18,14 @@ pub fn family(name: &str) -> PathBuf {
 /// Every recorded file of a family (`<family>/<source>/<file>`), sorted. An unknown family is
 /// an empty list.
 pub fn files(family_name: &str) -> Vec<PathBuf> {
+    files_in(&family(family_name))
+}
+
+/// Every recorded file below a family folder laid out like the shipped ones
+/// (`<folder>/<source>/<file>`), sorted; a missing folder is an empty list.
+pub fn files_in(family_dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    let Ok(sources) = std::fs::read_dir(family(family_name)) else {
+    let Ok(sources) = std::fs::read_dir(family_dir) else {
         return files;
     };
     for source in sources.flatten() {

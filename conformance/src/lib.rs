@@ -18,5 +18,6 @@ pub use requests::snapshot_requests;
 pub use scenario::{CancelAt, Needs, SCENARIO_MODEL, Scenario, huge_text, scenario_tools, scenarios};
 pub use snapshot::{scenario_settings, settings_in, snapshot_root, split_randomly};
 pub use suite::{
-    Baseline, Case, Fixture, FixtureFuture, SCENARIO_TIMEOUT, Target, TrialFailure, check, run_suite, trials,
+    Baseline, Case, Fixture, FixtureFuture, RECORD_GOLDENS, SCENARIO_TIMEOUT, Target, TrialFailure, check, run_suite,
+    trials,
 };

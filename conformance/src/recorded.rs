@@ -16,7 +16,7 @@ use patchbay_core::{Event, Usage};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::fixtures::{files, relative_name};
+use crate::fixtures::{files, files_in, relative_name};
 use crate::normalize::{Recording, normalize, without_timings};
 use crate::snapshot::split_randomly;
 
@@ -36,6 +36,7 @@ const SPLITS: [(u64, usize); 6] = [(1, 1), (2, 3), (3, 17), (4, 64), (5, 301), (
 #[derive(Debug, Clone)]
 pub struct FixtureRun {
     families: Vec<String>,
+    root: Option<PathBuf>,
     expected_errors: BTreeSet<String>,
     at_least: usize,
     snapshot_dir: Option<PathBuf>,
@@ -67,10 +68,18 @@ impl FixtureRun {
     pub fn new<S: Into<String>>(families: impl IntoIterator<Item = S>) -> Self {
         Self {
             families: families.into_iter().map(Into::into).collect(),
+            root: None,
             expected_errors: BTreeSet::new(),
             at_least: 1,
             snapshot_dir: None,
         }
+    }
+
+    /// Read the families from folders below `root` (`<root>/<family>/<source>/<file>`), laid
+    /// out like the shipped fixtures, instead of this crate's: a third party's own recordings.
+    pub fn in_dir(mut self, root: impl Into<PathBuf>) -> Self {
+        self.root = Some(root.into());
+        self
     }
 
     /// Files (by the part of the name below the family, `<source>__<file>`) that are broken on
@@ -107,7 +116,10 @@ impl FixtureRun {
 
     /// Like [`run`](Self::run), but returns the problems instead of panicking.
     pub fn problems(self, translate: impl Fn(&Path, &[&[u8]]) -> Vec<Recording>) -> Vec<String> {
-        let mut paths: Vec<PathBuf> = self.families.iter().flat_map(|family| files(family)).collect();
+        let mut paths: Vec<PathBuf> = match &self.root {
+            Some(root) => self.families.iter().flat_map(|family| files_in(&root.join(family))).collect(),
+            None => self.families.iter().flat_map(|family| files(family)).collect(),
+        };
         paths.sort();
         let mut problems = Vec::new();
         if paths.len() < self.at_least {
@@ -124,7 +136,10 @@ impl FixtureRun {
         };
         let mut failing = BTreeSet::new();
         for path in &paths {
-            let name = relative_name(path).replace('/', "__");
+            let name = match &self.root {
+                Some(root) => path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace(['/', '\\'], "__"),
+                None => relative_name(path).replace('/', "__"),
+            };
             let bytes = match std::fs::read(path) {
                 Ok(bytes) => bytes,
                 Err(e) => {

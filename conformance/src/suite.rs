@@ -348,22 +348,50 @@ pub fn check(scenario: &Scenario, recording: &Recording) -> Result<(), TrialFail
         )));
     }
     let outcome = recording.outcome();
+    if std::env::var_os(RECORD_GOLDENS).is_some_and(|v| v == "1") {
+        return record_golden(scenario, &outcome);
+    }
+    compare_golden(scenario.name, &outcome).map_err(TrialFailure::Golden)
+}
+
+/// Set to `1` to (re)write a shared golden through insta (`INSTA_UPDATE` applies), for a new
+/// scenario recorded from the reference provider. Otherwise goldens are only read: a run
+/// never writes into the conformance crate (which may sit in `~/.cargo` for a third party).
+pub const RECORD_GOLDENS: &str = "PATCHBAY_RECORD_GOLDENS";
+
+/// Compares `outcome` with `snapshots/scenarios/<name>.snap`; the error shows a line diff.
+fn compare_golden(name: &str, outcome: &crate::normalize::Outcome) -> Result<(), String> {
+    let path = crate::snapshot::snapshot_root()
+        .join("scenarios")
+        .join(format!("{name}.snap"));
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read the golden {}: {e}", path.display()))?;
+    // An insta file: a `---` header, then the JSON.
+    let body = text.splitn(3, "---\n").nth(2).unwrap_or(&text);
+    let golden: serde_json::Value =
+        serde_json::from_str(body).map_err(|e| format!("the golden {} is not JSON: {e}", path.display()))?;
+    let actual = serde_json::to_value(outcome).map_err(|e| format!("cannot show the outcome: {e}"))?;
+    if golden == actual {
+        return Ok(());
+    }
+    let expected = serde_json::to_string_pretty(&golden).unwrap_or_default();
+    let actual = serde_json::to_string_pretty(&actual).unwrap_or_default();
+    let diff = similar::TextDiff::from_lines(&expected, &actual);
+    let shown = diff
+        .unified_diff()
+        .context_radius(3)
+        .header("golden", "this run")
+        .to_string();
+    Err(format!("the outcome differs from the shared golden `{name}`:\n{shown}"))
+}
+
+/// Writes or checks the golden through insta, for recording a new scenario.
+fn record_golden(scenario: &Scenario, outcome: &crate::normalize::Outcome) -> Result<(), TrialFailure> {
     let compared = std::panic::catch_unwind(AssertUnwindSafe(|| {
         crate::snapshot::scenario_settings().bind(|| {
             insta::assert_json_snapshot!(scenario.name, outcome);
         });
     }));
-    compared.map_err(|panic| {
-        let message = panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(ToString::to_string))
-            .unwrap_or_default();
-        TrialFailure::Golden(format!(
-            "the outcome differs from the shared golden `{}`\n{message}",
-            scenario.name
-        ))
-    })
+    compared.map_err(|_| TrialFailure::Golden(format!("the golden `{}` was not written", scenario.name)))
 }
 
 /// The verdict on one trial's result, given the baseline's reason if the scenario is a known gap.

@@ -51,32 +51,6 @@ fn frame(event: &str, data: &Value) -> String {
     format!("event: {event}\ndata: {data}\n\n")
 }
 
-/// Texts longer than this go out as one delta: one huge wire line, as the `huge_line` scenario
-/// wants.
-const ONE_DELTA_ABOVE: usize = 4096;
-
-/// Word-sized pieces (each ends after a run of whitespace), as the scripted provider streams;
-/// a text longer than [`ONE_DELTA_ABOVE`] bytes is one piece.
-fn word_deltas(text: &str) -> Vec<&str> {
-    if text.len() > ONE_DELTA_ABOVE {
-        return vec![text];
-    }
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut in_space = false;
-    for (i, ch) in text.char_indices() {
-        if in_space && !ch.is_whitespace() {
-            out.push(&text[start..i]);
-            start = i;
-        }
-        in_space = ch.is_whitespace();
-    }
-    if start < text.len() {
-        out.push(&text[start..]);
-    }
-    out
-}
-
 /// Split JSON text into `parts` pieces at character boundaries.
 fn pieces(text: &str, parts: usize) -> Vec<&str> {
     let chars: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
@@ -124,7 +98,7 @@ fn block_frames(out: &mut Vec<String>, index: usize, part: &Part) {
         Part::Text { text } => {
             let start = json!({ "type": "content_block_start", "index": index, "content_block": { "type": "text", "text": "" } });
             out.push(frame("content_block_start", &start));
-            for piece in word_deltas(text) {
+            for piece in super::deltas(text) {
                 out.push(delta(json!({ "type": "text_delta", "text": piece })));
             }
         }
@@ -134,7 +108,7 @@ fn block_frames(out: &mut Vec<String>, index: usize, part: &Part) {
                 "content_block_start",
                 &json!({ "type": "content_block_start", "index": index, "content_block": block }),
             ));
-            for piece in word_deltas(text) {
+            for piece in super::deltas(text) {
                 out.push(delta(json!({ "type": "thinking_delta", "thinking": piece })));
             }
             if let Some(signature) = signature {
@@ -272,7 +246,7 @@ mod tests {
     #[test]
     fn word_deltas_match_the_scripted_provider() {
         assert_eq!(
-            word_deltas("héllo  wörld 🎉 end"),
+            crate::mock::deltas("héllo  wörld 🎉 end"),
             vec!["héllo  ", "wörld ", "🎉 ", "end"]
         );
     }

@@ -85,6 +85,21 @@ pub trait WireFormat: Send + Sync + 'static {
     fn render_failure(&self, error: &ScriptedError) -> (u16, Vec<(String, String)>, String);
 }
 
+/// Texts longer than this go out as one delta: one huge wire line, as the `huge_line` scenario
+/// wants.
+pub const ONE_DELTA_ABOVE: usize = 4096;
+
+/// The deltas a wire mock streams a text part in, the convention the shared goldens rely on:
+/// word-sized pieces as the scripted provider streams them
+/// ([`word_deltas`](patchbay_scripted::word_deltas)), except that a text longer than
+/// [`ONE_DELTA_ABOVE`] bytes is one piece.
+pub fn deltas(text: &str) -> Vec<&str> {
+    if text.len() > ONE_DELTA_ABOVE {
+        return vec![text];
+    }
+    patchbay_scripted::word_deltas(text)
+}
+
 /// How the server writes a body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Chunking {

@@ -21,23 +21,6 @@ use super::{Serve, WireFormat};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpenAiWire;
 
-fn words(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut in_space = false;
-    for (at, ch) in text.char_indices() {
-        if in_space && !ch.is_whitespace() {
-            out.push(&text[start..at]);
-            start = at;
-        }
-        in_space = ch.is_whitespace();
-    }
-    if start < text.len() {
-        out.push(&text[start..]);
-    }
-    out
-}
-
 fn halves(text: &str) -> [&str; 2] {
     let count = text.chars().count();
     let mid = text.char_indices().nth(count / 2).map_or(text.len(), |(at, _)| at);
@@ -142,12 +125,12 @@ impl WireFormat for OpenAiWire {
             match part {
                 Part::Text { text } => {
                     let field = if refusal { "refusal" } else { "content" };
-                    for word in words(text) {
+                    for word in patchbay_scripted::word_deltas(text) {
                         out.chunk(json!({ field: word }), None);
                     }
                 }
                 Part::Thinking { text, signature } => {
-                    for word in words(text) {
+                    for word in patchbay_scripted::word_deltas(text) {
                         out.chunk(
                             json!({
                                 "reasoning": word,

@@ -296,22 +296,40 @@ impl ScriptedProvider {
         };
         Ok((n, turn.clone()))
     }
+
+    /// Keep what this call was asked, for [`requests`](Self::requests).
+    fn record(&self, messages: &[Message], tools: &ToolSet, model: &str, context: Option<&RequestContext>) {
+        if let Ok(mut requests) = self.requests.lock() {
+            requests.push(RecordedRequest {
+                messages: messages.to_vec(),
+                tools: tools.specs().map(|s| s.name.clone()).collect(),
+                model: model.to_string(),
+                system: context.and_then(|c| c.system.clone()),
+            });
+        }
+    }
 }
 
-/// Split text into word-sized deltas (each delta ends after a run of whitespace).
-fn word_deltas(text: &str) -> Vec<String> {
+/// Text split into word-sized deltas, as the scripted provider streams it: each delta ends
+/// after a run of whitespace, and together they are the text. Wire mocks use the same split so
+/// every provider's goldens agree.
+///
+/// ```
+/// assert_eq!(patchbay_scripted::word_deltas("héllo  wörld 🎉"), ["héllo  ", "wörld ", "🎉"]);
+/// ```
+pub fn word_deltas(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    let mut current = String::new();
+    let mut start = 0;
     let mut in_space = false;
-    for ch in text.chars() {
+    for (at, ch) in text.char_indices() {
         if in_space && !ch.is_whitespace() {
-            out.push(std::mem::take(&mut current));
+            out.push(&text[start..at]);
+            start = at;
         }
         in_space = ch.is_whitespace();
-        current.push(ch);
     }
-    if !current.is_empty() {
-        out.push(current);
+    if start < text.len() {
+        out.push(&text[start..]);
     }
     out
 }
@@ -334,14 +352,7 @@ impl Provider for ScriptedProvider {
         if signal.is_cancelled() {
             return Err(ProviderError::cancelled());
         }
-        if let Ok(mut requests) = self.requests.lock() {
-            requests.push(RecordedRequest {
-                messages: messages.to_vec(),
-                tools: tools.specs().map(|s| s.name.clone()).collect(),
-                model: model.to_string(),
-                system: context.and_then(|c| c.system.clone()),
-            });
-        }
+        self.record(messages, tools, model, context);
         let (n, turn) = self.next_turn()?;
         let response = match turn {
             Turn::Fail(error) => return Err(error.to_error()),
@@ -356,35 +367,7 @@ impl Provider for ScriptedProvider {
             .collect();
         Ok(Box::pin(async_stream::stream! {
             let mut recorder = MetricsRecorder::start();
-            let id = response.id.clone().unwrap_or_else(|| format!("scripted-{}", n + 1));
-            let mut events = vec![
-                Event::Started { response_id: Some(id), model, session_id: None, warnings },
-                Event::Usage(Usage { input: response.usage.input, ..Usage::default() }),
-            ];
-            for (index, part) in response.parts.iter().enumerate() {
-                match part {
-                    Part::Text { text } => {
-                        events.extend(word_deltas(text).into_iter().map(|text| Event::TextDelta { index, text }));
-                    }
-                    Part::Thinking { text, signature } => {
-                        events.extend(word_deltas(text).into_iter().map(|text| Event::ReasoningDelta { index, text }));
-                        if let Some(signature) = signature {
-                            events.push(Event::ReasoningSignature { index, signature: signature.clone() });
-                        }
-                    }
-                    Part::ToolCall { id, name, input } => {
-                        events.push(Event::ToolCallStart { id: id.clone(), name: name.clone() });
-                        let json = input.to_string();
-                        let mid = json.char_indices().map(|(i, _)| i).nth(json.chars().count() / 2).unwrap_or(0);
-                        for piece in [&json[..mid], &json[mid..]] {
-                            if !piece.is_empty() {
-                                events.push(Event::ToolCallDelta { id: id.clone(), partial_json: piece.to_string() });
-                            }
-                        }
-                        events.push(Event::ToolCall { id: id.clone(), name: name.clone(), input: input.clone(), executed_by: ExecutedBy::Host });
-                    }
-                }
-            }
+            let events = response_events(n, &response, model, warnings);
             for event in events {
                 if signal.is_cancelled() {
                     yield Err(ProviderError::cancelled());
@@ -412,32 +395,6 @@ impl Provider for ScriptedProvider {
                 }
             }
         }))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn word_deltas_keep_every_character() {
-        let text = "héllo  wörld 🎉 end";
-        let deltas = word_deltas(text);
-        assert_eq!(deltas.concat(), text);
-        assert_eq!(deltas, vec!["héllo  ", "wörld ", "🎉 ", "end"]);
-    }
-
-    #[test]
-    fn script_round_trips_through_json() {
-        let script = Script::new(vec![
-            Turn::parts(vec![
-                Part::thinking("hmm", "sig"),
-                Part::tool_call("t1", "echo", serde_json::json!({"a": 1})),
-            ]),
-            Turn::Fail(ScriptedError::new(ErrorKind::RateLimited, "slow")),
-        ]);
-        let json = serde_json::to_string(&script).expect("serializes");
-        assert_eq!(Script::from_json(&json).expect("parses"), script);
     }
 }
 
@@ -475,4 +432,30 @@ pub fn build(options: &Value) -> Result<std::sync::Arc<dyn Provider>, ProviderEr
         (None, Some(text)) => ScriptedProvider::always(text),
         (None, None) => ScriptedProvider::always("Hello from the scripted provider."),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_deltas_keep_every_character() {
+        let text = "héllo  wörld 🎉 end";
+        let deltas = word_deltas(text);
+        assert_eq!(deltas.concat(), text);
+        assert_eq!(deltas, vec!["héllo  ", "wörld ", "🎉 ", "end"]);
+    }
+
+    #[test]
+    fn script_round_trips_through_json() {
+        let script = Script::new(vec![
+            Turn::parts(vec![
+                Part::thinking("hmm", "sig"),
+                Part::tool_call("t1", "echo", serde_json::json!({"a": 1})),
+            ]),
+            Turn::Fail(ScriptedError::new(ErrorKind::RateLimited, "slow")),
+        ]);
+        let json = serde_json::to_string(&script).expect("serializes");
+        assert_eq!(Script::from_json(&json).expect("parses"), script);
+    }
 }
