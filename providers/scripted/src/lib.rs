@@ -398,6 +398,79 @@ impl Provider for ScriptedProvider {
     }
 }
 
+/// Every event a scripted response streams before its end: `Started`, the input usage, then
+/// each part's events.
+fn response_events(n: usize, response: &Response, model: String, warnings: Vec<Warning>) -> Vec<Event> {
+    let id = response.id.clone().unwrap_or_else(|| format!("scripted-{}", n + 1));
+    let mut events = vec![
+        Event::Started {
+            response_id: Some(id),
+            model,
+            session_id: None,
+            warnings,
+        },
+        Event::Usage(Usage {
+            input: response.usage.input,
+            ..Usage::default()
+        }),
+    ];
+    for (index, part) in response.parts.iter().enumerate() {
+        push_part_events(&mut events, index, part);
+    }
+    events
+}
+
+/// The events of one part: text and thinking as word-sized deltas, a tool call's input in two
+/// halves before the call.
+fn push_part_events(events: &mut Vec<Event>, index: usize, part: &Part) {
+    match part {
+        Part::Text { text } => {
+            events.extend(word_deltas(text).into_iter().map(|text| Event::TextDelta {
+                index,
+                text: text.to_owned(),
+            }));
+        }
+        Part::Thinking { text, signature } => {
+            events.extend(word_deltas(text).into_iter().map(|text| Event::ReasoningDelta {
+                index,
+                text: text.to_owned(),
+            }));
+            if let Some(signature) = signature {
+                events.push(Event::ReasoningSignature {
+                    index,
+                    signature: signature.clone(),
+                });
+            }
+        }
+        Part::ToolCall { id, name, input } => {
+            events.push(Event::ToolCallStart {
+                id: id.clone(),
+                name: name.clone(),
+            });
+            let json = input.to_string();
+            let mid = json
+                .char_indices()
+                .map(|(i, _)| i)
+                .nth(json.chars().count() / 2)
+                .unwrap_or(0);
+            for piece in [&json[..mid], &json[mid..]] {
+                if !piece.is_empty() {
+                    events.push(Event::ToolCallDelta {
+                        id: id.clone(),
+                        partial_json: piece.to_string(),
+                    });
+                }
+            }
+            events.push(Event::ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                input: input.clone(),
+                executed_by: ExecutedBy::Host,
+            });
+        }
+    }
+}
+
 /// The provider's registry name.
 pub const NAME: &str = "scripted";
 
