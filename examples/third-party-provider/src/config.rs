@@ -4,9 +4,8 @@ use std::env::VarError;
 use std::fmt;
 use std::time::Duration;
 
-use patchbay_core::kit::{Secret, StreamLimits, redact_serde_message, redact_url};
+use patchbay_core::kit::{OptionsError, Secret, StreamLimits, read_options, redact_url};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{Error, UrlError};
@@ -103,7 +102,7 @@ impl OllamaConfig {
     /// `connect_timeout_ms` (`0` turns a timeout off) and `max_line_bytes` (at least 1). An
     /// unknown key or a wrong type is an error naming the key, never quoting a value.
     pub fn from_options(options: &Value) -> Result<Self, Error> {
-        let options: Options = read_object(options).map_err(|(key, message)| Error::Options { key, message })?;
+        let options: Options = read_options(options).map_err(Error::Options)?;
         let mut config = Self::from_env()?;
         if let Some(url) = options.base_url {
             config.base_url = normalize_host(&url, "base_url")?;
@@ -122,10 +121,10 @@ impl OllamaConfig {
         }
         match options.max_line_bytes {
             Some(0) => {
-                return Err(Error::Options {
+                return Err(Error::Options(OptionsError {
                     key: Some("max_line_bytes".into()),
-                    message: "`max_line_bytes` must be at least 1".into(),
-                });
+                    message: "must be at least 1".into(),
+                }));
             }
             Some(max) => config.limits = config.limits.with_max_line_bytes(max),
             None => {}
@@ -195,28 +194,6 @@ impl OllamaConfig {
     pub fn connect_timeout(&self) -> Option<Duration> {
         self.connect_timeout
     }
-}
-
-/// Read the options object into `T` (`null`: `T::default()`); on an error, the key to blame
-/// (found by reading each key alone) and serde's message with values redacted.
-pub(crate) fn read_object<T: DeserializeOwned + Default>(options: &Value) -> Result<T, (Option<String>, String)> {
-    let object = match options {
-        Value::Null => return Ok(T::default()),
-        Value::Object(object) => object,
-        _ => return Err((None, "the options must be a JSON object".into())),
-    };
-    T::deserialize(options).map_err(|error| {
-        let key = object.iter().find_map(|(key, value)| {
-            let alone = Value::Object([(key.clone(), value.clone())].into_iter().collect());
-            T::deserialize(&alone).is_err().then(|| key.clone())
-        });
-        let message = redact_serde_message(&error.to_string());
-        let message = match &key {
-            Some(key) if !message.contains(&format!("`{key}`")) => format!("`{key}`: {message}"),
-            _ => message,
-        };
-        (key, message)
-    })
 }
 
 /// A base URL from `OLLAMA_HOST` or an option, read as Ollama reads `OLLAMA_HOST`: without a

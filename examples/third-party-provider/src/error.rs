@@ -30,13 +30,8 @@ pub enum Error {
     },
     /// The options are not a JSON object, name an unknown key, or give a key a wrong type.
     /// The message names the key and never quotes a value.
-    #[error("invalid options: {message}")]
-    Options {
-        /// The offending key, when one is to blame.
-        key: Option<String>,
-        /// What is wrong (serde's message, values redacted).
-        message: String,
-    },
+    #[error("invalid options: {0}")]
+    Options(#[source] patchbay_core::kit::OptionsError),
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client")]
     Client {

@@ -14,9 +14,6 @@ use patchbay_core::{ErrorKind, FinishReason};
 use patchbay_scripted::{End, Part, Response, ScriptedError};
 use serde_json::{Value, json};
 
-/// Texts longer than this go out as one line.
-const ONE_LINE_ABOVE: usize = 4096;
-
 /// The timestamp every rendered line carries.
 const CREATED_AT: &str = "2025-01-01T00:00:00.000000Z";
 
@@ -32,27 +29,6 @@ const CREATED_AT: &str = "2025-01-01T00:00:00.000000Z";
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OllamaWire;
-
-/// `text` cut after each run of whitespace (`"a b"` is `"a "`, `"b"`), or whole when long.
-fn words(text: &str) -> Vec<&str> {
-    if text.len() > ONE_LINE_ABOVE {
-        return vec![text];
-    }
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut after_space = false;
-    for (at, ch) in text.char_indices() {
-        if after_space && !ch.is_whitespace() {
-            out.push(&text[start..at]);
-            start = at;
-        }
-        after_space = ch.is_whitespace();
-    }
-    if start < text.len() {
-        out.push(&text[start..]);
-    }
-    out
-}
 
 /// The `done_reason` an Ollama server gives for a finish reason.
 pub fn done_reason(reason: &FinishReason) -> String {
@@ -111,12 +87,12 @@ impl WireFormat for OllamaWire {
         for part in &response.parts {
             match part {
                 Part::Text { text } => {
-                    for word in words(text) {
+                    for word in patchbay_conformance::mock::deltas(text) {
                         out.message(json!({"content": word}));
                     }
                 }
                 Part::Thinking { text, .. } => {
-                    for word in words(text) {
+                    for word in patchbay_conformance::mock::deltas(text) {
                         out.message(json!({"thinking": word}));
                     }
                 }

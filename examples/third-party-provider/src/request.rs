@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::NAME;
-use crate::config::read_object;
+use patchbay_core::kit::read_options;
 
 /// The per-call options (`context.provider_options("ollama")`), read in one go.
 #[derive(Debug, Default, Deserialize)]
@@ -47,10 +47,10 @@ pub(crate) fn plan(
     let default = RequestContext::default();
     let context = context.unwrap_or(&default);
     let call: CallOptions = match context.provider_options(NAME) {
-        Some(value) => read_object(value).map_err(|(_, message)| {
+        Some(value) => read_options(value).map_err(|error| {
             ProviderError::new(
                 ErrorKind::InvalidRequest,
-                format!("invalid `ollama` call options: {message}"),
+                format!("invalid `ollama` call options: {error}"),
             )
         })?,
         None => CallOptions::default(),
