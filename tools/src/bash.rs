@@ -98,9 +98,30 @@ async fn run(workspace: &Workspace, cx: &ToolContext, input: &BashInput) -> Resu
         .timeout_secs
         .map_or(limits.bash_timeout, Duration::from_secs)
         .clamp(Duration::from_secs(1), limits.bash_max_timeout);
-    let mut child = spawn(workspace, &root, &input.command)?;
-    let mut group = ProcessGroup::new(child.id());
+    let child = spawn(workspace, &root, &input.command)?;
     let cap = limits.max_output_chars.saturating_mul(4).max(1024);
+    let finished = wait_with_output(child, cap, timeout, cx).await?;
+    Ok(report(finished, limits.max_output_chars, timeout))
+}
+
+/// What a command left when it ended: its exit status, whether it was stopped, its output.
+struct Finished {
+    status: std::process::ExitStatus,
+    stop: Option<Stop>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Read the command's output (each stream capped at `cap` bytes) until it exits, times out or
+/// is cancelled; its process group is killed in every case, and output still buffered is read
+/// for at most [`DRAIN_GRACE`] after the exit.
+async fn wait_with_output(
+    mut child: tokio::process::Child,
+    cap: usize,
+    timeout: Duration,
+    cx: &ToolContext,
+) -> Result<Finished, ToolError> {
+    let mut group = ProcessGroup::new(child.id());
     let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
     let (mut out, mut err) = (Capture::new(cap), Capture::new(cap));
     let (mut out_buf, mut err_buf) = (vec![0u8; 8192], vec![0u8; 8192]);
@@ -140,50 +161,29 @@ async fn run(workspace: &Workspace, cx: &ToolContext, input: &BashInput) -> Resu
     }
     let status = status.ok_or_else(|| ToolError::failed("the command's exit status is unknown"))?;
     group.forget();
+    Ok(Finished {
+        status,
+        stop,
+        stdout: out.into_string(),
+        stderr: err.into_string(),
+    })
+}
+
+/// The tool result of a finished command: its output (head and tail kept), a closing line
+/// saying how it ended, and the exit facts as metadata.
+fn report(finished: Finished, max_output_chars: usize, timeout: Duration) -> ToolResult {
+    let Finished {
+        status,
+        stop,
+        stdout,
+        stderr,
+    } = finished;
     let exit_code = status.code();
     let signal = exit_signal(&status);
-    let mut text = String::new();
-    let (stdout_text, stderr_text) = (out.into_string(), err.into_string());
-    text.push_str(&stdout_text);
-    if !stderr_text.is_empty() {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str("[stderr]\n");
-        text.push_str(&stderr_text);
-    }
-    if text.is_empty() {
-        text.push_str("(no output)");
-    }
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    let (mut text, cut) = truncate(text, limits.max_output_chars, Keep::HeadAndTail, "");
-    let result_status = match (stop, exit_code) {
-        (Some(Stop::TimedOut), _) => {
-            text.push_str(&format!(
-                "[timed out after {} s: the command and its process group were killed]",
-                timeout.as_secs()
-            ));
-            ToolStatus::Failed
-        }
-        (Some(Stop::Cancelled), _) => {
-            text.push_str("[cancelled: the command and its process group were killed]");
-            ToolStatus::Aborted
-        }
-        (None, Some(0)) => {
-            text.push_str("[exit code 0]");
-            ToolStatus::Completed
-        }
-        (None, Some(code)) => {
-            text.push_str(&format!("[exit code {code}]"));
-            ToolStatus::Failed
-        }
-        (None, None) => {
-            text.push_str(&format!("[killed by signal {}]", signal.unwrap_or_default()));
-            ToolStatus::Failed
-        }
-    };
+    let text = combined_output(&stdout, &stderr);
+    let (mut text, cut) = truncate(text, max_output_chars, Keep::HeadAndTail, "");
+    let (closing, result_status) = closing_line(stop, exit_code, signal, timeout);
+    text.push_str(&closing);
     let mut result = ToolResult::with_status(result_status, text);
     result.metadata = Some(json!({
         "exit_code": exit_code,
@@ -192,7 +192,56 @@ async fn run(workspace: &Workspace, cx: &ToolContext, input: &BashInput) -> Resu
         "cancelled": stop == Some(Stop::Cancelled),
         "truncated_chars": cut,
     }));
-    Ok(result)
+    result
+}
+
+/// stdout, then stderr under a `[stderr]` line; `(no output)` when both are empty; always
+/// ending with a newline.
+fn combined_output(stdout: &str, stderr: &str) -> String {
+    let mut text = String::new();
+    text.push_str(stdout);
+    if !stderr.is_empty() {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("[stderr]\n");
+        text.push_str(stderr);
+    }
+    if text.is_empty() {
+        text.push_str("(no output)");
+    }
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+/// The line that says how the command ended, and the status that goes with it.
+fn closing_line(
+    stop: Option<Stop>,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    timeout: Duration,
+) -> (String, ToolStatus) {
+    match (stop, exit_code) {
+        (Some(Stop::TimedOut), _) => (
+            format!(
+                "[timed out after {} s: the command and its process group were killed]",
+                timeout.as_secs()
+            ),
+            ToolStatus::Failed,
+        ),
+        (Some(Stop::Cancelled), _) => (
+            "[cancelled: the command and its process group were killed]".to_owned(),
+            ToolStatus::Aborted,
+        ),
+        (None, Some(0)) => ("[exit code 0]".to_owned(), ToolStatus::Completed),
+        (None, Some(code)) => (format!("[exit code {code}]"), ToolStatus::Failed),
+        (None, None) => (
+            format!("[killed by signal {}]", signal.unwrap_or_default()),
+            ToolStatus::Failed,
+        ),
+    }
 }
 
 fn spawn(workspace: &Workspace, root: &Root, command: &str) -> Result<tokio::process::Child, ToolError> {

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use crate::error::{ToolError, blocking};
 use crate::output::{Keep, clip_line, truncate};
 use crate::read::{Loaded, Opened, load, open_file};
-use crate::root::Root;
-use crate::workspace::Workspace;
+use crate::root::{Root, Target};
+use crate::workspace::{Limits, Workspace};
 use crate::write::atomic_write;
 
 /// Input of the `edit` tool.
@@ -71,52 +71,13 @@ impl Tool for EditTool {
 }
 
 fn edit(workspace: &Workspace, cx: &ToolContext, input: &EditInput) -> Result<ToolResult, ToolError> {
-    if input.old_string.is_empty() {
-        return Err(ToolError::failed(
-            "`old_string` is empty; give the exact text to replace (use `write` to create a file)",
-        ));
-    }
-    if input.old_string == input.new_string {
-        return Err(ToolError::failed(
-            "`old_string` and `new_string` are identical; nothing to change",
-        ));
-    }
+    check_strings(input)?;
     let root = Root::open(workspace, cx)?;
     let target = root.resolve(&input.path)?;
     let limits = workspace.limits();
-    let (file, len) = match open_file(&root, &target)? {
-        Opened::Dir => return Err(ToolError::failed(format!("`{}` is a directory", target.shown))),
-        Opened::File(file, len) => (file, len),
-    };
-    let text = match load(file, len, &target, limits)? {
-        Loaded::Text(text) if !text.lossy => text.text,
-        Loaded::Text(_) => {
-            return Err(ToolError::failed(format!(
-                "`{}` is not valid UTF-8; edit cannot change it safely",
-                target.shown
-            )));
-        }
-        Loaded::Binary(_) => return Err(ToolError::failed(format!("`{}` is a binary file", target.shown))),
-    };
+    let text = load_text(&root, &target, limits)?;
     let (old, new) = line_endings(&text, &input.old_string, &input.new_string);
-    let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(i, _)| i).collect();
-    if starts.is_empty() {
-        return Err(ToolError::failed(format!(
-            "`old_string` was not found in `{}` (0 matches). It must match exactly, including whitespace \
-             and indentation; read the file and copy the text from it.",
-            target.shown
-        )));
-    }
-    if starts.len() > 1 && !input.replace_all {
-        let lines: Vec<String> = starts.iter().map(|&i| line_of(&text, i).to_string()).collect();
-        return Err(ToolError::failed(format!(
-            "`old_string` matches {} times in `{}` (at lines {}); add surrounding context to make it \
-             unique, or set `replace_all` to true to replace every match",
-            starts.len(),
-            target.shown,
-            lines.join(", ")
-        )));
-    }
+    let starts = match_starts(&text, &old, &target, input.replace_all)?;
     let updated = if input.replace_all {
         text.replace(old.as_str(), &new)
     } else {
@@ -137,7 +98,73 @@ fn edit(workspace: &Workspace, cx: &ToolContext, input: &EditInput) -> Result<To
         if count == 1 { "occurrence" } else { "occurrences" },
         written.shown
     );
-    let changed_lines = new.lines().count().max(1);
+    out.push_str(&snippet(&updated, first_line, new.lines().count().max(1), limits));
+    let (out, _) = truncate(out, limits.max_output_chars, Keep::Head, "");
+    Ok(ToolResult::text(out).with_metadata(json!({
+        "path": written.shown,
+        "replacements": count,
+        "first_line": first_line,
+    })))
+}
+
+/// Refuse an empty `old_string` and a replacement that changes nothing.
+fn check_strings(input: &EditInput) -> Result<(), ToolError> {
+    if input.old_string.is_empty() {
+        return Err(ToolError::failed(
+            "`old_string` is empty; give the exact text to replace (use `write` to create a file)",
+        ));
+    }
+    if input.old_string == input.new_string {
+        return Err(ToolError::failed(
+            "`old_string` and `new_string` are identical; nothing to change",
+        ));
+    }
+    Ok(())
+}
+
+/// The file's text; a directory, a binary file or one that is not valid UTF-8 is refused.
+fn load_text(root: &Root, target: &Target, limits: &Limits) -> Result<String, ToolError> {
+    let (file, len) = match open_file(root, target)? {
+        Opened::Dir => return Err(ToolError::failed(format!("`{}` is a directory", target.shown))),
+        Opened::File(file, len) => (file, len),
+    };
+    match load(file, len, target, limits)? {
+        Loaded::Text(text) if !text.lossy => Ok(text.text),
+        Loaded::Text(_) => Err(ToolError::failed(format!(
+            "`{}` is not valid UTF-8; edit cannot change it safely",
+            target.shown
+        ))),
+        Loaded::Binary(_) => Err(ToolError::failed(format!("`{}` is a binary file", target.shown))),
+    }
+}
+
+/// Byte offsets of every match of `old`: at least one, and only one unless `replace_all`.
+fn match_starts(text: &str, old: &str, target: &Target, replace_all: bool) -> Result<Vec<usize>, ToolError> {
+    let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
+    if starts.is_empty() {
+        return Err(ToolError::failed(format!(
+            "`old_string` was not found in `{}` (0 matches). It must match exactly, including whitespace \
+             and indentation; read the file and copy the text from it.",
+            target.shown
+        )));
+    }
+    if starts.len() > 1 && !replace_all {
+        let lines: Vec<String> = starts.iter().map(|&i| line_of(text, i).to_string()).collect();
+        return Err(ToolError::failed(format!(
+            "`old_string` matches {} times in `{}` (at lines {}); add surrounding context to make it \
+             unique, or set `replace_all` to true to replace every match",
+            starts.len(),
+            target.shown,
+            lines.join(", ")
+        )));
+    }
+    Ok(starts)
+}
+
+/// The changed lines of `updated` from `first_line`, with [`SNIPPET_CONTEXT`] lines around them,
+/// numbered.
+fn snippet(updated: &str, first_line: usize, changed_lines: usize, limits: &Limits) -> String {
+    let mut out = String::new();
     let lines: Vec<&str> = updated.lines().collect();
     let from = first_line.saturating_sub(SNIPPET_CONTEXT).max(1);
     let to = (first_line + changed_lines - 1 + SNIPPET_CONTEXT).min(lines.len());
@@ -146,12 +173,7 @@ fn edit(workspace: &Workspace, cx: &ToolContext, input: &EditInput) -> Result<To
             out.push_str(&format!("{number:>6}\t{}\n", clip_line(line, limits.max_line_chars)));
         }
     }
-    let (out, _) = truncate(out, limits.max_output_chars, Keep::Head, "");
-    Ok(ToolResult::text(out).with_metadata(json!({
-        "path": written.shown,
-        "replacements": count,
-        "first_line": first_line,
-    })))
+    out
 }
 
 /// The strings to use: as given, or with `\r\n` line endings when the file uses them and the
