@@ -14,7 +14,7 @@
 //! - [`read_options`] reads a provider's JSON options, naming the key at fault and quoting no
 //!   value.
 //! - [`Secret`] holds a key so no `Debug` shows it; [`request_span`] is the one span name of a
-//!   model call.
+//!   model call, [`in_span`] polls an event stream inside it.
 //! - Helpers every provider needs: [`check_conversation`] (input checks before any I/O),
 //!   [`kind_for_status`] and [`parse_retry_after`] (HTTP errors), [`MetricsRecorder`] (the
 //!   `Finish` metrics), [`ContentBuilder`] (events back into content blocks), [`run_tool`]
@@ -26,6 +26,7 @@ mod framing;
 mod options;
 mod redact;
 mod secret;
+mod span;
 
 pub use counts::token_count;
 pub use drive::{Driver, StreamLimits, StreamTranslator, read_error_body, within};
@@ -33,19 +34,10 @@ pub use framing::{Framer, Framing, MAX_LINE_BYTES};
 pub use options::{OptionsError, read_options};
 pub use redact::{redact_serde_message, redact_url, redirect_error};
 pub use secret::Secret;
+pub use span::{in_span, request_span};
 
 pub use crate::error::kind_for_status;
 pub use crate::event::MetricsRecorder;
 pub use crate::provider::{ContentBuilder, check_conversation};
 pub use crate::retry::parse_retry_after;
 pub use crate::tool::run_tool;
-
-/// The span every provider opens around one model call: `patchbay.request{provider, model}`.
-///
-/// ```
-/// let span = patchbay_core::kit::request_span("anthropic", "claude-sonnet-4-5");
-/// let _entered = span.enter();
-/// ```
-pub fn request_span(provider: &str, model: &str) -> tracing::Span {
-    tracing::info_span!("patchbay.request", provider = %provider, model = %model)
-}

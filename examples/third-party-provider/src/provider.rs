@@ -1,16 +1,13 @@
 //! [`OllamaProvider`]: the thin I/O around the request plan and the translator.
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use patchbay_core::kit::{
     Driver, MetricsRecorder, check_conversation, kind_for_status, parse_retry_after, read_error_body, redact_url,
     redirect_error, request_span, within,
 };
 use patchbay_core::{
-    Capabilities, ErrorKind, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext,
-    Signal, ToolSet, async_trait,
+    Capabilities, ErrorKind, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal,
+    ToolSet, async_trait,
 };
 use serde_json::Value;
 use tracing::Instrument;
@@ -171,7 +168,7 @@ impl Provider for OllamaProvider {
             .with_limits(limits)
             .with_provider(NAME)
             .into_stream();
-        Ok(Box::pin(InSpan { span, inner: stream }))
+        Ok(patchbay_core::kit::in_span(stream, span))
     }
 }
 
@@ -181,20 +178,4 @@ fn transport(message: String, error: reqwest::Error) -> ProviderError {
     ProviderError::new(ErrorKind::Transport, message)
         .with_provider(NAME)
         .with_source(error.without_url())
-}
-
-/// The event stream, polled inside the request's span (events are added within it).
-struct InSpan {
-    span: tracing::Span,
-    inner: EventStream,
-}
-
-impl Stream for InSpan {
-    type Item = Result<Event, ProviderError>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        let _entered = this.span.enter();
-        this.inner.as_mut().poll_next(cx)
-    }
 }

@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::launch::{Call, LaunchPlan, Place};
 use crate::pool::{Parked, Pool};
 use crate::process::{CliProcess, Grace};
-use crate::run::{Bridge, Report, Start, in_span, run};
+use crate::run::{Bridge, Report, Start, run};
 use crate::session::SessionArgs;
 use crate::translate::Translator;
 
@@ -150,7 +150,7 @@ impl Provider for ClaudeAgentProvider {
         };
         let span = request_span(NAME, model);
         let stream = span.in_scope(|| self.start(&call, signal))?;
-        Ok(in_span(stream, span))
+        Ok(patchbay_core::kit::in_span(stream, span))
     }
 }
 

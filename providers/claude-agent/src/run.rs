@@ -5,10 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::Stream;
 use futures::stream::{FuturesUnordered, StreamExt};
 use patchbay_core::{ErrorKind, Event, EventStream, ProviderError, RequestContext, Signal, ToolResult, ToolSet};
 use serde_json::Value;
@@ -341,25 +339,5 @@ fn record_line(path: &Path, line: &[u8]) {
     let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
     if let Ok(mut file) = file {
         let _ = file.write_all(line).and_then(|()| file.write_all(b"\n"));
-    }
-}
-
-/// `stream` polled inside `span` (the request span of the call).
-pub(crate) fn in_span(stream: EventStream, span: tracing::Span) -> EventStream {
-    Box::pin(InSpan { inner: stream, span })
-}
-
-struct InSpan {
-    inner: EventStream,
-    span: tracing::Span,
-}
-
-impl Stream for InSpan {
-    type Item = Result<Event, ProviderError>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        let _entered = this.span.enter();
-        this.inner.as_mut().poll_next(cx)
     }
 }
