@@ -117,53 +117,35 @@ impl McpClient {
             list_changed: list_changed.clone(),
         };
         let mut warnings = Vec::new();
-        let handshake = |source: Box<dyn std::error::Error + Send + Sync>, stderr: Option<String>| Error::Handshake {
-            server: name.clone(),
-            stderr,
-            source,
-        };
         let (service, child) = match &server.transport {
             McpTransport::Http { url, headers } => {
                 let headers = header_map(&name, headers, &context.metadata, &mut warnings)?;
-                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
-                // Never rmcp's `from_config`: its default client panics without a process-wide
-                // rustls provider, which patchbay does not install.
-                let client = shared_http_client().map_err(|source| handshake(Box::new(source), None))?;
-                let transport = StreamableHttpClientTransport::with_client(client, config);
-                let service = handler.serve(transport).await.map_err(|e| {
-                    if e.is_authorization_required() {
-                        Error::Unauthorized { server: name.clone() }
-                    } else {
-                        handshake(Box::new(e), None)
-                    }
-                })?;
-                (service, None)
+                (serve_http(&name, url, headers, handler).await?, None)
             }
             McpTransport::Stdio { command, args, env } => {
-                let mut full_env = context.env.clone();
-                for (key, value) in env {
-                    let value = fill_template(value, &context.metadata).unwrap_or_else(|missing| {
-                        warnings.push(missing_metadata(&name, key, &missing));
-                        String::new()
-                    });
-                    full_env.insert(key.clone(), value);
-                }
-                let (child, stdout, stdin) = ChildProcess::spawn(Spawn {
+                let spawn = Spawn {
                     server: &name,
                     command,
                     args,
-                    env: full_env,
+                    env: stdio_env(&name, env, context, &mut warnings),
                     working_dir: context.working_dir.as_deref(),
                     stderr: stderr.clone(),
-                })?;
-                // `child` is dropped (group killed) if the handshake fails or is abandoned.
-                let service = handler
-                    .serve((stdout, stdin))
-                    .await
-                    .map_err(|e| handshake(Box::new(e), stderr.text()))?;
+                };
+                let (service, child) = serve_stdio(&name, spawn, handler, &stderr).await?;
                 (service, Some(child))
             }
         };
+        let client = Self::with_tools(name, service, child, list_changed).await?;
+        Ok((client, warnings))
+    }
+
+    /// The client over a served connection, once the server listed its tools.
+    async fn with_tools(
+        name: String,
+        service: RunningService<RoleClient, Handler>,
+        child: Option<ChildProcess>,
+        list_changed: Arc<AtomicBool>,
+    ) -> Result<Self, Error> {
         let peer = service.peer().clone();
         let pid = child.as_ref().and_then(ChildProcess::pid);
         let parts = Parts {
@@ -174,18 +156,15 @@ impl McpClient {
             server: name.clone(),
             source,
         })?;
-        Ok((
-            Self {
-                name,
-                peer,
-                parts: Mutex::new(parts),
-                pid,
-                tools: tokio::sync::Mutex::new(tools),
-                list_changed,
-                closed: AtomicBool::new(false),
-            },
-            warnings,
-        ))
+        Ok(Self {
+            name,
+            peer,
+            parts: Mutex::new(parts),
+            pid,
+            tools: tokio::sync::Mutex::new(tools),
+            list_changed,
+            closed: AtomicBool::new(false),
+        })
     }
 
     /// The server's configured name.
@@ -372,6 +351,73 @@ fn shared_http_client() -> Result<reqwest::Client, Arc<reqwest::Error>> {
                 })
         })
         .clone()
+}
+
+/// A failed handshake with server `server`, with the tail of its stderr when it has one.
+fn handshake_error(server: &str, source: Box<dyn std::error::Error + Send + Sync>, stderr: Option<String>) -> Error {
+    Error::Handshake {
+        server: server.to_owned(),
+        stderr,
+        source,
+    }
+}
+
+/// Handshake with a streamable-HTTP server, sending `headers` with every request.
+async fn serve_http(
+    name: &str,
+    url: &str,
+    headers: HashMap<HeaderName, HeaderValue>,
+    handler: Handler,
+) -> Result<RunningService<RoleClient, Handler>, Error> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
+    // Never rmcp's `from_config`: its default client panics without a process-wide
+    // rustls provider, which patchbay does not install.
+    let client = shared_http_client().map_err(|source| handshake_error(name, Box::new(source), None))?;
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    handler.serve(transport).await.map_err(|e| {
+        if e.is_authorization_required() {
+            Error::Unauthorized {
+                server: name.to_owned(),
+            }
+        } else {
+            handshake_error(name, Box::new(e), None)
+        }
+    })
+}
+
+/// The environment of a stdio server: the request's, then the server's own with metadata
+/// templates filled (a missing value becomes empty, with a warning).
+fn stdio_env(
+    name: &str,
+    env: &BTreeMap<String, String>,
+    context: &RequestContext,
+    warnings: &mut Vec<Warning>,
+) -> BTreeMap<String, String> {
+    let mut full_env = context.env.clone();
+    for (key, value) in env {
+        let value = fill_template(value, &context.metadata).unwrap_or_else(|missing| {
+            warnings.push(missing_metadata(name, key, &missing));
+            String::new()
+        });
+        full_env.insert(key.clone(), value);
+    }
+    full_env
+}
+
+/// Start a stdio server and handshake over its stdin and stdout.
+async fn serve_stdio(
+    name: &str,
+    spawn: Spawn<'_>,
+    handler: Handler,
+    stderr: &StderrTail,
+) -> Result<(RunningService<RoleClient, Handler>, ChildProcess), Error> {
+    let (child, stdout, stdin) = ChildProcess::spawn(spawn)?;
+    // `child` is dropped (group killed) if the handshake fails or is abandoned.
+    let service = handler
+        .serve((stdout, stdin))
+        .await
+        .map_err(|e| handshake_error(name, Box::new(e), stderr.text()))?;
+    Ok((service, child))
 }
 
 fn missing_metadata(server: &str, key: &str, missing: &str) -> Warning {
