@@ -18,7 +18,28 @@ pub struct Warning {
 }
 
 impl Warning {
-    /// A warning with a code and a message.
+    /// A request option, context field or sampling parameter the provider cannot honour.
+    pub const UNSUPPORTED_OPTION: &'static str = "unsupported_option";
+    /// Message content the wire cannot carry (sent another way, or left out: see the message).
+    pub const UNSUPPORTED_CONTENT: &'static str = "unsupported_content";
+    /// Content that was dropped outright.
+    pub const DROPPED_CONTENT: &'static str = "dropped_content";
+    /// Reasoning in the history that this server is not sent back.
+    pub const REASONING_NOT_SENT: &'static str = "reasoning_not_sent";
+    /// A history the runtime cannot take turn by turn, sent as one flattened prompt.
+    pub const HISTORY_FLATTENED: &'static str = "history_flattened";
+    /// MCP servers in the context that nobody attached (a direct API connects none itself).
+    pub const MCP_SERVERS_IGNORED: &'static str = "mcp_servers_ignored";
+    /// An MCP server that failed to connect.
+    pub const MCP_SERVER_FAILED: &'static str = "mcp_server_failed";
+    /// A `${metadata.key}` placeholder whose key the request lacks.
+    pub const MCP_MISSING_METADATA: &'static str = "mcp_missing_metadata";
+    /// A tool whose name another tool already took (the first one is kept).
+    pub const DUPLICATE_TOOL: &'static str = "duplicate_tool";
+    /// An MCP server whose name another server already took.
+    pub const DUPLICATE_MCP_SERVER: &'static str = "duplicate_mcp_server";
+
+    /// A warning with a code (one of the constants above where one fits) and a message.
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             code: code.into(),

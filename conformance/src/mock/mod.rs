@@ -31,8 +31,10 @@ use crate::snapshot::split_randomly;
 /// A scripted [`ScriptedResponse`] is a list of parts (text, thinking with a signature, tool
 /// calls), an end (finish with a reason, an in-stream error, a truncation, a stall) and usage.
 /// Render what a real server of the family would send for it: the same ids, the same order of
-/// frames, the family's own finish reasons and error bodies. The provider under test then has
-/// to produce the events of the shared goldens from it. Every POST gets the next turn, so the
+/// frames, the family's own finish reasons and error bodies. Stream text in [`deltas`] pieces
+/// (word-sized, a huge text as one piece on one wire line) and give a scripted `retry_after_ms`
+/// as the family's `retry-after` (seconds). The provider under test then has to produce the
+/// events of the shared goldens from it. Every POST gets the next turn, so the
 /// path and the request body do not matter; [`MockServer::requests`] keeps them for goldens.
 ///
 /// ```
