@@ -23,7 +23,8 @@ use crate::snapshot::split_randomly;
 /// The splits every body is replayed with: (seed, largest write).
 const SPLITS: [(u64, usize); 6] = [(1, 1), (2, 3), (3, 17), (4, 64), (5, 301), (6, 4096)];
 
-/// Checks the recorded streams of one or more families (see the [module](self) docs).
+/// Checks the recorded streams of one or more families: each file translated whole and split
+/// at random byte boundaries, validated and snapshotted (see [`run_fixtures`]).
 ///
 /// ```no_run
 /// use patchbay_conformance::{FixtureRun, Recording};
@@ -58,7 +59,14 @@ struct ErrorSnapshot {
     message: String,
 }
 
-/// Runs [`FixtureRun`] on one family with the defaults: panics listing every problem.
+/// Checks every recorded stream of one family through a provider's translator, and panics
+/// listing every problem. For each file (`fixtures/<family>/<source>/<file>`, named
+/// `<family>__<source>__<file>`): the translator turns the whole body into one [`Recording`]
+/// per response it holds; each must pass the lifecycle validator; the responses are
+/// snapshotted (normalized events, response id, last usage, error) under the calling crate's
+/// `tests/snapshots/fixtures/`; and the body cut at random byte boundaries (six seeds, writes
+/// of 1 byte to 4 KiB) must give the same events. No file may end in an error (see
+/// [`FixtureRun::expect_errors`] for recordings broken on purpose).
 pub fn run_fixtures(family: &str, translate: impl Fn(&Path, &[&[u8]]) -> Vec<Recording>) {
     FixtureRun::new([family]).run(translate);
 }
