@@ -140,49 +140,82 @@ fn usage_json(usage: &Usage) -> Value {
 /// - ids become ordinals (`call_1`...), response and session ids and warnings are dropped;
 /// - timings are dropped; usage keeps input and output tokens; long texts are summarized.
 pub fn normalize(events: &[Event], error: Option<ErrorKind>) -> Outcome {
-    let mut out: Vec<Value> = Vec::new();
-    let mut ids: HashMap<String, String> = HashMap::new();
-    let mut blocks: HashMap<usize, usize> = HashMap::new();
-    // (kind, ordinal) of the text being joined, and its text so far.
-    let mut open: Option<(&'static str, usize, String)> = None;
+    let mut normalizer = Normalizer::default();
+    for event in events {
+        normalizer.push(event);
+    }
+    normalizer.flush();
+    Outcome {
+        events: normalizer.out,
+        error_kind: error.map(|kind| kind.as_str().to_string()),
+    }
+}
 
-    let call_id = |id: &str, ids: &mut HashMap<String, String>| -> String {
-        let next = ids.len() + 1;
-        ids.entry(id.to_string())
-            .or_insert_with(|| format!("call_{next}"))
-            .clone()
-    };
-    fn flush(open: &mut Option<(&'static str, usize, String)>, out: &mut Vec<Value>) {
-        if let Some((kind, index, text)) = open.take() {
-            out.push(json!({ "type": kind, "index": index, "text": summarize(&text) }));
+/// The state of [`normalize`] between events.
+#[derive(Default)]
+struct Normalizer {
+    out: Vec<Value>,
+    /// Raw tool call id to its ordinal id (`call_1`...), over the whole run.
+    ids: HashMap<String, String>,
+    /// Raw block index to its ordinal within the current step.
+    blocks: HashMap<usize, usize>,
+    /// (kind, ordinal) of the text being joined, and its text so far.
+    open: Option<(&'static str, usize, String)>,
+}
+
+impl Normalizer {
+    /// Take in one event: deltas are joined, `Usage` and tool input fragments dropped, any
+    /// other event ends the joined text and is added in its normal form.
+    fn push(&mut self, event: &Event) {
+        match event {
+            Event::TextDelta { index, text } => self.join("text", *index, text),
+            Event::ReasoningDelta { index, text } => self.join("reasoning", *index, text),
+            Event::Usage(_) | Event::ToolCallDelta { .. } => {}
+            other => {
+                self.flush();
+                let value = self.value(other);
+                self.out.extend(value);
+            }
         }
     }
 
-    for event in events {
-        let ordinal = |index: usize, blocks: &mut HashMap<usize, usize>| {
-            let next = blocks.len();
-            *blocks.entry(index).or_insert(next)
-        };
-        match event {
-            Event::TextDelta { index, text } | Event::ReasoningDelta { index, text } => {
-                let kind = if matches!(event, Event::TextDelta { .. }) {
-                    "text"
-                } else {
-                    "reasoning"
-                };
-                let index = ordinal(*index, &mut blocks);
-                match &mut open {
-                    Some((k, i, acc)) if *k == kind && *i == index => acc.push_str(text),
-                    _ => {
-                        flush(&mut open, &mut out);
-                        open = Some((kind, index, text.clone()));
-                    }
-                }
-                continue;
+    /// Add a delta to the text being joined, or start joining a new block.
+    fn join(&mut self, kind: &'static str, index: usize, text: &str) {
+        let index = self.ordinal(index);
+        match &mut self.open {
+            Some((k, i, acc)) if *k == kind && *i == index => acc.push_str(text),
+            _ => {
+                self.flush();
+                self.open = Some((kind, index, text.to_owned()));
             }
-            Event::Usage(_) | Event::ToolCallDelta { .. } => continue,
-            _ => flush(&mut open, &mut out),
         }
+    }
+
+    /// Add the joined text, if any, as one delta.
+    fn flush(&mut self) {
+        if let Some((kind, index, text)) = self.open.take() {
+            self.out
+                .push(json!({ "type": kind, "index": index, "text": summarize(&text) }));
+        }
+    }
+
+    /// The ordinal id of a raw tool call id.
+    fn call_id(&mut self, id: &str) -> String {
+        let next = self.ids.len() + 1;
+        self.ids
+            .entry(id.to_string())
+            .or_insert_with(|| format!("call_{next}"))
+            .clone()
+    }
+
+    /// The ordinal of a raw block index within the current step.
+    fn ordinal(&mut self, index: usize) -> usize {
+        let next = self.blocks.len();
+        *self.blocks.entry(index).or_insert(next)
+    }
+
+    /// The normal form of a non-delta event (`None` for deltas and `Usage`).
+    fn value(&mut self, event: &Event) -> Option<Value> {
         let value = match event {
             Event::Started { model, .. } => json!({ "type": "started", "model": model }),
             Event::McpConnected { servers, failed } => json!({
@@ -191,16 +224,16 @@ pub fn normalize(events: &[Event], error: Option<ErrorKind>) -> Outcome {
                 "failed": failed.iter().map(|f| &f.name).collect::<Vec<_>>(),
             }),
             Event::ReasoningSignature { index, signature } => {
-                json!({ "type": "reasoning_signature", "index": ordinal(*index, &mut blocks), "signature": summarize(signature) })
+                json!({ "type": "reasoning_signature", "index": self.ordinal(*index), "signature": summarize(signature) })
             }
             Event::RedactedReasoning { index, data } => {
-                json!({ "type": "redacted_reasoning", "index": ordinal(*index, &mut blocks), "data": summarize(data) })
+                json!({ "type": "redacted_reasoning", "index": self.ordinal(*index), "data": summarize(data) })
             }
             Event::Opaque { index, provider, data } => {
-                json!({ "type": "opaque", "index": ordinal(*index, &mut blocks), "provider": provider, "data": data })
+                json!({ "type": "opaque", "index": self.ordinal(*index), "provider": provider, "data": data })
             }
             Event::ToolCallStart { id, name } => {
-                json!({ "type": "tool_call_start", "id": call_id(id, &mut ids), "name": name })
+                json!({ "type": "tool_call_start", "id": self.call_id(id), "name": name })
             }
             Event::ToolCall {
                 id,
@@ -208,14 +241,14 @@ pub fn normalize(events: &[Event], error: Option<ErrorKind>) -> Outcome {
                 input,
                 executed_by,
             } => json!({
-                "type": "tool_call", "id": call_id(id, &mut ids), "name": name, "input": input, "executed_by": executed_by,
+                "type": "tool_call", "id": self.call_id(id), "name": name, "input": input, "executed_by": executed_by,
             }),
             Event::ToolResult { id, name, result } => json!({
-                "type": "tool_result", "id": call_id(id, &mut ids), "name": name,
+                "type": "tool_result", "id": self.call_id(id), "name": name,
                 "status": result.status, "content": result.content, "metadata": result.metadata,
             }),
             Event::StepFinished { step, reason, usage } => {
-                blocks.clear();
+                self.blocks.clear();
                 json!({ "type": "step_finished", "step": step, "reason": reason, "usage": usage_json(usage) })
             }
             Event::Finish { reason, usage, metrics } => json!({
@@ -223,14 +256,9 @@ pub fn normalize(events: &[Event], error: Option<ErrorKind>) -> Outcome {
                 "text_chars": metrics.text_chars, "reasoning_chars": metrics.reasoning_chars,
             }),
             Event::TextDelta { .. } | Event::ReasoningDelta { .. } | Event::Usage(_) | Event::ToolCallDelta { .. } => {
-                continue;
+                return None;
             }
         };
-        out.push(value);
-    }
-    flush(&mut open, &mut out);
-    Outcome {
-        events: out,
-        error_kind: error.map(|kind| kind.as_str().to_string()),
+        Some(value)
     }
 }

@@ -78,6 +78,7 @@ fn usage_json(usage: &Usage) -> Value {
     value
 }
 
+/// The SSE frames of one response being rendered.
 struct Frames<'a> {
     id: &'a str,
     model: &'a str,
@@ -98,6 +99,80 @@ impl Frames<'_> {
 
     fn raw(&mut self, value: &Value) {
         self.frames.push(format!("data: {value}\n\n"));
+    }
+
+    /// A text part as word-sized `content` deltas (`refusal` deltas for a refusal).
+    fn text(&mut self, text: &str, refusal: bool) {
+        let field = if refusal { "refusal" } else { "content" };
+        for word in patchbay_scripted::word_deltas(text) {
+            self.chunk(json!({ field: word }), None);
+        }
+    }
+
+    /// A thinking part as word-sized `reasoning` deltas with their `reasoning_details`, then
+    /// the signature in a detail of its own.
+    fn thinking(&mut self, text: &str, signature: Option<&str>, detail_index: usize) {
+        for word in patchbay_scripted::word_deltas(text) {
+            self.chunk(
+                json!({
+                    "reasoning": word,
+                    "reasoning_details": [{
+                        "type": "reasoning.text", "text": word,
+                        "format": "anthropic-claude-v1", "index": detail_index,
+                    }],
+                }),
+                None,
+            );
+        }
+        if let Some(signature) = signature {
+            self.chunk(
+                json!({
+                    "reasoning_details": [{
+                        "type": "reasoning.text", "signature": signature,
+                        "format": "anthropic-claude-v1", "index": detail_index,
+                    }],
+                }),
+                None,
+            );
+        }
+    }
+
+    /// A tool call at `tool_index`: id and name first, then the arguments in two fragments.
+    fn tool_call(&mut self, tool_index: usize, id: &str, name: &str, input: &Value) {
+        self.chunk(
+            json!({ "tool_calls": [{
+                "index": tool_index, "id": id, "type": "function",
+                "function": { "name": name, "arguments": "" },
+            }] }),
+            None,
+        );
+        let arguments = input.to_string();
+        for piece in halves(&arguments) {
+            if !piece.is_empty() {
+                self.chunk(
+                    json!({ "tool_calls": [{ "index": tool_index, "function": { "arguments": piece } }] }),
+                    None,
+                );
+            }
+        }
+    }
+
+    /// The end: `finish_reason`, a usage-only chunk and `[DONE]`; an in-stream error; or
+    /// nothing for a stream cut short.
+    fn end(&mut self, end: &End, usage: &Usage) {
+        match end {
+            End::Finish { reason } => {
+                self.chunk(json!({}), Some(&finish_reason_name(reason)));
+                let usage = json!({
+                    "id": self.id, "object": "chat.completion.chunk", "created": 0, "model": self.model,
+                    "choices": [], "usage": usage_json(usage),
+                });
+                self.raw(&usage);
+                self.frames.push("data: [DONE]\n\n".into());
+            }
+            End::Error(error) => self.raw(&error_json(error)),
+            End::Truncate | End::Stall => {}
+        }
     }
 }
 
@@ -123,71 +198,15 @@ impl WireFormat for OpenAiWire {
         let mut tool_index = 0;
         for (detail_index, part) in response.parts.iter().enumerate() {
             match part {
-                Part::Text { text } => {
-                    let field = if refusal { "refusal" } else { "content" };
-                    for word in patchbay_scripted::word_deltas(text) {
-                        out.chunk(json!({ field: word }), None);
-                    }
-                }
-                Part::Thinking { text, signature } => {
-                    for word in patchbay_scripted::word_deltas(text) {
-                        out.chunk(
-                            json!({
-                                "reasoning": word,
-                                "reasoning_details": [{
-                                    "type": "reasoning.text", "text": word,
-                                    "format": "anthropic-claude-v1", "index": detail_index,
-                                }],
-                            }),
-                            None,
-                        );
-                    }
-                    if let Some(signature) = signature {
-                        out.chunk(
-                            json!({
-                                "reasoning_details": [{
-                                    "type": "reasoning.text", "signature": signature,
-                                    "format": "anthropic-claude-v1", "index": detail_index,
-                                }],
-                            }),
-                            None,
-                        );
-                    }
-                }
+                Part::Text { text } => out.text(text, refusal),
+                Part::Thinking { text, signature } => out.thinking(text, signature.as_deref(), detail_index),
                 Part::ToolCall { id, name, input } => {
-                    out.chunk(
-                        json!({ "tool_calls": [{
-                            "index": tool_index, "id": id, "type": "function",
-                            "function": { "name": name, "arguments": "" },
-                        }] }),
-                        None,
-                    );
-                    let arguments = input.to_string();
-                    for piece in halves(&arguments) {
-                        if !piece.is_empty() {
-                            out.chunk(
-                                json!({ "tool_calls": [{ "index": tool_index, "function": { "arguments": piece } }] }),
-                                None,
-                            );
-                        }
-                    }
+                    out.tool_call(tool_index, id, name, input);
                     tool_index += 1;
                 }
             }
         }
-        match &response.end {
-            End::Finish { reason } => {
-                out.chunk(json!({}), Some(&finish_reason_name(reason)));
-                let usage = json!({
-                    "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
-                    "choices": [], "usage": usage_json(&response.usage),
-                });
-                out.raw(&usage);
-                out.frames.push("data: [DONE]\n\n".into());
-            }
-            End::Error(error) => out.raw(&error_json(error)),
-            End::Truncate | End::Stall => {}
-        }
+        out.end(&response.end, &response.usage);
         out.frames
     }
 
