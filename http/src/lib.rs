@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+mod send;
+
 use std::sync::{Arc, OnceLock};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -12,6 +14,12 @@ use rustls_platform_verifier::{BuilderVerifierExt, Verifier};
 /// [`reqwest::ClientBuilder::tls_backend_preconfigured`] (another version would make `build` fail
 /// with "Unknown TLS backend"). Use it to name certificates for [`tls_config_with_roots`].
 pub use rustls;
+
+/// The reqwest this crate builds clients with; a provider uses this one so its major version
+/// matches [`client_builder`]'s.
+pub use reqwest;
+
+pub use send::{Failure, body_stream, send, transport_error};
 
 /// The protocols offered by ALPN, most preferred first. reqwest does not set ALPN on a
 /// preconfigured config, and without it a server never agrees to HTTP/2 over TLS.

@@ -1,6 +1,7 @@
 //! [`Error`]: what configuring and setting up the provider can fail with.
 
 use patchbay_core::{ErrorKind, ProviderError};
+use patchbay_http::reqwest;
 
 use crate::NAME;
 

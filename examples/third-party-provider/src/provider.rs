@@ -1,14 +1,11 @@
 //! [`OllamaProvider`]: the thin I/O around the request plan and the translator.
 
-use futures::StreamExt;
-use patchbay_core::kit::{
-    Driver, MetricsRecorder, check_conversation, kind_for_status, parse_retry_after, read_error_body, redact_url,
-    redirect_error, request_span, within,
-};
+use patchbay_core::kit::{Driver, MetricsRecorder, check_conversation, kind_for_status, redact_url, request_span};
 use patchbay_core::{
-    Capabilities, ErrorKind, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal,
-    ToolSet, async_trait,
+    Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
+    async_trait,
 };
+use patchbay_http::{Failure, reqwest};
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -70,71 +67,32 @@ impl OllamaProvider {
 
     /// POST the body; a `2xx` response with its body still unread, or the typed error.
     async fn send(&self, body: &Value, signal: &Signal) -> Result<reqwest::Response, ProviderError> {
-        let limits = self.config.limits();
         let mut request = self.client.post(&self.endpoint).json(body);
         if let Some(key) = self.config.api_key() {
             request = request.bearer_auth(key.expose());
         }
-        let response = within(
-            signal,
-            limits.read_timeout,
-            "waiting for the response headers",
-            request.send(),
-        )
-        .await?
-        .map_err(|error| self.transport("cannot reach the Ollama server", error))?;
-        let status = response.status().as_u16();
-        if response.status().is_redirection() {
-            let location = response.headers().get("location").and_then(|v| v.to_str().ok());
-            return Err(redirect_error(status, location).with_provider(NAME));
-        }
-        if !response.status().is_success() {
-            return Err(self.http_error(response, signal).await);
-        }
-        Ok(response)
+        patchbay_http::send(request, self.config.limits(), signal, NAME, http_error).await
     }
+}
 
-    /// The error of a non-`2xx` answer: the kind from the status, the message from Ollama's
-    /// `{"error": "..."}` body (or the body's first bytes), `retry-after` when sent.
-    async fn http_error(&self, response: reqwest::Response, signal: &Signal) -> ProviderError {
-        let status = response.status().as_u16();
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        };
-        let retry_after = parse_retry_after(header("retry-after-ms").as_deref(), header("retry-after").as_deref());
-        let body = response
-            .bytes_stream()
-            .map(|chunk| chunk.map_err(|e| self.transport("reading the error body", e)));
-        let bytes = match read_error_body(body, self.config.limits(), signal).await {
-            Ok(bytes) => bytes,
-            Err(cancelled) => return cancelled.with_provider(NAME),
-        };
-        let message = serde_json::from_slice::<Value>(&bytes)
-            .ok()
-            .and_then(|body| body.get("error").and_then(Value::as_str).map(str::to_string))
-            .unwrap_or_else(|| String::from_utf8_lossy(&bytes).trim().to_string());
-        let message = if message.is_empty() {
-            format!("the Ollama server answered HTTP {status}")
-        } else {
-            message
-        };
-        let mut error = ProviderError::new(kind_for_status(status), message)
-            .with_status(status)
-            .with_provider(NAME);
-        if let Some(wait) = retry_after {
-            error = error.with_retry_after(wait);
-        }
-        error
+/// The error of a non-`2xx` answer: the kind from the status, the message from Ollama's
+/// `{"error": "..."}` body (or the body's first bytes), `retry-after` when sent.
+fn http_error(failure: Failure<'_>) -> ProviderError {
+    let status = failure.status;
+    let message = serde_json::from_slice::<Value>(failure.body)
+        .ok()
+        .and_then(|body| body.get("error").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_else(|| String::from_utf8_lossy(failure.body).trim().to_string());
+    let message = if message.is_empty() {
+        format!("the Ollama server answered HTTP {status}")
+    } else {
+        message
+    };
+    let mut error = ProviderError::new(kind_for_status(status), message).with_status(status);
+    if let Some(wait) = failure.retry_after() {
+        error = error.with_retry_after(wait);
     }
-
-    fn transport(&self, what: &str, error: reqwest::Error) -> ProviderError {
-        let message = format!("{what} ({})", redact_url(&self.endpoint));
-        transport(message, error)
-    }
+    error
 }
 
 #[async_trait]
@@ -161,21 +119,11 @@ impl Provider for OllamaProvider {
             .with_first_call(plan.first_call)
             .with_max_line_bytes(limits.max_line_bytes)
             .with_metrics(metrics);
-        let body = response.bytes_stream().map(|chunk| {
-            chunk.map_err(|e| ProviderError::new(ErrorKind::Transport, "reading the stream").with_source(e))
-        });
+        let body = patchbay_http::body_stream(response, "reading the stream", NAME);
         let stream = Driver::new(body, translator, signal)
             .with_limits(limits)
             .with_provider(NAME)
             .into_stream();
         Ok(patchbay_core::kit::in_span(stream, span))
     }
-}
-
-/// A `Transport` error keeping reqwest's error as its source, without the URL (which may carry
-/// credentials).
-fn transport(message: String, error: reqwest::Error) -> ProviderError {
-    ProviderError::new(ErrorKind::Transport, message)
-        .with_provider(NAME)
-        .with_source(error.without_url())
 }

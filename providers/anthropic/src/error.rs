@@ -190,21 +190,3 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderErro
     error
 }
 
-/// A reqwest failure as a patchbay error (connection, timeout, body read).
-pub(crate) fn transport_error(error: reqwest::Error, what: &str) -> ProviderError {
-    let kind = if error.is_builder() {
-        ErrorKind::Config
-    } else {
-        ErrorKind::Transport
-    };
-    let message = if error.is_timeout() {
-        format!("{what}: timed out")
-    } else if error.is_connect() {
-        format!("{what}: cannot connect")
-    } else {
-        format!("{what}: the connection failed")
-    };
-    ProviderError::new(kind, message)
-        .with_provider(NAME)
-        .with_source(error.without_url())
-}

@@ -1,21 +1,19 @@
 //! The provider: one streamed `POST {base}/v1/messages` per call, translated as it arrives.
 
 use async_trait::async_trait;
-use bytes::Bytes;
-use futures::StreamExt;
 use patchbay_core::kit::check_conversation;
 use patchbay_core::kit::{self, Driver, StreamLimits, redact_url};
 use patchbay_core::{
     Capabilities, Event, EventStream, Limit, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal,
     ToolSet,
 };
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, LOCATION};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
 use crate::NAME;
 use crate::config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, messages_url};
-use crate::error::{Error, http_error, request_id, transport_error};
+use crate::error::{Error, http_error, request_id};
 use crate::request::build_request;
 use crate::translate::{StreamTranslator, Translator};
 
@@ -150,15 +148,14 @@ impl Provider for AnthropicProvider {
         let span = kit::request_span(NAME, model);
         tracing::debug!(parent: &span, bytes = body.len(), "sending the request");
         let limits = self.config.limits;
-        let send = request.body(body).send().instrument(span.clone());
-        let response = kit::within(signal, limits.read_timeout, "waiting for the response headers", send)
-            .await
-            .map_err(|e| e.with_provider(NAME))?
-            .map_err(|e| transport_error(e, "sending the request"))?;
-        let response = accept_status(response, &span, &limits, signal).await?;
+        let response = patchbay_http::send(request.body(body), &limits, signal, NAME, |failure| {
+            http_error(failure.status, failure.headers, failure.body)
+        })
+        .instrument(span.clone())
+        .await?;
         let translator =
             StreamTranslator::new(translator.with_warnings(parts.warnings)).with_max_frame_bytes(limits.max_line_bytes);
-        Ok(event_stream(response, translator, &limits, signal))
+        Ok(kit::in_span(event_stream(response, translator, &limits, signal), span))
     }
 }
 
@@ -169,32 +166,6 @@ fn encode_body(body: &Value) -> Result<Vec<u8>, ProviderError> {
             .with_provider(NAME)
             .with_source(e)
     })
-}
-
-/// The response if its status is a success; a redirect or an error status becomes the error.
-async fn accept_status(
-    response: reqwest::Response,
-    span: &tracing::Span,
-    limits: &StreamLimits,
-    signal: &Signal,
-) -> Result<reqwest::Response, ProviderError> {
-    let status = response.status();
-    if status.is_redirection() {
-        let location = response.headers().get(LOCATION).and_then(|v| v.to_str().ok());
-        let error = kit::redirect_error(status.as_u16(), location).with_provider(NAME);
-        tracing::debug!(parent: span, status = status.as_u16(), "redirect refused");
-        return Err(error);
-    }
-    if !status.is_success() {
-        let headers = response.headers().clone();
-        let body = kit::read_error_body(body_of(response, "reading the error body"), limits, signal)
-            .await
-            .map_err(|e| e.with_provider(NAME))?;
-        let error = http_error(status.as_u16(), &headers, &body);
-        tracing::debug!(parent: span, status = status.as_u16(), kind = %error.kind(), "request failed");
-        return Err(error);
-    }
-    Ok(response)
 }
 
 /// The events of a successful response: streamed server-sent events, or a whole JSON message
@@ -211,7 +182,7 @@ fn event_stream(
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
-    let body = body_of(response, "reading the stream");
+    let body = patchbay_http::body_stream(response, "reading the stream", NAME);
     if is_json {
         // A server that ignored `stream: true`: the whole message at once.
         let whole = WholeMessage {
@@ -231,16 +202,6 @@ fn event_stream(
             .with_request_id(request_id)
             .into_stream()
     }
-}
-
-/// The body as the driver reads it, reqwest errors mapped (without the URL).
-fn body_of(
-    response: reqwest::Response,
-    what: &'static str,
-) -> impl futures::Stream<Item = Result<Bytes, ProviderError>> + Send + 'static {
-    response
-        .bytes_stream()
-        .map(move |chunk| chunk.map_err(|e| transport_error(e, what)))
 }
 
 /// A `200 application/json` answer: the whole message, buffered up to the line cap, translated

@@ -5,8 +5,6 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use async_trait::async_trait;
-use bytes::Bytes;
-use futures::{Stream, StreamExt};
 use patchbay_core::kit::{self, Driver, check_conversation, redact_url};
 use patchbay_core::{
     Capabilities, ErrorKind, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext,
@@ -46,19 +44,6 @@ fn sensitive(value: &str, name: &str) -> Result<HeaderValue, Error> {
     let mut value = HeaderValue::from_str(value).map_err(|_| Error::BadHeader(name.to_string()))?;
     value.set_sensitive(true);
     Ok(value)
-}
-
-fn transport(error: reqwest::Error) -> ProviderError {
-    let message = if error.is_timeout() {
-        "the connection timed out"
-    } else if error.is_connect() {
-        "cannot connect to the server"
-    } else {
-        "the connection failed"
-    };
-    ProviderError::new(ErrorKind::Transport, message)
-        .with_provider(NAME)
-        .with_source(error.without_url())
 }
 
 /// The HTTP client: the key, OpenRouter's headers and the extra headers on every request (all
@@ -169,57 +154,41 @@ impl Provider for OpenRouterProvider {
         let span = kit::request_span(NAME, model);
         let limits = self.config.limits;
         tracing::debug!(parent: &span, endpoint = %redact_url(&self.endpoint), bytes = body.len(), "sending chat completion request");
-        let send = self
+        let request = self
             .client
             .post(&self.endpoint)
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream")
-            .body(body)
-            .send();
-        let tag = |error: ProviderError| error.with_provider(NAME);
-        let response = kit::within(signal, limits.read_timeout, "waiting for the response headers", send)
-            .instrument(span.clone())
-            .await
-            .map_err(tag)?
-            .map_err(transport)?;
-        let status = response.status().as_u16();
+            .body(body);
+        let response = patchbay_http::send(request, &limits, signal, NAME, |failure| {
+            api_error::from_http(
+                failure.status,
+                failure.body,
+                failure.request_id().map(str::to_owned),
+                failure.retry_after(),
+            )
+        })
+        .instrument(span.clone())
+        .await?;
         let request_id =
             header(response.headers(), "x-request-id").or_else(|| header(response.headers(), "request-id"));
-        if response.status().is_redirection() {
-            let location = header(response.headers(), "location");
-            tracing::debug!(parent: &span, status, "redirect refused");
-            return Err(tag(kit::redirect_error(status, location.as_deref())));
-        }
-        if !(200..300).contains(&status) {
-            let retry_after = kit::parse_retry_after(
-                header(response.headers(), "retry-after-ms").as_deref(),
-                header(response.headers(), "retry-after").as_deref(),
-            );
-            let body = kit::read_error_body(body_of(response), &limits, signal)
-                .instrument(span.clone())
-                .await
-                .map_err(tag)?;
-            let error = api_error::from_http(status, &body, request_id, retry_after);
-            tracing::warn!(parent: &span, status, kind = %error.kind(), "chat completion request failed");
-            return Err(error);
-        }
         let translator = Translating {
             translator: translator
                 .with_warnings(built.warnings)
                 .with_max_line_bytes(limits.max_line_bytes),
             out: VecDeque::new(),
         };
-        Ok(Driver::new(body_of(response), translator, signal)
-            .with_limits(&limits)
-            .with_provider(NAME)
-            .with_request_id(request_id)
-            .into_stream())
+        let events = Driver::new(
+            patchbay_http::body_stream(response, "reading the stream", NAME),
+            translator,
+            signal,
+        )
+        .with_limits(&limits)
+        .with_provider(NAME)
+        .with_request_id(request_id)
+        .into_stream();
+        Ok(kit::in_span(events, span))
     }
-}
-
-/// The body as the driver reads it, reqwest errors mapped (without the URL).
-fn body_of(response: reqwest::Response) -> impl Stream<Item = Result<Bytes, ProviderError>> + Send + 'static {
-    response.bytes_stream().map(|chunk| chunk.map_err(transport))
 }
 
 /// The translator as core's driver feeds it: events queue in `out` and leave from the front.

@@ -1,0 +1,109 @@
+//! What every HTTP provider does between building a request and translating its body: wait for
+//! the headers under the call's signal and read timeout, refuse a redirect, turn an error status
+//! into the wire's typed error, and read the body as `ProviderError`-typed chunks.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use patchbay_core::kit::{StreamLimits, parse_retry_after, read_error_body, redirect_error, within};
+use patchbay_core::{ErrorKind, ProviderError, Signal};
+use reqwest::header::{HeaderMap, LOCATION};
+
+/// A response with an error status, for the wire's own mapping to a [`ProviderError`].
+#[derive(Debug)]
+pub struct Failure<'a> {
+    /// The HTTP status.
+    pub status: u16,
+    /// The response headers.
+    pub headers: &'a HeaderMap,
+    /// The error body, read up to the limits' `max_error_body_bytes`.
+    pub body: &'a [u8],
+}
+
+impl Failure<'_> {
+    /// A header as text, if present and readable.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+
+    /// How long the server asked to wait (`retry-after-ms`, else `retry-after`).
+    pub fn retry_after(&self) -> Option<Duration> {
+        parse_retry_after(self.header("retry-after-ms"), self.header("retry-after"))
+    }
+
+    /// The server's request id (`request-id` or `x-request-id`).
+    pub fn request_id(&self) -> Option<&str> {
+        self.header("request-id").or_else(|| self.header("x-request-id"))
+    }
+}
+
+/// Sends `request` and returns the response once its status is a success. The headers are
+/// awaited under `signal` and the limits' read timeout; a `3xx` is refused (the key and the
+/// request must not reach another host); an error status's body is read (capped and bounded)
+/// and handed to `to_error`, the wire's mapping. Every error is tagged with `provider`.
+pub async fn send(
+    request: reqwest::RequestBuilder,
+    limits: &StreamLimits,
+    signal: &Signal,
+    provider: &'static str,
+    to_error: impl FnOnce(Failure<'_>) -> ProviderError,
+) -> Result<reqwest::Response, ProviderError> {
+    let response = within(signal, limits.read_timeout, "waiting for the response headers", request.send())
+        .await
+        .map_err(|e| e.with_provider(provider))?
+        .map_err(|e| transport_error(e, "sending the request", provider))?;
+    let status = response.status();
+    if status.is_redirection() {
+        let location = response.headers().get(LOCATION).and_then(|v| v.to_str().ok());
+        tracing::debug!(status = status.as_u16(), "redirect refused");
+        return Err(redirect_error(status.as_u16(), location).with_provider(provider));
+    }
+    if status.is_success() {
+        return Ok(response);
+    }
+    let headers = response.headers().clone();
+    let body = read_error_body(body_stream(response, "reading the error body", provider), limits, signal)
+        .await
+        .map_err(|e| e.with_provider(provider))?;
+    let error = to_error(Failure {
+        status: status.as_u16(),
+        headers: &headers,
+        body: &body,
+    })
+    .with_provider(provider);
+    tracing::debug!(status = status.as_u16(), kind = %error.kind(), "request failed");
+    Err(error)
+}
+
+/// The response body as chunks, a read failure as a typed [`transport_error`].
+pub fn body_stream(
+    response: reqwest::Response,
+    what: &'static str,
+    provider: &'static str,
+) -> impl Stream<Item = Result<Bytes, ProviderError>> + Send + 'static {
+    response
+        .bytes_stream()
+        .map(move |chunk| chunk.map_err(|e| transport_error(e, what, provider)))
+}
+
+/// A reqwest failure as a `Transport` error (`Config` for a request that could not be built),
+/// saying what timed out or failed, with reqwest's error as the source but without its URL
+/// (which may carry credentials).
+pub fn transport_error(error: reqwest::Error, what: &str, provider: &str) -> ProviderError {
+    let kind = if error.is_builder() {
+        ErrorKind::Config
+    } else {
+        ErrorKind::Transport
+    };
+    let message = if error.is_timeout() {
+        format!("{what}: timed out")
+    } else if error.is_connect() {
+        format!("{what}: cannot connect")
+    } else {
+        format!("{what}: the connection failed")
+    };
+    ProviderError::new(kind, message)
+        .with_provider(provider)
+        .with_source(error.without_url())
+}
