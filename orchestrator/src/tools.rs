@@ -143,7 +143,19 @@ where
 
 /// The seven tools over `orchestrator`.
 pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
-    let list_blueprints = tool(
+    ToolSet::new()
+        .with(list_blueprints_tool(orchestrator))
+        .with(list_sessions_tool(orchestrator))
+        .with(start_tool(orchestrator))
+        .with(resume_tool(orchestrator))
+        .with(status_tool(orchestrator))
+        .with(result_tool(orchestrator))
+        .with(delete_all_tool(orchestrator))
+}
+
+/// `list_agent_blueprints`: the blueprints a session can start on.
+fn list_blueprints_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
+    tool(
         orchestrator,
         "list_agent_blueprints",
         "List the agent blueprints a session can start on: name, description, provider and model.",
@@ -151,8 +163,12 @@ pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
             let format = format(input.response_format.as_deref())?;
             Ok(render_blueprints(&o.list_blueprints(), format))
         },
-    );
-    let list_sessions = tool(
+    )
+}
+
+/// `list_agent_sessions`: every session with its status.
+fn list_sessions_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
+    tool(
         orchestrator,
         "list_agent_sessions",
         "List every agent session with its status, blueprint, folder and parent.",
@@ -160,8 +176,12 @@ pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
             let format = format(input.response_format.as_deref())?;
             Ok(render_sessions(&o.list_sessions().await.map_err(failed)?, format))
         },
-    );
-    let start = tool(
+    )
+}
+
+/// `start_agent_session`: a new session on a blueprint, waited for unless `async_mode`.
+fn start_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
+    tool(
         orchestrator,
         "start_agent_session",
         "Start a new agent session on a blueprint with a first prompt. By default waits for the \
@@ -180,8 +200,12 @@ pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
             };
             Ok(answer(o.start_session(request).await.map_err(failed)?, format))
         },
-    );
-    let resume = tool(
+    )
+}
+
+/// `resume_agent_session`: a new prompt for an existing session.
+fn resume_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
+    tool(
         orchestrator,
         "resume_agent_session",
         "Continue an existing agent session with a new prompt (it keeps its conversation). Waits \
@@ -197,8 +221,12 @@ pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
             };
             Ok(answer(o.resume_session(request).await.map_err(failed)?, format))
         },
-    );
-    let status = tool(
+    )
+}
+
+/// `get_agent_session_status`: a session's status, optionally waiting for a change.
+fn status_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
+    tool(
         orchestrator,
         "get_agent_session_status",
         "The status of an agent session (and its result once ended). With wait_seconds, waits up \
@@ -212,8 +240,12 @@ pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
                 .map_err(failed)?;
             Ok(render_session(&report, format))
         },
-    );
-    let result = tool(
+    )
+}
+
+/// `get_agent_session_result`: the result of a session whose run has ended.
+fn result_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
+    tool(
         orchestrator,
         "get_agent_session_result",
         "The result of an agent session whose run has ended (an error while it still runs). \
@@ -225,8 +257,12 @@ pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
                 format,
             ))
         },
-    );
-    let delete_all = tool(
+    )
+}
+
+/// `delete_all_agent_sessions`: delete every session and its events.
+fn delete_all_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
+    tool(
         orchestrator,
         "delete_all_agent_sessions",
         "Delete every agent session and its events, cancelling queued and running work.",
@@ -234,13 +270,5 @@ pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
             let n = o.delete_all_sessions().await.map_err(failed)?;
             Ok(format!("Deleted {n} session{}.", if n == 1 { "" } else { "s" }))
         },
-    );
-    ToolSet::new()
-        .with(list_blueprints)
-        .with(list_sessions)
-        .with(start)
-        .with(resume)
-        .with(status)
-        .with(result)
-        .with(delete_all)
+    )
 }

@@ -8,7 +8,8 @@ use patchbay::kit::ContentBuilder;
 use patchbay::mcp::McpClientSet;
 use patchbay::tools::{Workspace, coding_tools};
 use patchbay::{
-    Agent, ErrorKind, Event, McpServerConfig, McpTransport, Message, ProviderError, RequestContext, Signal, ToolSet,
+    Agent, ErrorKind, Event, EventStream, McpServerConfig, McpTransport, Message, ProviderError, RequestContext,
+    Signal, ToolSet, Transcript,
 };
 
 use crate::blueprint::Blueprint;
@@ -184,25 +185,65 @@ fn unregister(inner: &Inner, job: &Job) {
 }
 
 async fn run(inner: &Arc<Inner>, job: &Job, signal: &Signal) -> Outcome {
+    let (session, blueprint) = match mark_session_running(inner, job).await {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
+    };
+    let (agent, messages) = match agent_for(inner, job, &session, &blueprint) {
+        Ok(built) => built,
+        Err(outcome) => return outcome,
+    };
+    let (stream, transcript) = agent.stream_with_transcript(messages, signal.clone());
+    let (events, queue) = tokio::sync::mpsc::channel(EVENT_QUEUE);
+    let writer = tokio::spawn(write_events(inner.clone(), session.clone(), job.job_id.clone(), queue));
+    let record = forward_events(stream, &events).await;
+    // Every event is stored before the job ends.
+    drop(events);
+    let _ = writer.await;
+    record.outcome(inner, signal, &transcript)
+}
+
+/// The job's session and blueprint, once the session is marked running; the outcome instead
+/// when the session is gone, the blueprint no longer loaded or the store failed.
+async fn mark_session_running(inner: &Inner, job: &Job) -> Result<(Session, Blueprint), Outcome> {
     let session = match inner.store.get_session_by_name(&job.session_name).await {
         Ok(Some(session)) => session,
-        Ok(None) => return Outcome::Cancelled("the session was deleted".to_owned()),
-        Err(error) => return Outcome::Failed(format!("storage error: {error}")),
+        Ok(None) => return Err(Outcome::Cancelled("the session was deleted".to_owned())),
+        Err(error) => return Err(Outcome::Failed(format!("storage error: {error}"))),
     };
     let Some(blueprint) = inner.blueprints.get(&job.agent_name).cloned() else {
-        return Outcome::Failed(format!("the agent blueprint `{}` is no longer loaded", job.agent_name));
+        return Err(Outcome::Failed(format!(
+            "the agent blueprint `{}` is no longer loaded",
+            job.agent_name
+        )));
     };
     let update = SessionUpdate {
         status: Some(SessionStatus::Running),
         ..SessionUpdate::default()
     };
     if let Err(error) = inner.store.update_session(&session.session_id, update).await {
-        return Outcome::Failed(format!("storage error: {error}"));
+        return Err(Outcome::Failed(format!("storage error: {error}")));
     }
     inner.status.notify(&job.session_name);
+    Ok((session, blueprint))
+}
+
+/// The agent for this run and its input: the stored conversation (unless the provider resumes
+/// its own session) followed by the job's prompt.
+fn agent_for(
+    inner: &Inner,
+    job: &Job,
+    session: &Session,
+    blueprint: &Blueprint,
+) -> Result<(Agent, Vec<Message>), Outcome> {
     let provider = match inner.registry.build(&blueprint.provider, &blueprint.provider_options) {
         Ok(provider) => provider,
-        Err(error) => return Outcome::Failed(format!("cannot build the provider `{}`: {error}", blueprint.provider)),
+        Err(error) => {
+            return Err(Outcome::Failed(format!(
+                "cannot build the provider `{}`: {error}",
+                blueprint.provider
+            )));
+        }
     };
     let capabilities = provider.info().capabilities;
     let resume_id = session.provider_session_id.clone().filter(|_| capabilities.sessions);
@@ -210,13 +251,17 @@ async fn run(inner: &Arc<Inner>, job: &Job, signal: &Signal) -> Outcome {
         (Some(_), _) | (None, JobKind::StartSession) => Vec::new(),
         (None, JobKind::ResumeSession) => match serde_json::from_value::<Vec<Message>>(session.conversation.clone()) {
             Ok(messages) => messages,
-            Err(error) => return Outcome::Failed(format!("the stored conversation cannot be read: {error}")),
+            Err(error) => {
+                return Err(Outcome::Failed(format!(
+                    "the stored conversation cannot be read: {error}"
+                )));
+            }
         },
     };
     messages.push(Message::user(job.prompt.clone()));
-    let context = context_for(inner, &session, &blueprint, resume_id);
+    let context = context_for(inner, session, blueprint, resume_id);
     let mut agent = Agent::new(provider, blueprint.model.clone())
-        .with_tools(tools_for(&blueprint, &session))
+        .with_tools(tools_for(blueprint, session))
         .with_context(context);
     if !capabilities.runs_tools {
         // A direct API connects no MCP servers itself: the agent loop does.
@@ -225,53 +270,69 @@ async fn run(inner: &Arc<Inner>, job: &Job, signal: &Signal) -> Outcome {
     if let Some(max_steps) = blueprint.max_steps {
         agent = agent.with_max_steps(max_steps);
     }
-    let (mut stream, transcript) = agent.stream_with_transcript(messages, signal.clone());
-    let (events, queue) = tokio::sync::mpsc::channel(EVENT_QUEUE);
-    let writer = tokio::spawn(write_events(inner.clone(), session.clone(), job.job_id.clone(), queue));
+    Ok((agent, messages))
+}
 
-    let mut content = ContentBuilder::default();
-    let mut provider_session_id = None;
-    let mut finished = false;
-    let mut error: Option<ProviderError> = None;
+/// Send every item of the run to the event writer, noting what the outcome needs.
+async fn forward_events(mut stream: EventStream, events: &tokio::sync::mpsc::Sender<serde_json::Value>) -> RunRecord {
+    let mut record = RunRecord::default();
     while let Some(item) = stream.next().await {
-        let value = match item {
+        let value = record.note(item);
+        // Waits only when the writer is EVENT_QUEUE events behind.
+        let _ = events.send(value).await;
+    }
+    record
+}
+
+/// What a run's events said, as far as the job's outcome needs.
+#[derive(Default)]
+struct RunRecord {
+    /// The content of the current step (the final answer once the run finished).
+    content: ContentBuilder,
+    provider_session_id: Option<String>,
+    finished: bool,
+    error: Option<ProviderError>,
+}
+
+impl RunRecord {
+    /// Note one stream item and return it as the JSON to store.
+    fn note(&mut self, item: Result<Event, ProviderError>) -> serde_json::Value {
+        match item {
             Ok(event) => {
                 match &event {
                     Event::Started {
                         session_id: Some(id), ..
-                    } => provider_session_id = Some(id.clone()),
-                    Event::StepFinished { .. } => content = ContentBuilder::default(),
-                    Event::Finish { .. } => finished = true,
+                    } => self.provider_session_id = Some(id.clone()),
+                    Event::StepFinished { .. } => self.content = ContentBuilder::default(),
+                    Event::Finish { .. } => self.finished = true,
                     _ => {}
                 }
-                content.push(&event);
+                self.content.push(&event);
                 serde_json::to_value(&event).unwrap_or_default()
             }
             Err(e) => {
                 let value = serde_json::json!({"type": "error", "kind": e.kind().as_str(), "message": e.to_string()});
-                error = Some(e);
+                self.error = Some(e);
                 value
             }
-        };
-        // Waits only when the writer is EVENT_QUEUE events behind.
-        let _ = events.send(value).await;
-    }
-    drop(stream);
-    // Every event is stored before the job ends.
-    drop(events);
-    let _ = writer.await;
-    match error {
-        Some(e) if e.kind() == ErrorKind::Cancelled || signal.is_cancelled() => {
-            Outcome::Cancelled(cancel_reason(inner).to_owned())
         }
-        Some(e) => Outcome::Failed(e.to_string()),
-        None if signal.is_cancelled() => Outcome::Cancelled(cancel_reason(inner).to_owned()),
-        None if !finished => Outcome::Failed("the run ended without finishing".to_owned()),
-        None => Outcome::Completed {
-            text: text_of(content),
-            conversation: transcript.messages(),
-            provider_session_id,
-        },
+    }
+
+    /// How the job ended, from the run's end and the cancel signal.
+    fn outcome(self, inner: &Inner, signal: &Signal, transcript: &Transcript) -> Outcome {
+        match self.error {
+            Some(e) if e.kind() == ErrorKind::Cancelled || signal.is_cancelled() => {
+                Outcome::Cancelled(cancel_reason(inner).to_owned())
+            }
+            Some(e) => Outcome::Failed(e.to_string()),
+            None if signal.is_cancelled() => Outcome::Cancelled(cancel_reason(inner).to_owned()),
+            None if !self.finished => Outcome::Failed("the run ended without finishing".to_owned()),
+            None => Outcome::Completed {
+                text: text_of(self.content),
+                conversation: transcript.messages(),
+                provider_session_id: self.provider_session_id,
+            },
+        }
     }
 }
 
