@@ -17,7 +17,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use patchbay::scripted::{Part, Response, Script, ScriptedProvider, Turn};
 use patchbay::tools::{Workspace, coding_tools};
-use patchbay::{Agent, Event, Message, Provider, Registry, Signal, ToolResult};
+use patchbay::{Agent, Event, Message, Provider, ProviderError, Registry, Signal, ToolResult};
 use serde_json::json;
 
 struct Args {
@@ -111,20 +111,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let provider = match build_provider(&args.provider) {
+    let provider = match provider_or_hint(&args) {
         Ok(provider) => provider,
-        Err(error) => {
-            eprintln!("chat: {error}");
-            let compiled = Registry::compiled().names().contains(&args.provider.as_str());
-            if let (false, Some(feature)) = (compiled, Registry::feature_for(&args.provider)) {
-                eprintln!(
-                    "chat: to use it, build the example with that feature:\n  \
-                     cargo run --features {feature} --example chat -- --provider {} \"{}\"",
-                    args.provider, args.prompt
-                );
-            }
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     if args.provider == "scripted" && !args.json {
         eprintln!("(offline: scripted demo provider, no network; pass --provider NAME for a real model)");
@@ -136,60 +125,117 @@ async fn main() -> ExitCode {
         .unwrap_or_else(|| default_model(&args.provider).into());
     let agent = Agent::new(provider, model).with_tools(coding_tools(Workspace::new(cwd)));
     let signal = Signal::new();
+    cancel_on_ctrl_c(&signal);
+
+    let mut events = agent.stream(vec![Message::user(args.prompt.clone())], signal);
+    let mut printer = Printer::new(args.json);
+    while let Some(item) = events.next().await {
+        match item {
+            Ok(event) => printer.event(&event),
+            Err(error) => {
+                printer.error(&error);
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// The provider asked for; when it cannot be built, the error (and the feature that would
+/// compile it in) is printed and the exit code returned instead.
+fn provider_or_hint(args: &Args) -> Result<Arc<dyn Provider>, ExitCode> {
+    build_provider(&args.provider).map_err(|error| {
+        eprintln!("chat: {error}");
+        let compiled = Registry::compiled().names().contains(&args.provider.as_str());
+        if let (false, Some(feature)) = (compiled, Registry::feature_for(&args.provider)) {
+            eprintln!(
+                "chat: to use it, build the example with that feature:\n  \
+                 cargo run --features {feature} --example chat -- --provider {} \"{}\"",
+                args.provider, args.prompt
+            );
+        }
+        ExitCode::from(2)
+    })
+}
+
+/// Cancel the run on Ctrl-C.
+fn cancel_on_ctrl_c(signal: &Signal) {
     let ctrl_c = signal.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             ctrl_c.cancel();
         }
     });
+}
 
-    let mut events = agent.stream(vec![Message::user(args.prompt.clone())], signal);
-    let mut stdout = std::io::stdout().lock();
-    let mut steps = 1;
-    // Whether the cursor is at the start of a line (text does not end lines).
-    let mut line_start = true;
-    while let Some(item) = events.next().await {
-        let event = match item {
-            Ok(event) => event,
-            Err(error) => {
-                if args.json {
-                    let line = json!({"type": "error", "kind": error.kind().as_str(), "message": error.to_string()});
-                    let _ = writeln!(stdout, "{line}");
-                } else {
-                    let _ = writeln!(stdout);
-                }
-                eprintln!("chat: {error}");
-                return ExitCode::FAILURE;
-            }
-        };
-        if args.json {
-            match serde_json::to_string(&event) {
+/// Prints the run's events: one JSON line each, or for people as they happen.
+struct Printer {
+    stdout: std::io::StdoutLock<'static>,
+    json: bool,
+    steps: u32,
+    /// Whether the cursor is at the start of a line (text does not end lines).
+    line_start: bool,
+}
+
+impl Printer {
+    fn new(json: bool) -> Self {
+        Self {
+            stdout: std::io::stdout().lock(),
+            json,
+            steps: 1,
+            line_start: true,
+        }
+    }
+
+    /// Print one event.
+    fn event(&mut self, event: &Event) {
+        if self.json {
+            match serde_json::to_string(event) {
                 Ok(line) => {
-                    let _ = writeln!(stdout, "{line}");
+                    let _ = writeln!(self.stdout, "{line}");
                 }
                 Err(error) => eprintln!("chat: cannot serialize an event: {error}"),
             }
-            continue;
+            return;
         }
+        self.human(event);
+        let _ = self.stdout.flush();
+    }
+
+    /// Print the error that ended the run (on stdout as JSON in `--json` mode, always on stderr).
+    fn error(&mut self, error: &ProviderError) {
+        if self.json {
+            let line = json!({"type": "error", "kind": error.kind().as_str(), "message": error.to_string()});
+            let _ = writeln!(self.stdout, "{line}");
+        } else {
+            let _ = writeln!(self.stdout);
+        }
+        eprintln!("chat: {error}");
+    }
+
+    /// Print one event for people: text as it streams, tool calls and results on their own
+    /// lines, a summary line at the end.
+    fn human(&mut self, event: &Event) {
         let is_text = matches!(event, Event::TextDelta { .. } | Event::ReasoningDelta { .. });
         if !is_text
-            && !line_start
+            && !self.line_start
             && matches!(
                 event,
                 Event::ToolCall { .. } | Event::ToolResult { .. } | Event::Finish { .. }
             )
         {
-            let _ = writeln!(stdout);
-            line_start = true;
+            let _ = writeln!(self.stdout);
+            self.line_start = true;
         }
-        match &event {
+        let stdout = &mut self.stdout;
+        match event {
             Event::TextDelta { text, .. } => {
                 let _ = write!(stdout, "{text}");
-                line_start = text.ends_with('\n');
+                self.line_start = text.ends_with('\n');
             }
             Event::ReasoningDelta { text, .. } => {
                 let _ = write!(stdout, "\x1b[2m{text}\x1b[0m");
-                line_start = text.ends_with('\n');
+                self.line_start = text.ends_with('\n');
             }
             Event::ToolCall { name, input, .. } => {
                 let _ = writeln!(stdout, "→ {name} {input}");
@@ -201,14 +247,15 @@ async fn main() -> ExitCode {
             Event::McpConnected { servers, failed } => {
                 let _ = writeln!(stdout, "[mcp: {} connected, {} failed]", servers.len(), failed.len());
             }
-            Event::StepFinished { .. } => steps += 1,
+            Event::StepFinished { .. } => self.steps += 1,
             Event::Finish { reason, usage, metrics } => {
                 let tokens = |n: Option<u64>| n.map_or("?".to_string(), |n| n.to_string());
                 let _ = writeln!(
                     stdout,
-                    "[{reason:?} | usage: {} in, {} out | steps {steps} | first text {} ms | total {} ms | {} events, {} text chars]",
+                    "[{reason:?} | usage: {} in, {} out | steps {} | first text {} ms | total {} ms | {} events, {} text chars]",
                     tokens(usage.input),
                     tokens(usage.output),
+                    self.steps,
                     metrics.first_text_ms.map_or("-".into(), |ms| ms.to_string()),
                     metrics.total_ms,
                     metrics.events,
@@ -217,7 +264,5 @@ async fn main() -> ExitCode {
             }
             _ => {}
         }
-        let _ = stdout.flush();
     }
-    ExitCode::SUCCESS
 }
