@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod fixtures;
+pub mod logs;
 pub mod metrics;
 pub mod mock;
 mod normalize;
@@ -12,7 +13,7 @@ mod scenario;
 mod snapshot;
 mod suite;
 
-pub use normalize::{LONG_TEXT, Outcome, Recording, normalize, summarize, without_timings};
+pub use normalize::{LONG_TEXT, Outcome, Recording, normalize, summarize, text_of, without_timings};
 pub use recorded::{FixtureRun, run_fixtures};
 pub use requests::snapshot_requests;
 pub use scenario::{CancelAt, Needs, SCENARIO_MODEL, Scenario, huge_text, scenario_tools, scenarios};

@@ -75,21 +75,39 @@ impl Recording {
         }
     }
 
-    /// The text of every `TextDelta`, joined.
+    /// The text of every `TextDelta`, joined: [`text_of`] the events.
     pub fn text(&self) -> String {
-        self.events
-            .iter()
-            .filter_map(|event| match event {
-                Event::TextDelta { text, .. } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
+        text_of(&self.events)
     }
 
     /// The events with the `Finish` timings zeroed, for comparing two runs.
     pub fn without_timings(&self) -> Vec<Event> {
         without_timings(&self.events)
     }
+}
+
+/// The text of every `TextDelta` in `events`, joined in order (reasoning and tool input left
+/// out): what a reader of the answer sees.
+///
+/// ```
+/// use patchbay_conformance::text_of;
+/// use patchbay_core::Event;
+///
+/// let events = [
+///     Event::TextDelta { index: 0, text: "Hello, ".into() },
+///     Event::ReasoningDelta { index: 1, text: "(thinking)".into() },
+///     Event::TextDelta { index: 2, text: "world.".into() },
+/// ];
+/// assert_eq!(text_of(&events), "Hello, world.");
+/// ```
+pub fn text_of(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::TextDelta { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// `events` with the `Finish` timings zeroed (counts kept), for comparing two runs.

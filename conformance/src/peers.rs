@@ -16,6 +16,7 @@
 //! }
 //! ```
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 
@@ -89,6 +90,61 @@ impl Peer {
 /// runtime behind the claude-agent provider, and a real client of the Anthropic mock.
 pub fn claude_code_cli() -> Peer {
     Peer::installed("the Claude Code CLI", "node_modules/.bin/claude", ".ci/peers/claude.sh")
+}
+
+/// The environment that keeps the Claude Code CLI offline against a Messages API mock at
+/// `base_url`: a dummy key, no nonessential traffic, telemetry, updates or retries, and `home`
+/// as its config, home and temp folder (its sessions live there). The same variables as the
+/// claude-agent provider's `ClaudeAgentConfig::offline` (its tests check they agree), for tests
+/// that start the CLI themselves; add `PATH` when clearing the rest of the environment.
+///
+/// ```no_run
+/// use patchbay_conformance::peers::{claude_code_cli, claude_code_offline_env};
+///
+/// let home = std::env::temp_dir().join("claude-home");
+/// let mut command = std::process::Command::new(claude_code_cli().path());
+/// command
+///     .args(["-p", "Say hello.", "--output-format", "stream-json", "--verbose"])
+///     .env_clear()
+///     .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+///     .envs(claude_code_offline_env("http://127.0.0.1:8080", &home));
+/// ```
+pub fn claude_code_offline_env(base_url: &str, home: &Path) -> BTreeMap<String, String> {
+    let home = home.display().to_string();
+    [
+        ("ANTHROPIC_BASE_URL", base_url),
+        ("ANTHROPIC_API_KEY", "dummy"),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ("DISABLE_TELEMETRY", "1"),
+        ("DISABLE_AUTOUPDATER", "1"),
+        ("DISABLE_ERROR_REPORTING", "1"),
+        ("ENABLE_TOOL_SEARCH", "false"),
+        ("CLAUDE_CODE_MAX_RETRIES", "0"),
+        ("CLAUDE_CONFIG_DIR", &home),
+        ("HOME", &home),
+        ("TMPDIR", &home),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), value.to_owned()))
+    .collect()
+}
+
+/// Whether process `pid` is running: it exists and is not a zombie waiting to be reaped. Reads
+/// `/proc/<pid>/stat` (Linux); where that cannot be read the process counts as gone.
+///
+/// ```
+/// # if cfg!(target_os = "linux") {
+/// assert!(patchbay_conformance::peers::is_alive(std::process::id()));
+/// # }
+/// ```
+pub fn is_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state is the first field after the parenthesized command name.
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
 }
 
 /// Why a trial needing `needs` cannot run, if one of them is missing.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use patchbay_conformance::mock::MockServer;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
-use patchbay_conformance::peers::{self, claude_code_cli};
+use patchbay_conformance::peers::{self, claude_code_cli, claude_code_offline_env};
 use patchbay_scripted::{Script, Turn};
 
 fn main() {
@@ -33,17 +33,7 @@ async fn the_claude_code_cli_reads_the_mock_wire() {
         .args(["-p", "Say hello.", "--output-format", "stream-json", "--verbose"])
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", "dummy")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("ENABLE_TOOL_SEARCH", "false")
-        .env("CLAUDE_CODE_MAX_RETRIES", "0")
-        .env("CLAUDE_CONFIG_DIR", home.path())
-        .env("HOME", home.path())
-        .env("TMPDIR", home.path())
+        .envs(claude_code_offline_env(&server.url(), home.path()))
         .current_dir(home.path())
         .stdin(Stdio::null())
         .kill_on_drop(true);
