@@ -130,6 +130,16 @@ pub fn scenarios() -> Vec<Scenario> {
             ],
         ),
         Scenario::new(
+            "two_tool_steps",
+            "Two steps that each call a tool, then an answer: call ids stay unique across the run.",
+            "Weather in Paris, then in Tokyo?",
+            vec![
+                respond(vec![Part::text("First Paris."), weather("toolu_01", "Paris")], 40, 20),
+                respond(vec![Part::text("Now Tokyo."), weather("toolu_02", "Tokyo")], 80, 20),
+                respond(vec![Part::text("Both cities are sunny at 21°C.")], 120, 10),
+            ],
+        ),
+        Scenario::new(
             "parallel_tool_calls",
             "Two tool calls in one response, both executed, results in call order.",
             "Weather in Paris and Tokyo?",
