@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
+use patchbay_conformance::Recording;
 use patchbay_core::{
     Approval, ApprovalHandler, ApprovalRequest, ErrorKind, Event, FnTool, Message, Provider, ProviderError,
     RequestContext, Session, Signal, ToolContext, ToolResult, ToolSet, async_trait,
@@ -100,28 +101,15 @@ fn gone_within(pid: i32, wait: Duration) -> bool {
     !alive(pid)
 }
 
+/// One call with model `m`, collected.
 async fn collect(
     provider: &dyn Provider,
     messages: &[Message],
     tools: &ToolSet,
     context: Option<&RequestContext>,
 ) -> (Vec<Event>, Option<ProviderError>) {
-    let stream = match provider
-        .create_response(messages, tools, "m", &Signal::new(), context)
-        .await
-    {
-        Ok(stream) => stream,
-        Err(error) => return (Vec::new(), Some(error)),
-    };
-    let mut stream = stream;
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => return (events, Some(error)),
-        }
-    }
-    (events, None)
+    let Recording { events, error } = Recording::call(provider, messages, tools, "m", &Signal::new(), context).await;
+    (events, error)
 }
 
 fn weather_tools() -> ToolSet {
@@ -339,6 +327,17 @@ async fn command_line_and_environment_follow_the_agent_sdk() {
     assert_eq!(stdin[0]["request"]["subtype"], "initialize");
     let user = user_turn(&fake);
     assert_eq!(user["message"]["content"][0]["text"], "hi");
+}
+
+#[test]
+fn offline_sets_the_environment_tests_start_the_cli_with() {
+    let home = Path::new("/tmp/claude-home");
+    let config = ClaudeAgentConfig::new().offline("http://127.0.0.1:9", home);
+    assert_eq!(
+        config.env,
+        patchbay_conformance::peers::claude_code_offline_env("http://127.0.0.1:9", home)
+    );
+    assert!(!config.inherit_env, "nothing else of the test's environment");
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
+use patchbay_conformance::{Recording, text_of};
 use patchbay_core::{ErrorKind, Event, Message, Provider, ProviderError, RequestContext, Session, Signal, ToolSet};
 use serde_json::Value;
 
@@ -81,8 +82,8 @@ impl Fake {
     }
 
     async fn turn(&self, session: Option<&str>, model: &str) -> (Vec<Event>, Option<ProviderError>) {
-        let stream = self.start(session, model, &Signal::new()).await;
-        collect(stream).await
+        let Recording { events, error } = Recording::collect(self.start(session, model, &Signal::new()).await).await;
+        (events, error)
     }
 
     async fn start(&self, session: Option<&str>, model: &str, signal: &Signal) -> patchbay_core::EventStream {
@@ -95,27 +96,6 @@ impl Fake {
             .await
             .unwrap_or_else(|e| panic!("the call starts: {e}"))
     }
-}
-
-async fn collect(mut stream: patchbay_core::EventStream) -> (Vec<Event>, Option<ProviderError>) {
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => return (events, Some(error)),
-        }
-    }
-    (events, None)
-}
-
-fn text(events: &[Event]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::TextDelta { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn session_of(events: &[Event]) -> Option<String> {
@@ -168,7 +148,7 @@ async fn a_finished_runs_cli_serves_the_next_resume_of_its_session() {
 
     let (second, error) = fake.turn(Some(S1), "m").await;
     assert!(error.is_none(), "{error:?}");
-    assert!(text(&second).starts_with("Again!"), "{}", text(&second));
+    assert!(text_of(&second).starts_with("Again!"), "{}", text_of(&second));
     assert_eq!(session_of(&second).as_deref(), Some(S1));
     let starts = fake.starts();
     assert_eq!(starts.len(), 1, "one CLI start for two turns: {starts:?}");
@@ -195,7 +175,7 @@ async fn a_kept_alive_cli_does_not_serve_another_session_or_another_model() {
 
     let (events, error) = fake.turn(Some(S2), "m").await;
     assert!(error.is_none(), "{error:?}");
-    assert!(text(&events).starts_with("Other!"), "{}", text(&events));
+    assert!(text_of(&events).starts_with("Other!"), "{}", text_of(&events));
     assert_eq!(fake.starts().len(), 2, "another session starts its own CLI");
     assert_eq!(fake.provider.idle_processes(), 2, "both sessions parked");
     assert!(alive(first), "the first session's CLI still waits");
@@ -203,7 +183,7 @@ async fn a_kept_alive_cli_does_not_serve_another_session_or_another_model() {
     // The same session asked with another model: a CLI started differently cannot serve it.
     let (events, error) = fake.turn(Some(S1), "other-model").await;
     assert!(error.is_none(), "{error:?}");
-    assert!(text(&events).starts_with("Model!"), "{}", text(&events));
+    assert!(text_of(&events).starts_with("Model!"), "{}", text_of(&events));
     assert_eq!(fake.starts().len(), 3, "a different model starts a new CLI");
     assert_eq!(
         fake.provider.idle_processes(),
@@ -230,7 +210,7 @@ async fn an_idle_cli_is_stopped_after_the_keep_alive_limit() {
 
     let (events, error) = fake.turn(Some(S1), "m").await;
     assert!(error.is_none(), "{error:?}");
-    assert!(text(&events).starts_with("Fresh!"), "{}", text(&events));
+    assert!(text_of(&events).starts_with("Fresh!"), "{}", text_of(&events));
     assert_eq!(fake.starts().len(), 2, "the next turn starts a new CLI");
 }
 
@@ -270,7 +250,7 @@ async fn a_cancelled_runs_cli_is_stopped_not_parked() {
 
     let (events, error) = fake.turn(Some(S1), "m").await;
     assert!(error.is_none(), "{error:?}");
-    assert!(text(&events).starts_with("Fresh!"), "{}", text(&events));
+    assert!(text_of(&events).starts_with("Fresh!"), "{}", text_of(&events));
     assert_eq!(fake.starts().len(), 2, "the next turn starts a new CLI");
 }
 
@@ -296,7 +276,7 @@ async fn a_failed_runs_cli_is_stopped_not_parked() {
 
     let (events, error) = fake.turn(Some(S1), "m").await;
     assert!(error.is_none(), "{error:?}");
-    assert!(text(&events).starts_with("Fresh!"), "{}", text(&events));
+    assert!(text_of(&events).starts_with("Fresh!"), "{}", text_of(&events));
     assert_eq!(fake.starts().len(), 2);
 }
 
@@ -315,7 +295,7 @@ async fn a_parked_cli_that_died_is_replaced_by_a_fresh_one() {
 
     let (events, error) = fake.turn(Some(S1), "m").await;
     assert!(error.is_none(), "{error:?}");
-    assert!(text(&events).starts_with("Fresh!"), "{}", text(&events));
+    assert!(text_of(&events).starts_with("Fresh!"), "{}", text_of(&events));
     assert_eq!(fake.starts().len(), 2, "a dead CLI is not reused");
 }
 

@@ -10,6 +10,7 @@ use futures::StreamExt;
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider, HostTools};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::{MockServer, Serve};
+use patchbay_conformance::{Recording, text_of};
 use patchbay_core::{
     Approval, ApprovalHandler, ApprovalRequest, ErrorKind, Event, ExecutedBy, FnTool, Message, Provider, ProviderError,
     RequestContext, Session, Signal, ToolContext, ToolResult, ToolSet, ToolStatus, async_trait,
@@ -51,27 +52,16 @@ fn tool(id: &str, name: &str, input: Value) -> Serve {
     ))
 }
 
+/// One call with model `claude-test`, collected.
 async fn collect(
     provider: &dyn Provider,
     messages: &[Message],
     tools: &ToolSet,
     context: Option<&RequestContext>,
 ) -> (Vec<Event>, Option<ProviderError>) {
-    let mut stream = match provider
-        .create_response(messages, tools, "claude-test", &Signal::new(), context)
-        .await
-    {
-        Ok(stream) => stream,
-        Err(error) => return (Vec::new(), Some(error)),
-    };
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => return (events, Some(error)),
-        }
-    }
-    (events, None)
+    let Recording { events, error } =
+        Recording::call(provider, messages, tools, "claude-test", &Signal::new(), context).await;
+    (events, error)
 }
 
 fn session_of(events: &[Event]) -> Option<String> {
@@ -398,14 +388,7 @@ pub(crate) async fn a_kept_alive_cli_serves_the_next_turn_of_its_session() {
         let (events, error) = collect(&provider, &[Message::user(prompt)], &ToolSet::new(), Some(&resume)).await;
         assert!(error.is_none(), "turn {i}: {error:?}");
         assert_eq!(session_of(&events).as_deref(), Some(session.as_str()));
-        let text: String = events
-            .iter()
-            .filter_map(|e| match e {
-                Event::TextDelta { text, .. } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(text, ["Two.", "Three."][i]);
+        assert_eq!(text_of(&events), ["Two.", "Three."][i]);
     }
     assert_eq!(
         pids_with_home(real.home.path()),

@@ -2,14 +2,13 @@
 //! environment, in MCP header values, in a base URL's credentials and in command-line values.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider, HostTools};
+use patchbay_conformance::Recording;
+use patchbay_conformance::logs::LogCapture;
 use patchbay_core::{
-    FnTool, McpServerConfig, McpTransport, Message, Provider, ProviderError, RequestContext, Signal, ToolContext,
-    ToolResult, ToolSet,
+    FnTool, McpServerConfig, McpTransport, Message, ProviderError, RequestContext, Signal, ToolContext, ToolResult,
+    ToolSet,
 };
 use serde_json::{Value, json};
 
@@ -98,32 +97,6 @@ fn option_errors_hide_the_values_they_quote() {
     }
 }
 
-/// A `tracing` writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if let Ok(mut out) = self.0.lock() {
-            out.extend_from_slice(buf);
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Capture {
-    fn text(&self) -> String {
-        self.0
-            .lock()
-            .map(|out| String::from_utf8_lossy(&out).into_owned())
-            .unwrap_or_default()
-    }
-}
-
 fn tools() -> ToolSet {
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     struct Input {
@@ -160,20 +133,18 @@ fn context_with_secrets() -> RequestContext {
         .with_provider_options("claude-agent", json!({ "env": { "OTHER_KEY": CANARY } }))
 }
 
+/// One call, read to its end: the error that ended it.
 async fn run(provider: &ClaudeAgentProvider, context: &RequestContext) -> Option<ProviderError> {
-    let mut stream = match provider
-        .create_response(&[Message::user("hi")], &tools(), "m", &Signal::new(), Some(context))
-        .await
-    {
-        Ok(stream) => stream,
-        Err(error) => return Some(error),
-    };
-    while let Some(item) = stream.next().await {
-        if let Err(error) = item {
-            return Some(error);
-        }
-    }
-    None
+    Recording::call(
+        provider,
+        &[Message::user("hi")],
+        &tools(),
+        "m",
+        &Signal::new(),
+        Some(context),
+    )
+    .await
+    .error
 }
 
 #[tokio::test]
@@ -181,14 +152,8 @@ async fn no_log_line_at_trace_shows_a_secret() {
     // Process-wide: a thread-scoped subscriber misses events whose callsite interest another
     // test thread cached first, and those of the MCP tool server's own threads. It captures
     // the other tests' lines too, which carry no secret either.
-    let capture = Capture::default();
-    let writer = capture.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::set_global_default(subscriber).unwrap_or_else(|e| panic!("{e}"));
+    let capture = LogCapture::new();
+    tracing::subscriber::set_global_default(capture.subscriber()).unwrap_or_else(|e| panic!("{e}"));
 
     let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

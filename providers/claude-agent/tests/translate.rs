@@ -1,6 +1,7 @@
 //! The pure line translator on recorded real-CLI transcripts and on synthetic edge lines.
 
 use patchbay_claude_agent::Translator;
+use patchbay_conformance::text_of;
 use patchbay_core::{ErrorKind, Event, ExecutedBy, FinishReason, ProviderError, ToolStatus, validate};
 use serde_json::{Value, json};
 
@@ -71,14 +72,7 @@ fn every_transcript_keeps_the_lifecycle_rules() {
 fn text_arrives_once_although_the_cli_sends_it_twice() {
     let (events, error) = translate("text_only");
     assert!(error.is_none());
-    let text: String = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::TextDelta { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(text, "Hello! How can I help you today?");
+    assert_eq!(text_of(&events), "Hello! How can I help you today?");
 }
 
 #[test]
