@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod fixtures;
+pub mod hardening;
 pub mod logs;
 pub mod metrics;
 pub mod mock;

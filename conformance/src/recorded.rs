@@ -125,7 +125,11 @@ impl FixtureRun {
     /// Like [`run`](Self::run), but returns the problems instead of panicking.
     pub fn problems(self, translate: impl Fn(&Path, &[&[u8]]) -> Vec<Recording>) -> Vec<String> {
         let mut paths: Vec<PathBuf> = match &self.root {
-            Some(root) => self.families.iter().flat_map(|family| files_in(&root.join(family))).collect(),
+            Some(root) => self
+                .families
+                .iter()
+                .flat_map(|family| files_in(&root.join(family)))
+                .collect(),
             None => self.families.iter().flat_map(|family| files(family)).collect(),
         };
         paths.sort();
@@ -145,7 +149,11 @@ impl FixtureRun {
         let mut failing = BTreeSet::new();
         for path in &paths {
             let name = match &self.root {
-                Some(root) => path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace(['/', '\\'], "__"),
+                Some(root) => path
+                    .strip_prefix(root)
+                    .unwrap_or(path)
+                    .to_string_lossy()
+                    .replace(['/', '\\'], "__"),
                 None => relative_name(path).replace('/', "__"),
             };
             let bytes = match std::fs::read(path) {
