@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use patchbay_conformance::Recording;
+use patchbay_conformance::hardening::{HttpWire, check_hardening};
 use patchbay_conformance::mock::{MockServer, Serve};
 use patchbay_conformance::raw::{RawServer, Step};
 use patchbay_core::{
-    ContentBlock, ErrorKind, ImageSource, Limit, Message, Provider, RequestContext, Role, Sampling, Signal, ToolResult,
+    ContentBlock, ErrorKind, ImageSource, Message, Provider, RequestContext, Role, Sampling, Signal, ToolResult,
     ToolSet,
 };
 use patchbay_ollama::mock::OllamaWire;
@@ -29,10 +30,6 @@ async fn call(provider: &OllamaProvider, messages: &[Message], context: Option<&
     let signal = Signal::new();
     let run = Recording::call(provider, messages, &tools, "llama3.2", &signal, context);
     tokio::time::timeout(HANG, run).await.expect("the call hung")
-}
-
-fn ndjson_head() -> Step {
-    Step::head("200 OK", &[("content-type", "application/x-ndjson")])
 }
 
 #[tokio::test]
@@ -180,79 +177,28 @@ async fn an_http_error_keeps_its_kind_status_message_and_retry_after() {
     assert_eq!(error.retry_after(), Some(Duration::from_secs(3)));
 }
 
+/// The conformance crate's hostile servers: refused redirect, read and content timeouts,
+/// stalled and huge error bodies, an endless line, `retry-after` dates.
 #[tokio::test]
-async fn a_redirect_is_refused_and_the_other_host_hears_nothing() {
-    let other = RawServer::start(vec![Step::Stall]).await;
-    let location = format!(
-        "{}/api/chat",
-        other.url().replace("http://", "http://user:sk-LOCATION@")
-    );
-    let first = RawServer::start(vec![Step::head("307 Temporary Redirect", &[("location", &location)])]).await;
-    let provider = provider(first.url(), |config| {
-        config.with_api_key(Some("sk-KEY".to_string().into()))
-    });
-    let recording = call(&provider, &[Message::user("hi")], None).await;
-    let error = recording.error.expect("a redirect is an error");
-    assert_eq!((error.kind(), error.status()), (ErrorKind::Config, Some(307)));
-    assert!(!error.to_string().contains("sk-LOCATION"), "{error}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(other.connections(), 0);
-}
-
-#[tokio::test]
-async fn a_stream_that_stalls_after_its_first_line_hits_the_read_timeout() {
-    let line = "{\"message\":{\"role\":\"assistant\",\"content\":\"Hi\"},\"done\":false}\n";
-    let server = RawServer::start(vec![ndjson_head(), Step::send(line), Step::Stall]).await;
-    let provider = provider(server.url(), |config| {
-        config.with_read_timeout(Some(Duration::from_millis(300)))
-    });
-    let recording = call(&provider, &[Message::user("hi")], None).await;
-    let error = recording.error.as_ref().expect("times out");
-    assert_eq!(
-        (error.kind(), error.limit()),
-        (ErrorKind::Transport, Some(Limit::ReadTimeout))
-    );
-    assert_eq!(recording.text(), "Hi");
-}
-
-#[tokio::test]
-async fn blank_lines_alone_cannot_keep_a_stream_open() {
-    let server = RawServer::start(vec![
-        ndjson_head(),
-        Step::Every(b"\n".to_vec(), Duration::from_millis(50)),
-    ])
+async fn hostile_servers() {
+    let wire = HttpWire {
+        name: patchbay_ollama::NAME,
+        content_type: "application/x-ndjson",
+        start: "{\"message\":{\"role\":\"assistant\",\"content\":\"Hi\"},\"done\":false}\n",
+        keepalive: "\n",
+        data_prefix: "{\"message\":{\"role\":\"assistant\",\"content\":\"",
+    };
+    check_hardening(
+        wire,
+        Arc::new(|base: &str, limits| {
+            let config = OllamaConfig::default()
+                .with_base_url(base)
+                .with_api_key(Some("sk-KEY".to_string().into()))
+                .with_limits(limits);
+            Arc::new(OllamaProvider::new(config).expect("builds")) as Arc<dyn Provider>
+        }),
+    )
     .await;
-    let provider = provider(server.url(), |config| {
-        config
-            .with_read_timeout(Some(Duration::from_millis(300)))
-            .with_content_timeout(Some(Duration::from_millis(800)))
-    });
-    let error = call(&provider, &[Message::user("hi")], None)
-        .await
-        .error
-        .expect("times out");
-    assert_eq!(error.limit(), Some(Limit::ContentTimeout), "{error}");
-}
-
-#[tokio::test]
-async fn an_endless_line_is_a_typed_error_at_the_cap() {
-    let start = "{\"message\":{\"role\":\"assistant\",\"content\":\"";
-    let server = RawServer::start(vec![
-        ndjson_head(),
-        Step::send(start),
-        Step::Endless(b"xxxxxxxx".repeat(512)),
-    ])
-    .await;
-    let provider = provider(server.url(), |config| config.with_max_line_bytes(64 * 1024));
-    let error = call(&provider, &[Message::user("hi")], None)
-        .await
-        .error
-        .expect("the cap trips");
-    assert_eq!(
-        (error.kind(), error.limit()),
-        (ErrorKind::Protocol, Some(Limit::LineLength))
-    );
-    assert!(server.bytes_written() < 16 * 1024 * 1024, "read far past the cap");
 }
 
 #[tokio::test]
