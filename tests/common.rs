@@ -2,9 +2,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
 use patchbay::scripted::{Part, Response, Script, ScriptedProvider, Turn};
 use patchbay::{Event, EventStream, FnTool, ProviderError, ToolContext, ToolResult, ToolSet};
+use patchbay_conformance::Recording;
 use serde::Deserialize;
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -47,15 +47,10 @@ pub(crate) fn respond(parts: Vec<Part>, input: u64, output: u64) -> Turn {
     Turn::Respond(Response::new(parts).with_usage(input, output))
 }
 
-pub(crate) async fn collect(mut stream: EventStream) -> (Vec<Event>, Option<ProviderError>) {
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => return (events, Some(error)),
-        }
-    }
-    (events, None)
+/// A stream read to its end: its events and the error that ended it.
+pub(crate) async fn collect(stream: EventStream) -> (Vec<Event>, Option<ProviderError>) {
+    let Recording { events, error } = Recording::collect(stream).await;
+    (events, error)
 }
 
 pub(crate) fn assert_valid(events: &[Event], error: Option<&ProviderError>) {

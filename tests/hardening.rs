@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use patchbay::Registry;
+use patchbay_conformance::Recording;
 use patchbay_conformance::raw::{RawServer, Step};
 use patchbay_core::{ErrorKind, Event, Limit, Message, Provider, ProviderError, Signal, ToolSet};
 use serde_json::{Value, json};
@@ -67,25 +67,10 @@ impl Http {
 /// Call `provider` once and collect its events and the error that ended it, failing the test
 /// if the whole call takes longer than [`HANG`].
 async fn call(provider: &dyn Provider) -> (Vec<Event>, Option<ProviderError>) {
-    let run = async {
-        let signal = Signal::new();
-        let stream = provider
-            .create_response(&[Message::user("hi")], &ToolSet::new(), "m", &signal, None)
-            .await;
-        let mut stream = match stream {
-            Ok(stream) => stream,
-            Err(error) => return (Vec::new(), Some(error)),
-        };
-        let mut events = Vec::new();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(event) => events.push(event),
-                Err(error) => return (events, Some(error)),
-            }
-        }
-        (events, None)
-    };
-    tokio::time::timeout(HANG, run).await.expect("the call hung")
+    let (messages, tools, signal) = ([Message::user("hi")], ToolSet::new(), Signal::new());
+    let run = Recording::call(provider, &messages, &tools, "m", &signal, None);
+    let Recording { events, error } = tokio::time::timeout(HANG, run).await.expect("the call hung");
+    (events, error)
 }
 
 fn fast() -> Value {

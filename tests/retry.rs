@@ -3,8 +3,7 @@ use std::time::{Duration, Instant};
 
 use patchbay::scripted::{End, Part, Response, Script, ScriptedError, ScriptedProvider, Turn};
 use patchbay::{ErrorKind, Event, Message, Provider, Retry, RetryPolicy, Signal, ToolSet};
-
-use crate::common::collect;
+use patchbay_conformance::Recording;
 
 fn rate_limited(retry_after_ms: u64) -> Turn {
     Turn::Fail(ScriptedError {
@@ -16,13 +15,16 @@ fn rate_limited(retry_after_ms: u64) -> Turn {
 }
 
 async fn run(provider: &Retry<Arc<ScriptedProvider>>) -> (Vec<Event>, Option<patchbay::ProviderError>) {
-    match provider
-        .create_response(&[Message::user("hi")], &ToolSet::new(), "m", &Signal::new(), None)
-        .await
-    {
-        Ok(stream) => collect(stream).await,
-        Err(error) => (Vec::new(), Some(error)),
-    }
+    let Recording { events, error } = Recording::call(
+        provider,
+        &[Message::user("hi")],
+        &ToolSet::new(),
+        "m",
+        &Signal::new(),
+        None,
+    )
+    .await;
+    (events, error)
 }
 
 #[tokio::test]

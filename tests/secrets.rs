@@ -3,8 +3,6 @@
 //! under a `tracing` subscriber at TRACE whose whole output is searched.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use patchbay::anthropic::{AnthropicConfig, AnthropicProvider};
@@ -12,6 +10,7 @@ use patchbay::claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
 use patchbay::mcp::{McpClientSet, ToolServer};
 use patchbay::openrouter::{OpenRouterConfig, OpenRouterProvider};
 use patchbay::{McpServerConfig, McpTransport, Message, Provider, Registry, RequestContext, Signal, ToolSet};
+use patchbay_conformance::logs::LogCapture;
 use patchbay_conformance::raw::{RawServer, Step};
 use serde_json::json;
 
@@ -105,7 +104,10 @@ fn configs_providers_and_errors_never_show_a_secret() {
         .expect("not http");
     assert_error_clean("openrouter options error", &error);
     let misplaced = json!({ "base_url": "http://127.0.0.1:9/v1", "include_usage": secret("misplaced") });
-    let error = patchbay::openrouter::factory().build(&misplaced).err().expect("not a bool");
+    let error = patchbay::openrouter::factory()
+        .build(&misplaced)
+        .err()
+        .expect("not a bool");
     assert!(
         error.to_string().contains("include_usage") || error.to_string().contains("invalid type"),
         "{error}"
@@ -130,23 +132,6 @@ fn configs_providers_and_errors_never_show_a_secret() {
         if let Err(error) = registry.build(name, &options) {
             assert_error_clean(name, &error);
         }
-    }
-}
-
-/// Everything a `fmt` subscriber writes, kept for searching.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if let Ok(mut all) = self.0.lock() {
-            all.extend_from_slice(bytes);
-        }
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
@@ -262,26 +247,16 @@ async fn traced_calls() {
 
 #[test]
 fn nothing_logged_at_trace_shows_a_secret() {
-    let capture = Capture::default();
-    let writer = capture.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
+    let capture = LogCapture::new();
+    tracing::subscriber::with_default(capture.subscriber(), || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
         runtime.block_on(traced_calls());
     });
-    let logged = String::from_utf8_lossy(&capture.0.lock().expect("capture").clone()).into_owned();
-    for seen in [
-        "redirect refused",
-        "request failed",
-        "patchbay.request",
-    ] {
+    let logged = capture.text();
+    for seen in ["redirect refused", "request failed", "patchbay.request"] {
         assert!(logged.contains(seen), "the subscriber saw `{seen}`:\n{logged}");
     }
     assert_clean("the TRACE log", &logged);
