@@ -1,6 +1,6 @@
 //! Synthetic edge cases of the chat-completions wire, on the translator without HTTP.
 
-use patchbay_conformance::split_randomly;
+use patchbay_conformance::{split_randomly, text_of};
 use patchbay_core::{ErrorKind, Event, FinishReason, validate};
 use patchbay_openrouter::translate::{Framing, Translator};
 use serde_json::{Value, json};
@@ -216,14 +216,7 @@ fn comments_crlf_and_other_fields_are_ignored() {
     );
     let (events, error) = run(body.as_bytes());
     assert_eq!(error, None);
-    let text: String = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::TextDelta { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(text, "ab");
+    assert_eq!(text_of(&events), "ab");
 }
 
 #[test]
