@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use patchbay_conformance::peers::is_alive;
 use patchbay_core::{McpTransport, RequestContext, Signal, ToolContent, ToolStatus};
 use patchbay_mcp::{DEFAULT_CONNECT_TIMEOUT, McpClientSet, McpConnections, ToolNaming};
 use serde_json::json;
@@ -11,7 +12,7 @@ use serde_json::json;
 const MARGIN: Duration = Duration::from_secs(2);
 
 use crate::common::{call, http, stdio, wait_group_gone};
-use crate::installed::{PeerProcess, alive, everything, free_port, python};
+use crate::installed::{PeerProcess, everything, free_port, python};
 
 /// The calls the issue asks for: list, echo, get-sum, get-tiny-image.
 async fn exercise_everything(connections: &McpConnections) {
@@ -55,7 +56,7 @@ pub(crate) async fn server_everything_over_stdio() {
         .client("everything")
         .and_then(|c| c.pid())
         .expect("a stdio pid");
-    assert!(alive(pid));
+    assert!(is_alive(pid));
     connections.close().await;
     assert!(
         wait_group_gone(pid, Duration::from_secs(1)).await,

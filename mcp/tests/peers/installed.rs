@@ -53,16 +53,6 @@ pub(crate) async fn inspector() -> (PathBuf, Heavy) {
     heavy_peer(inspector_peer()).await
 }
 
-/// Whether a process with this pid exists (zombies count as gone).
-pub(crate) fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
 /// A peer server process run by a test, in its own process group, killed with it on drop.
 pub(crate) struct PeerProcess {
     child: tokio::process::Child,
