@@ -13,12 +13,13 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use patchbay::{McpServerConfig, McpTransport, ToolResult};
+use patchbay_conformance::peers::is_alive;
 use patchbay_orchestrator::store::{INTERRUPTED, JobKind, JobStatus, SessionStatus, Store};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::task::JoinHandle;
 
-use served::{BIN, Mcp, START_LIMIT, Served, alive, all_jobs, children_of, open_store};
+use served::{BIN, Mcp, START_LIMIT, Served, all_jobs, children_of, open_store};
 
 /// Runs that end at once still take a moment on a busy 2-core machine: a generous bound.
 const RUN_LIMIT: Duration = Duration::from_secs(60);
@@ -383,7 +384,7 @@ async fn over_stdio_agent_session_name_is_the_parent_and_closing_stdin_ends_the_
     assert_eq!(status["parent_session_name"], "stdio-parent", "{status:#}");
     let pid = mcp.connections().client("orchestrator").and_then(|c| c.pid()).unwrap();
     mcp.close().await;
-    assert!(!alive(pid), "the stdio server is gone after the client closed");
+    assert!(!is_alive(pid), "the stdio server is gone after the client closed");
 
     // Closing stdin alone ends the process, with success.
     let log = std::fs::File::create(dir.path().join("stdio.log")).unwrap();

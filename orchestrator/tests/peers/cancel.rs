@@ -17,10 +17,11 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::response::IntoResponse;
 use futures::StreamExt;
+use patchbay_conformance::peers::{claude_code_offline_env, is_alive};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::served::{Served, alive, children_of};
+use crate::served::{Served, children_of};
 
 /// The blueprint running the CLI.
 const BLUEPRINT: &str = "stalled-cli";
@@ -129,8 +130,8 @@ async fn stall(State(state): State<MockState>, request: Request) -> axum::respon
 /// The blueprint file: the installed CLI, offline against `base_url`, `home` as its config,
 /// home and temp folder, no coding tools.
 fn write_blueprint(dir: &Path, cli: &Path, base_url: &str, home: &Path) {
-    let home = home.display().to_string();
-    let path = std::env::var("PATH").unwrap_or_default();
+    let mut env = claude_code_offline_env(base_url, home);
+    env.insert("PATH".into(), std::env::var("PATH").unwrap_or_default());
     let blueprint = json!({
         "name": BLUEPRINT,
         "description": "The Claude Code CLI against a Messages API that never answers.",
@@ -140,20 +141,7 @@ fn write_blueprint(dir: &Path, cli: &Path, base_url: &str, home: &Path) {
         "provider_options": {
             "cli_path": cli.display().to_string(),
             "inherit_env": false,
-            "env": {
-                "PATH": path,
-                "ANTHROPIC_BASE_URL": base_url,
-                "ANTHROPIC_API_KEY": "dummy",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "DISABLE_ERROR_REPORTING": "1",
-                "ENABLE_TOOL_SEARCH": "false",
-                "CLAUDE_CODE_MAX_RETRIES": "0",
-                "CLAUDE_CONFIG_DIR": home,
-                "HOME": home,
-                "TMPDIR": home,
-            },
+            "env": env,
         },
     });
     let text = toml::to_string(&blueprint).unwrap_or_else(|e| panic!("blueprint TOML: {e}"));
@@ -167,7 +155,7 @@ fn descendants(pid: u32) -> Vec<u32> {
     while let Some(parent) = next.pop() {
         for child in children_of(parent) {
             next.push(child);
-            if alive(child) {
+            if is_alive(child) {
                 out.push(child);
             }
         }
@@ -185,7 +173,7 @@ fn with_environment(entry: &str) -> Vec<u32> {
     entries
         .flatten()
         .filter_map(|entry| entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|pid| *pid != own && alive(*pid))
+        .filter(|pid| *pid != own && is_alive(*pid))
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|bytes| bytes.split(|b| *b == 0).any(|var| var == entry.as_bytes()))
@@ -351,7 +339,7 @@ pub(crate) async fn stopping_a_claude_agent_run_leaves_no_cli_process(stop: Stop
     let ended_at = Instant::now();
     loop {
         let left = descendants(orchestrator);
-        let clis_left: Vec<u32> = cli_pids.iter().copied().filter(|pid| alive(*pid)).collect();
+        let clis_left: Vec<u32> = cli_pids.iter().copied().filter(|pid| is_alive(*pid)).collect();
         let marked = with_environment(&marker);
         if left.is_empty() && clis_left.is_empty() && marked.is_empty() {
             break;

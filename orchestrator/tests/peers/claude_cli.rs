@@ -19,6 +19,7 @@ use axum::response::IntoResponse;
 use patchbay::scripted::{Part, Response};
 use patchbay_conformance::mock::WireFormat;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
+use patchbay_conformance::peers::claude_code_offline_env;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -148,7 +149,6 @@ pub(crate) async fn the_cli_as_a_parent_gets_the_child_result_and_is_recorded_as
         },
     }}});
 
-    let home_text = home.display().to_string();
     let mut command = tokio::process::Command::new(&cli);
     command
         .args(["-p", "Ask a child agent to say hello, then tell me what it said."])
@@ -161,17 +161,7 @@ pub(crate) async fn the_cli_as_a_parent_gets_the_child_result_and_is_recorded_as
         .current_dir(&work)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("ANTHROPIC_BASE_URL", &model.url)
-        .env("ANTHROPIC_API_KEY", "dummy")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("ENABLE_TOOL_SEARCH", "false")
-        .env("CLAUDE_CODE_MAX_RETRIES", "0")
-        .env("CLAUDE_CONFIG_DIR", &home_text)
-        .env("HOME", &home_text)
-        .env("TMPDIR", &home_text)
+        .envs(claude_code_offline_env(&model.url, &home))
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
     let output = tokio::time::timeout(CLI_LIMIT, command.output())

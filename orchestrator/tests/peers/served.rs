@@ -202,16 +202,6 @@ impl Served {
     }
 }
 
-/// Whether a process with this pid exists (a zombie counts as gone).
-pub(crate) fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
 /// Every process whose parent is `pid` (from `/proc`).
 pub(crate) fn children_of(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
