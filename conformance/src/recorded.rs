@@ -124,15 +124,7 @@ impl FixtureRun {
 
     /// Like [`run`](Self::run), but returns the problems instead of panicking.
     pub fn problems(self, translate: impl Fn(&Path, &[&[u8]]) -> Vec<Recording>) -> Vec<String> {
-        let mut paths: Vec<PathBuf> = match &self.root {
-            Some(root) => self
-                .families
-                .iter()
-                .flat_map(|family| files_in(&root.join(family)))
-                .collect(),
-            None => self.families.iter().flat_map(|family| files(family)).collect(),
-        };
-        paths.sort();
+        let paths = self.paths();
         let mut problems = Vec::new();
         if paths.len() < self.at_least {
             problems.push(format!(
@@ -148,14 +140,7 @@ impl FixtureRun {
         };
         let mut failing = BTreeSet::new();
         for path in &paths {
-            let name = match &self.root {
-                Some(root) => path
-                    .strip_prefix(root)
-                    .unwrap_or(path)
-                    .to_string_lossy()
-                    .replace(['/', '\\'], "__"),
-                None => relative_name(path).replace('/', "__"),
-            };
+            let name = self.snapshot_name(path);
             let bytes = match std::fs::read(path) {
                 Ok(bytes) => bytes,
                 Err(e) => {
@@ -164,45 +149,51 @@ impl FixtureRun {
                 }
             };
             let whole = translate(path, &[&bytes]);
-            if whole.is_empty() {
-                problems.push(format!("{name}: the translator found no response"));
-            }
-            for (i, recording) in whole.iter().enumerate() {
-                if let Err(violations) = recording.validate() {
-                    let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
-                    problems.push(format!(
-                        "{name}, response {i}: lifecycle violations: {}",
-                        list.join("; ")
-                    ));
-                }
-            }
+            problems.extend(whole_problems(&name, &whole, &settings));
             if whole.iter().any(|r| r.error.is_some()) {
                 failing.insert(name.split_once("__").map_or(name.clone(), |(_, rest)| rest.to_owned()));
             }
-            let snapshots: Vec<ResponseSnapshot> = whole.iter().map(snapshot).collect();
-            let compared = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                settings.bind(|| insta::assert_json_snapshot!(name.clone(), snapshots));
-            }));
-            if compared.is_err() {
-                problems.push(format!("{name}: differs from its snapshot (see above)"));
-            }
-            let expected = comparable(&whole);
-            for (seed, max) in SPLITS {
-                let chunks = split_randomly(&bytes, seed, max);
-                let slices: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
-                if comparable(&translate(path, &slices)) != expected {
-                    problems.push(format!(
-                        "{name}: other events when split (seed {seed}, writes up to {max} bytes)"
-                    ));
-                }
-            }
+            problems.extend(split_problems(&name, path, &bytes, &whole, &translate));
         }
+        problems.extend(self.expected_error_problems(&failing));
+        problems
+    }
+
+    /// Every recorded file of the families, sorted.
+    fn paths(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = match &self.root {
+            Some(root) => self
+                .families
+                .iter()
+                .flat_map(|family| files_in(&root.join(family)))
+                .collect(),
+            None => self.families.iter().flat_map(|family| files(family)).collect(),
+        };
+        paths.sort();
+        paths
+    }
+
+    /// A file's snapshot name: its path below the root, folders joined by `__`.
+    fn snapshot_name(&self, path: &Path) -> String {
+        match &self.root {
+            Some(root) => path
+                .strip_prefix(root)
+                .unwrap_or(path)
+                .to_string_lossy()
+                .replace(['/', '\\'], "__"),
+            None => relative_name(path).replace('/', "__"),
+        }
+    }
+
+    /// Files that ended in an error without being listed, and listed files that did not.
+    fn expected_error_problems(&self, failing: &BTreeSet<String>) -> Vec<String> {
+        let mut problems = Vec::new();
         for unexpected in failing.difference(&self.expected_errors) {
             problems.push(format!(
                 "{unexpected}: ends in an error but is not listed in expect_errors"
             ));
         }
-        for missing in self.expected_errors.difference(&failing) {
+        for missing in self.expected_errors.difference(failing) {
             problems.push(format!("{missing}: listed in expect_errors but ends without one"));
         }
         problems
@@ -221,6 +212,54 @@ impl FixtureRun {
         settings.set_omit_expression(true);
         Ok(settings)
     }
+}
+
+/// The problems of a file translated whole: no response, lifecycle violations, a snapshot that
+/// differs.
+fn whole_problems(name: &str, whole: &[Recording], settings: &insta::Settings) -> Vec<String> {
+    let mut problems = Vec::new();
+    if whole.is_empty() {
+        problems.push(format!("{name}: the translator found no response"));
+    }
+    for (i, recording) in whole.iter().enumerate() {
+        if let Err(violations) = recording.validate() {
+            let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+            problems.push(format!(
+                "{name}, response {i}: lifecycle violations: {}",
+                list.join("; ")
+            ));
+        }
+    }
+    let snapshots: Vec<ResponseSnapshot> = whole.iter().map(snapshot).collect();
+    let compared = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        settings.bind(|| insta::assert_json_snapshot!(name.to_owned(), snapshots));
+    }));
+    if compared.is_err() {
+        problems.push(format!("{name}: differs from its snapshot (see above)"));
+    }
+    problems
+}
+
+/// The splits of [`SPLITS`] whose events differ from the whole file's.
+fn split_problems(
+    name: &str,
+    path: &Path,
+    bytes: &[u8],
+    whole: &[Recording],
+    translate: &impl Fn(&Path, &[&[u8]]) -> Vec<Recording>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let expected = comparable(whole);
+    for (seed, max) in SPLITS {
+        let chunks = split_randomly(bytes, seed, max);
+        let slices: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+        if comparable(&translate(path, &slices)) != expected {
+            problems.push(format!(
+                "{name}: other events when split (seed {seed}, writes up to {max} bytes)"
+            ));
+        }
+    }
+    problems
 }
 
 fn snapshot(recording: &Recording) -> ResponseSnapshot {
