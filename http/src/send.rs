@@ -49,10 +49,15 @@ pub async fn send(
     provider: &'static str,
     to_error: impl FnOnce(Failure<'_>) -> ProviderError,
 ) -> Result<reqwest::Response, ProviderError> {
-    let response = within(signal, limits.read_timeout, "waiting for the response headers", request.send())
-        .await
-        .map_err(|e| e.with_provider(provider))?
-        .map_err(|e| transport_error(e, "sending the request", provider))?;
+    let response = within(
+        signal,
+        limits.read_timeout,
+        "waiting for the response headers",
+        request.send(),
+    )
+    .await
+    .map_err(|e| e.with_provider(provider))?
+    .map_err(|e| transport_error(e, "sending the request", provider))?;
     let status = response.status();
     if status.is_redirection() {
         let location = response.headers().get(LOCATION).and_then(|v| v.to_str().ok());
@@ -63,9 +68,13 @@ pub async fn send(
         return Ok(response);
     }
     let headers = response.headers().clone();
-    let body = read_error_body(body_stream(response, "reading the error body", provider), limits, signal)
-        .await
-        .map_err(|e| e.with_provider(provider))?;
+    let body = read_error_body(
+        body_stream(response, "reading the error body", provider),
+        limits,
+        signal,
+    )
+    .await
+    .map_err(|e| e.with_provider(provider))?;
     let error = to_error(Failure {
         status: status.as_u16(),
         headers: &headers,

@@ -189,4 +189,3 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderErro
     }
     error
 }
-
