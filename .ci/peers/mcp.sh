@@ -15,12 +15,16 @@ mkdir -p "$DIR"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] \
   && [ -x "$DIR/node_modules/.bin/mcp-server-everything" ] \
   && [ -x "$DIR/node_modules/.bin/mcp-inspector" ] \
-  && [ -x "$DIR/venv/bin/python" ]; then
+  && [ -x "$DIR/venv/bin/python" ] \
+  && (cd "$DIR" && npm ls --all >/dev/null 2>&1); then
   echo "mcp peers already installed ($WANT)"
   exit 0
 fi
 
 cd "$DIR"
+# No stamp, or a tree `npm ls` finds broken: an interrupted npm install leaves a node_modules
+# that a second `npm install` does not repair (a missing transitive package), so start clean.
+rm -rf node_modules package-lock.json "$STAMP"
 [ -f package.json ] || echo '{"name":"patchbay-mcp-peers","private":true}' > package.json
 # The Inspector declares a newer Node engine than CI's Node 20 but its CLI runs on it.
 npm install --no-audit --no-fund --loglevel=error --engine-strict=false "$EVERYTHING" "$INSPECTOR"
