@@ -32,6 +32,32 @@ pub enum HostTools {
     Http,
 }
 
+/// A settings source of the CLI (`--setting-sources`): where it may read settings, hooks,
+/// permission rules, `CLAUDE.md` memory and MCP servers from. None by default, so a host's run
+/// does not change with what is on the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettingSource {
+    /// The user's settings (`~/.claude/settings.json`, or under `CLAUDE_CONFIG_DIR`).
+    User,
+    /// The project's shared settings (`.claude/settings.json`, `CLAUDE.md`) in the working
+    /// directory.
+    Project,
+    /// The project's local settings (`.claude/settings.local.json`).
+    Local,
+}
+
+impl SettingSource {
+    /// The name the CLI takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Project => "project",
+            Self::Local => "local",
+        }
+    }
+}
+
 /// The system prompt the CLI runs with.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -80,6 +106,9 @@ pub struct ClaudeAgentConfig {
     pub host_server_name: String,
     /// `--max-turns`.
     pub max_turns: Option<u32>,
+    /// `--setting-sources`: none by default (the Claude Agent SDK's default), so user settings,
+    /// hooks, permission rules and a project's `CLAUDE.md` do not reach the run.
+    pub setting_sources: Vec<SettingSource>,
     /// Emit a session marker (`Opaque {"type": "session"}`) before `Finish`, so a later call
     /// with the full history and no session can continue it (see the crate docs).
     pub session_markers: bool,
@@ -116,6 +145,7 @@ impl Default for ClaudeAgentConfig {
             host_tools: HostTools::InProcess,
             host_server_name: DEFAULT_HOST_SERVER.into(),
             max_turns: None,
+            setting_sources: Vec::new(),
             session_markers: true,
             stop_grace: Duration::from_secs(2),
             cancel_grace: Duration::from_millis(250),
@@ -330,6 +360,12 @@ impl ClaudeAgentConfig {
     /// Set `--max-turns`.
     pub fn with_max_turns(mut self, turns: u32) -> Self {
         self.max_turns = Some(turns);
+        self
+    }
+
+    /// Let the CLI read settings from these sources (`--setting-sources`; default none).
+    pub fn with_setting_sources(mut self, sources: impl IntoIterator<Item = SettingSource>) -> Self {
+        self.setting_sources = sources.into_iter().collect();
         self
     }
 

@@ -107,6 +107,8 @@ impl LaunchPlan {
             let path = place.dir.join(MCP_CONFIG_FILE);
             args.push("--mcp-config".into());
             args.push(path.display().to_string());
+            // Only these servers: none from the user's or the project's configuration.
+            args.push("--strict-mcp-config".into());
             let text = json!({ "mcpServers": servers }).to_string();
             files.push(PlanFile {
                 path,
@@ -211,6 +213,9 @@ fn flag_args(config: &ClaudeAgentConfig, call: &Call<'_>, args: &mut Vec<String>
     if let Some(turns) = config.max_turns {
         push("--max-turns", turns.to_string());
     }
+    // Always given, empty by default: no settings, hooks or CLAUDE.md from the machine.
+    let sources: Vec<&str> = config.setting_sources.iter().map(|s| s.as_str()).collect();
+    push("--setting-sources", sources.join(","));
 }
 
 /// The MCP servers: the caller's, then the host tools' (in-process, or the HTTP entry).

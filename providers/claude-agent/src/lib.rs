@@ -22,6 +22,7 @@
 //! | `host_tools` | `"in_process"` or `"http"` | `"in_process"` |
 //! | `host_server_name` | string (ASCII letters, digits, `_`, `-`) | `"host"` (tools are `mcp__host__<tool>`) |
 //! | `max_turns` | integer | none |
+//! | `setting_sources` | array of `"user"`, `"project"`, `"local"` | `[]`: no settings, hooks, permission rules or `CLAUDE.md` from the machine |
 //! | `session_markers` | bool | `true` |
 //! | `stop_grace_ms` | integer | `2000` (each wait of a stop after a finished turn) |
 //! | `cancel_grace_ms` | integer | `250` (each wait of a stop mid-turn) |
@@ -35,6 +36,11 @@
 //! environment variable.
 //!
 //! # Decisions
+//! - **Isolation**: every run passes `--setting-sources` (empty unless `setting_sources` names
+//!   some), as the Claude Agent SDK does, so the user's `~/.claude` settings, hooks and
+//!   permission rules and a project's `CLAUDE.md` and `.claude/` do not change a host's runs;
+//!   `--strict-mcp-config` goes with every `--mcp-config`, so only the host's MCP servers (and
+//!   its host tools) are used.
 //! - **Construction**: [`ClaudeAgentProvider::new`] is the only constructor and checks what can
 //!   be checked without starting the CLI: the values ([`Error::Invalid`] naming the field: a
 //!   zero line cap or `initialize` timeout, a host server name the CLI would rewrite, `agents`
@@ -126,7 +132,9 @@ mod run;
 pub mod session;
 pub mod translate;
 
-pub use config::{CLI_ENV, ClaudeAgentConfig, DEFAULT_HOST_SERVER, HostTools, PEERS_ENV, SystemPrompt, find_cli};
+pub use config::{
+    CLI_ENV, ClaudeAgentConfig, DEFAULT_HOST_SERVER, HostTools, PEERS_ENV, SettingSource, SystemPrompt, find_cli,
+};
 pub use error::Error;
 pub use provider::ClaudeAgentProvider;
 pub use translate::Translator;
@@ -141,7 +149,7 @@ pub fn factory() -> patchbay_core::ProviderFactory {
         NAME,
         "the Claude Code CLI as an agent runtime; options: cli_path, env, inherit_env, max_line_bytes, \
          permission_mode, allowed_tools, disallowed_tools, tools, agents, system_prompt, host_tools, \
-         host_server_name, max_turns, session_markers, stop_grace_ms, cancel_grace_ms, init_timeout_ms, \
+         host_server_name, max_turns, setting_sources, session_markers, stop_grace_ms, cancel_grace_ms, init_timeout_ms, \
          extra_args, keep_alive_ms (on top of PATCHBAY_CLAUDE_CLI)",
         build,
     )

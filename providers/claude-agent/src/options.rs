@@ -10,7 +10,7 @@ use patchbay_core::kit::read_options;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::config::{ClaudeAgentConfig, HostTools, SystemPrompt};
+use crate::config::{ClaudeAgentConfig, HostTools, SettingSource, SystemPrompt};
 use crate::error::Error;
 
 /// Every key is optional; an unknown key is refused. No `Debug`: `env` and `extra_args` may
@@ -32,6 +32,7 @@ struct Options {
     host_tools: Option<HostTools>,
     host_server_name: Option<String>,
     max_turns: Option<u32>,
+    setting_sources: Option<Vec<SettingSource>>,
     session_markers: Option<bool>,
     stop_grace_ms: Option<u64>,
     cancel_grace_ms: Option<u64>,
@@ -75,6 +76,7 @@ fn apply(mut config: ClaudeAgentConfig, options: Options) -> ClaudeAgentConfig {
     if options.max_turns.is_some() {
         config.max_turns = options.max_turns;
     }
+    set(&mut config.setting_sources, options.setting_sources);
     set(&mut config.session_markers, options.session_markers);
     set(&mut config.stop_grace, options.stop_grace_ms.map(ms));
     set(&mut config.cancel_grace, options.cancel_grace_ms.map(ms));

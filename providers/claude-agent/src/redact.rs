@@ -67,6 +67,7 @@ impl fmt::Debug for ClaudeAgentConfig {
             host_tools,
             host_server_name,
             max_turns,
+            setting_sources,
             session_markers,
             stop_grace,
             cancel_grace,
@@ -89,6 +90,7 @@ impl fmt::Debug for ClaudeAgentConfig {
             .field("host_tools", host_tools)
             .field("host_server_name", host_server_name)
             .field("max_turns", max_turns)
+            .field("setting_sources", setting_sources)
             .field("session_markers", session_markers)
             .field("stop_grace", stop_grace)
             .field("cancel_grace", cancel_grace)

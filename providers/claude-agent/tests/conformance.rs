@@ -14,6 +14,7 @@
 #[path = "support/mod.rs"]
 mod support;
 
+mod isolation;
 mod real;
 
 use std::path::PathBuf;
@@ -113,5 +114,10 @@ fn main() {
         host_tools_over_http_get_the_context_and_keep_metadata,
         a_kept_alive_cli_serves_the_next_turn_of_its_session,
     ]);
+    all.push(peers::async_trial(
+        "isolation::the_machines_settings_and_claude_md_apply_only_when_asked",
+        &[&cli],
+        isolation::the_machines_settings_and_claude_md_apply_only_when_asked,
+    ));
     peers::run(all)
 }

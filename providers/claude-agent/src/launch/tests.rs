@@ -11,7 +11,7 @@ use patchbay_core::{
 use serde_json::{Value, json};
 
 use super::{Call, LaunchPlan, Place};
-use crate::config::{ClaudeAgentConfig, HostTools};
+use crate::config::{ClaudeAgentConfig, HostTools, SettingSource};
 
 const SECRET: &str = "sk-SECRET-PLAN-42";
 const SESSION: &str = "11111111-1111-4111-8111-111111111111";
@@ -277,5 +277,44 @@ fn a_launch_relevant_difference_changes_the_fingerprint() {
     differs(
         plan(&config.clone().with_host_tools(HostTools::Http), &set, &context),
         "host tools",
+    );
+    differs(
+        plan(
+            &config.clone().with_setting_sources([SettingSource::Project]),
+            &set,
+            &context,
+        ),
+        "setting sources",
+    );
+}
+
+#[test]
+fn no_setting_source_is_read_unless_asked() {
+    let context = RequestContext::new();
+    let none = plan(&ClaudeAgentConfig::new(), &ToolSet::new(), &context);
+    assert_eq!(after(&none.args, "--setting-sources"), Some(""), "{:?}", none.args);
+    let config = ClaudeAgentConfig::new().with_setting_sources([SettingSource::User, SettingSource::Project]);
+    let some = plan(&config, &ToolSet::new(), &context);
+    assert_eq!(after(&some.args, "--setting-sources"), Some("user,project"));
+}
+
+#[test]
+fn only_the_given_mcp_servers_are_used() {
+    let context = RequestContext::new().with_mcp_server(docs_server());
+    let given = plan(&ClaudeAgentConfig::new(), &ToolSet::new(), &context);
+    assert!(given.args.iter().any(|a| a == "--mcp-config"), "{:?}", given.args);
+    assert!(
+        given.args.iter().any(|a| a == "--strict-mcp-config"),
+        "{:?}",
+        given.args
+    );
+    let host_tools = plan(&ClaudeAgentConfig::new(), &tools(&["lookup"]), &RequestContext::new());
+    assert!(host_tools.args.iter().any(|a| a == "--strict-mcp-config"));
+    let nothing = plan(&ClaudeAgentConfig::new(), &ToolSet::new(), &RequestContext::new());
+    assert!(
+        !nothing
+            .args
+            .iter()
+            .any(|a| a == "--mcp-config" || a == "--strict-mcp-config")
     );
 }
