@@ -17,7 +17,7 @@ use crate::support;
 /// Text of the project's `CLAUDE.md`: found in a request only if the CLI read it.
 const MEMORY: &str = "PROJECT-MEMORY-7f3a: answer in French.";
 
-/// One turn of the real CLI in `project` with `config`'s sources; whether the hook's marker
+/// One turn of the real CLI in `project` reading settings from `sources`; whether the hook's marker
 /// was written and whether any request to the model carried the project memory.
 async fn run(project: &Path, sources: &[SettingSource]) -> (bool, bool) {
     let cli = support::real_cli().path().to_path_buf();
