@@ -27,15 +27,31 @@ impl Failure<'_> {
         self.headers.get(name).and_then(|value| value.to_str().ok())
     }
 
-    /// How long the server asked to wait (`retry-after-ms`, else `retry-after`).
+    /// How long the server asked to wait (see [`retry_after`]).
     pub fn retry_after(&self) -> Option<Duration> {
-        parse_retry_after(self.header("retry-after-ms"), self.header("retry-after"))
+        retry_after(self.headers)
     }
 
-    /// The server's request id (`request-id` or `x-request-id`).
-    pub fn request_id(&self) -> Option<&str> {
-        self.header("request-id").or_else(|| self.header("x-request-id"))
+    /// The server's request id (see [`request_id`]).
+    pub fn request_id(&self) -> Option<String> {
+        request_id(self.headers)
     }
+}
+
+/// How long a response asks to wait: `retry-after-ms`, else `retry-after` (seconds or an HTTP
+/// date).
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    parse_retry_after(header("retry-after-ms"), header("retry-after"))
+}
+
+/// A response's request id: `request-id`, else `x-request-id` (behind proxies).
+pub fn request_id(headers: &HeaderMap) -> Option<String> {
+    ["request-id", "x-request-id"]
+        .iter()
+        .find_map(|name| headers.get(*name))
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// Sends `request` and returns the response once its status is a success. The headers are

@@ -1,7 +1,6 @@
 //! This crate's [`Error`] (configuration and setup), and Anthropic errors (HTTP statuses, error
 //! bodies, `error` stream events) as patchbay kinds.
 
-use std::time::Duration;
 
 use patchbay_core::kit::kind_for_status;
 use patchbay_core::{ErrorKind, ProviderError};
@@ -134,21 +133,6 @@ struct ErrorBody<'a> {
     request_id: Option<std::borrow::Cow<'a, str>>,
 }
 
-/// How long the server asked us to wait (see [`patchbay_core::kit::parse_retry_after`]).
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    patchbay_core::kit::parse_retry_after(header("retry-after-ms"), header("retry-after"))
-}
-
-/// The request id of a response (`request-id`, or `x-request-id` behind proxies).
-pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
-    ["request-id", "x-request-id"]
-        .iter()
-        .find_map(|name| headers.get(*name))
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-}
-
 /// The error for an HTTP error response: kind from the body's error type when it names one,
 /// else from the status; request id, `retry-after` and the provider's code attached.
 pub fn http_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderError {
@@ -176,7 +160,7 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderErro
     if let Some(code) = error_type {
         error = error.with_provider_code(code);
     }
-    let id = request_id(headers).or_else(|| {
+    let id = patchbay_http::request_id(headers).or_else(|| {
         parsed
             .as_ref()
             .and_then(|b| b.request_id.as_deref().map(str::to_string))
@@ -184,7 +168,7 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderErro
     if let Some(id) = id {
         error = error.with_request_id(id);
     }
-    if let Some(wait) = retry_after(headers) {
+    if let Some(wait) = patchbay_http::retry_after(headers) {
         error = error.with_retry_after(wait);
     }
     error

@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use crate::NAME;
 use crate::config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, messages_url};
-use crate::error::{Error, http_error, request_id};
+use crate::error::{Error, http_error};
 use crate::request::build_request;
 use crate::translate::{StreamTranslator, Translator};
 
@@ -176,7 +176,7 @@ fn event_stream(
     limits: &StreamLimits,
     signal: &Signal,
 ) -> EventStream {
-    let request_id = request_id(response.headers());
+    let request_id = patchbay_http::request_id(response.headers());
     let is_json = response
         .headers()
         .get(CONTENT_TYPE)

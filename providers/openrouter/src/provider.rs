@@ -73,10 +73,6 @@ fn client(config: &OpenRouterConfig) -> Result<reqwest::Client, Error> {
     builder.build().map_err(Error::Client)
 }
 
-fn header(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
-}
-
 impl OpenRouterProvider {
     /// A provider from a config: the only constructor. A base URL that is not http(s), a
     /// header that is not valid HTTP or an HTTP client that cannot be built is a `Config` error.
@@ -164,14 +160,13 @@ impl Provider for OpenRouterProvider {
             api_error::from_http(
                 failure.status,
                 failure.body,
-                failure.request_id().map(str::to_owned),
+                failure.request_id(),
                 failure.retry_after(),
             )
         })
         .instrument(span.clone())
         .await?;
-        let request_id =
-            header(response.headers(), "x-request-id").or_else(|| header(response.headers(), "request-id"));
+        let request_id = patchbay_http::request_id(response.headers());
         let translator = Translating {
             translator: translator
                 .with_warnings(built.warnings)
