@@ -1,7 +1,6 @@
 //! This crate's [`Error`] (configuration and setup), and Anthropic errors (HTTP statuses, error
 //! bodies, `error` stream events) as patchbay kinds.
 
-
 use patchbay_core::kit::kind_for_status;
 use patchbay_core::{ErrorKind, ProviderError};
 use reqwest::header::{HeaderMap, InvalidHeaderName, InvalidHeaderValue};
