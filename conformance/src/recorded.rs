@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::fixtures::{files, files_in, relative_name};
 use crate::normalize::{Recording, normalize, without_timings};
-use crate::snapshot::split_randomly;
+use crate::snapshot::{callers_snapshots, settings_at, split_randomly};
 
 /// The splits every body is replayed with: (seed, largest write).
 const SPLITS: [(u64, usize); 6] = [(1, 1), (2, 3), (3, 17), (4, 64), (5, 301), (6, 4096)];
@@ -202,15 +202,10 @@ impl FixtureRun {
     fn snapshot_settings(&self) -> Result<insta::Settings, String> {
         let dir = match &self.snapshot_dir {
             Some(dir) => dir.clone(),
-            None => std::env::var_os("CARGO_MANIFEST_DIR")
-                .map(|dir| PathBuf::from(dir).join("tests/snapshots/fixtures"))
+            None => callers_snapshots("fixtures")
                 .ok_or("CARGO_MANIFEST_DIR is not set: run under cargo test or give snapshot_dir")?,
         };
-        let mut settings = insta::Settings::clone_current();
-        settings.set_snapshot_path(dir);
-        settings.set_prepend_module_to_snapshot(false);
-        settings.set_omit_expression(true);
-        Ok(settings)
+        Ok(settings_at(dir))
     }
 }
 

@@ -1,12 +1,11 @@
 //! [`snapshot_requests`]: what a wire provider sends for each shared scenario, as goldens of
 //! the provider's own crate (the wire differs per family, so these are not shared).
 
-use std::path::PathBuf;
-
 use serde_json::Value;
 
 use crate::mock::RecordedRequest;
 use crate::scenario::scenarios;
+use crate::snapshot::{callers_snapshots, settings_at};
 use crate::suite::{Case, Target};
 
 /// Runs every shared scenario on `target` (whose fixtures keep their
@@ -24,13 +23,8 @@ use crate::suite::{Case, Target};
 /// # }
 /// ```
 pub async fn snapshot_requests(target: &Target, view: impl Fn(&RecordedRequest) -> Value) {
-    let dir = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(|dir| PathBuf::from(dir).join("tests/snapshots/requests"))
-        .expect("CARGO_MANIFEST_DIR is set under cargo test");
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(dir);
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
+    let dir = callers_snapshots("requests").expect("CARGO_MANIFEST_DIR is set under cargo test");
+    let settings = settings_at(dir);
     let mut problems = Vec::new();
     for scenario in scenarios() {
         let name = format!("requests__{}", scenario.name);

@@ -14,11 +14,23 @@ pub fn scenario_settings() -> insta::Settings {
 
 /// Settings for goldens in `snapshots/<folder>`, named only by the snapshot name.
 pub fn settings_in(folder: &str) -> insta::Settings {
+    settings_at(snapshot_root().join(folder))
+}
+
+/// Settings for snapshots in `dir`, named only by the snapshot name (no module prefix, no
+/// expression in the file).
+pub fn settings_at(dir: PathBuf) -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(snapshot_root().join(folder));
+    settings.set_snapshot_path(dir);
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
     settings
+}
+
+/// `tests/snapshots/<folder>` of the crate whose tests run (cargo sets `CARGO_MANIFEST_DIR`
+/// for them); `None` outside cargo.
+pub(crate) fn callers_snapshots(folder: &str) -> Option<PathBuf> {
+    std::env::var_os("CARGO_MANIFEST_DIR").map(|dir| PathBuf::from(dir).join("tests/snapshots").join(folder))
 }
 
 /// Split `data` at pseudo-random byte boundaries (deterministic for a seed); chunk sizes are

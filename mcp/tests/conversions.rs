@@ -8,14 +8,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 fn settings() -> insta::Settings {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../conformance/snapshots/tool_results"
-    ));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings
+    patchbay_conformance::settings_in("tool_results")
 }
 
 /// patchbay -> MCP -> patchbay.

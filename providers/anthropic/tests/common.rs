@@ -14,15 +14,11 @@ pub(crate) fn fixtures_dir() -> PathBuf {
 
 /// Snapshot settings for `tests/snapshots/<folder>`, named by the snapshot name alone.
 pub(crate) fn settings(folder: &str) -> insta::Settings {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(
+    patchbay_conformance::settings_at(
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/snapshots")
             .join(folder),
-    );
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings
+    )
 }
 
 /// A provider pointed at `url` with a test key.

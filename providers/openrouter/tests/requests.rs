@@ -17,11 +17,7 @@ use serde_json::{Value, json};
 use crate::common::mock;
 
 fn settings() -> insta::Settings {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/requests"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings
+    patchbay_conformance::settings_at(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/requests").into())
 }
 
 /// Long strings (the huge line) as length plus hash.
