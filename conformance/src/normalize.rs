@@ -163,6 +163,7 @@ pub fn normalize(events: &[Event], error: Option<ErrorKind>) -> Outcome {
         normalizer.push(event);
     }
     normalizer.flush();
+    normalizer.flush_sources();
     Outcome {
         events: normalizer.out,
         error_kind: error.map(|kind| kind.as_str().to_string()),
@@ -179,6 +180,10 @@ struct Normalizer {
     blocks: HashMap<usize, usize>,
     /// (kind, ordinal) of the text being joined, and its text so far.
     open: Option<(&'static str, usize, String)>,
+    /// Sources of the current step: where they fall among a step's events differs by wire
+    /// (Anthropic sends a citation before its text, OpenAI annotations after it), so each
+    /// step's sources are written at its end, ordered by block and id.
+    sources: Vec<(usize, String, Value)>,
 }
 
 impl Normalizer {
@@ -189,7 +194,18 @@ impl Normalizer {
             Event::TextDelta { index, text } => self.join("text", *index, text),
             Event::ReasoningDelta { index, text } => self.join("reasoning", *index, text),
             Event::Usage(_) | Event::ToolCallDelta { .. } => {}
+            Event::Source(source) => {
+                let index = self.ordinal(source.index);
+                let value = json!({
+                    "type": "source", "index": index, "id": source.id, "target": source.target,
+                    "title": source.title, "cited_text": source.cited_text, "supports": source.supports,
+                });
+                self.sources.push((index, source.id.clone(), value));
+            }
             other => {
+                if matches!(other, Event::StepFinished { .. } | Event::Finish { .. }) {
+                    self.flush_sources();
+                }
                 self.flush();
                 let value = self.value(other);
                 self.out.extend(value);
@@ -207,6 +223,14 @@ impl Normalizer {
                 self.open = Some((kind, index, text.to_owned()));
             }
         }
+    }
+
+    /// Write the step's sources, ordered by block and id.
+    fn flush_sources(&mut self) {
+        self.flush();
+        let mut sources = std::mem::take(&mut self.sources);
+        sources.sort_by(|a, b| (a.0, a.1.len(), &a.1).cmp(&(b.0, b.1.len(), &b.1)));
+        self.out.extend(sources.into_iter().map(|(_, _, value)| value));
     }
 
     /// Add the joined text, if any, as one delta.
@@ -273,7 +297,11 @@ impl Normalizer {
                 "type": "finish", "reason": reason, "usage": usage_json(usage),
                 "text_chars": metrics.text_chars, "reasoning_chars": metrics.reasoning_chars,
             }),
-            Event::TextDelta { .. } | Event::ReasoningDelta { .. } | Event::Usage(_) | Event::ToolCallDelta { .. } => {
+            Event::TextDelta { .. }
+            | Event::ReasoningDelta { .. }
+            | Event::Usage(_)
+            | Event::ToolCallDelta { .. }
+            | Event::Source(_) => {
                 return None;
             }
         };

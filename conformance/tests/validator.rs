@@ -257,6 +257,57 @@ async fn an_error_alone_is_a_valid_stream() {
     assert_eq!(rules, vec![]);
 }
 
+fn source(id: &str, url: &str) -> Event {
+    Event::Source(patchbay_core::Source::url(id, 0, url, "broken"))
+}
+
+#[tokio::test]
+async fn a_source_announced_twice_in_one_step_is_caught() {
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(text(0, "Paris is in France.")),
+        Ok(source("1", "https://example.com/a")),
+        Ok(source("1", "https://example.com/a")),
+        Ok(finish(FinishReason::Stop)),
+    ])
+    .await;
+    assert_eq!(rules, vec![Rule::SourceWellFormed]);
+}
+
+#[tokio::test]
+async fn a_source_without_url_or_with_a_backwards_range_is_caught() {
+    let mut backwards = patchbay_core::Source::url("2", 0, "https://example.com", "broken");
+    backwards.supports = Some(patchbay_core::Span { start: 9, end: 3 });
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(text(0, "Paris is in France.")),
+        Ok(source("1", " ")),
+        Ok(Event::Source(backwards)),
+        Ok(finish(FinishReason::Stop)),
+    ])
+    .await;
+    assert_eq!(rules, vec![Rule::SourceWellFormed, Rule::SourceWellFormed]);
+}
+
+#[tokio::test]
+async fn source_ids_start_again_in_the_next_step_and_do_not_close_text() {
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(text(0, "Paris is ")),
+        Ok(source("1", "https://example.com/a")),
+        Ok(text(0, "in France.")),
+        Ok(Event::StepFinished {
+            step: 0,
+            reason: FinishReason::ToolUse,
+            usage: Usage::default(),
+        }),
+        Ok(source("1", "https://example.com/b")),
+        Ok(finish(FinishReason::Stop)),
+    ])
+    .await;
+    assert_eq!(rules, vec![]);
+}
+
 /// A target whose provider answers `text_only` right but sends its text twice.
 fn duplicated_text_target() -> Target {
     let broken = Arc::new(Broken::new(vec![

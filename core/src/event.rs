@@ -5,6 +5,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::source::Source;
 use crate::tool::{ExecutedBy, ToolResult};
 
 /// Something the host should know that did not stop the call: an ignored option, a dropped
@@ -317,6 +318,9 @@ pub enum Event {
         /// The block as sent.
         data: Value,
     },
+    /// A URL source or document citation the model used: a citation of text block `index`,
+    /// or a result of the server tool whose block is `index`.
+    Source(Source),
     /// Cumulative usage so far.
     Usage(Usage),
     /// In an agent run: one model call (or runtime turn) ended and more follow.
@@ -354,6 +358,7 @@ impl Event {
             Event::ToolCall { .. } => "tool_call",
             Event::ToolResult { .. } => "tool_result",
             Event::Opaque { .. } => "opaque",
+            Event::Source(_) => "source",
             Event::Usage(_) => "usage",
             Event::StepFinished { .. } => "step_finished",
             Event::Finish { .. } => "finish",

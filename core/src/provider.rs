@@ -6,6 +6,7 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::context::RequestContext;
 use crate::error::ProviderError;
@@ -211,6 +212,8 @@ pub struct ProviderResponse {
     pub warnings: Vec<Warning>,
     /// Tool results seen in the stream, by call id.
     pub tool_results: BTreeMap<String, crate::ToolResult>,
+    /// Sources and citations, in the order they arrived.
+    pub sources: Vec<crate::Source>,
 }
 
 impl ProviderResponse {
@@ -239,6 +242,7 @@ impl ProviderResponse {
                     response.tool_results.insert(id.clone(), result.clone());
                 }
                 Event::Usage(usage) => response.usage = *usage,
+                Event::Source(source) => response.sources.push(source.clone()),
                 Event::Finish { reason, usage, metrics } => {
                     response.stop_reason = Some(reason.clone());
                     response.usage = *usage;
@@ -264,11 +268,16 @@ impl ProviderResponse {
 }
 
 /// Builds assistant content blocks from events: consecutive deltas of one block are joined,
-/// signatures attach to their thinking block, complete tool calls become `ToolUse` blocks.
+/// signatures attach to their thinking block, complete tool calls become `ToolUse` blocks,
+/// and a `Source` citing a text block joins that block's `citations` (its wire object, so the
+/// answer goes back to its API unchanged; a source of a server tool's result block is already
+/// inside that block).
 #[derive(Debug, Default)]
 pub struct ContentBuilder {
     blocks: Vec<ContentBlock>,
     open: Option<(BlockKind, usize)>,
+    /// Citations that arrived before any text of their block (Anthropic sends them first).
+    pending: Vec<(usize, Value)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,7 +292,15 @@ impl ContentBuilder {
         match event {
             Event::TextDelta { index, text } => {
                 if self.open != Some((BlockKind::Text, *index)) {
-                    self.blocks.push(ContentBlock::text(""));
+                    let (early, rest) = std::mem::take(&mut self.pending)
+                        .into_iter()
+                        .partition(|(at, _)| at == index);
+                    self.pending = rest;
+                    self.blocks.push(ContentBlock::Text {
+                        text: String::new(),
+                        citations: early.into_iter().map(|(_, data)| data).collect(),
+                        cache_control: None,
+                    });
                     self.open = Some((BlockKind::Text, *index));
                 }
                 if let Some(ContentBlock::Text { text: acc, .. }) = self.blocks.last_mut() {
@@ -343,7 +360,17 @@ impl ContentBuilder {
                     data: data.clone(),
                 });
             }
-            Event::StepFinished { .. } => self.open = None,
+            Event::Source(source) if !source.data.is_null() => {
+                let open_text = self.open == Some((BlockKind::Text, source.index));
+                match self.blocks.last_mut() {
+                    Some(ContentBlock::Text { citations, .. }) if open_text => citations.push(source.data.clone()),
+                    _ => self.pending.push((source.index, source.data.clone())),
+                }
+            }
+            Event::StepFinished { .. } => {
+                self.open = None;
+                self.pending.clear();
+            }
             _ => {}
         }
     }
@@ -361,6 +388,7 @@ impl ContentBuilder {
     /// The blocks built so far, leaving the builder empty.
     pub fn take(&mut self) -> Vec<ContentBlock> {
         self.open = None;
+        self.pending.clear();
         std::mem::take(&mut self.blocks)
     }
 
@@ -398,6 +426,39 @@ pub trait ProviderExt: Provider {
             .generate(&messages, &ToolSet::new(), model, &Signal::new(), context)
             .await?;
         Ok(response.text())
+    }
+
+    /// Ask for an object of type `T` (no tools): the schema comes from schemars and goes in the
+    /// context's [`output_schema`](RequestContext::output_schema); the final text block of the
+    /// answer is parsed, validated against the schema and deserialized. A reply that is not
+    /// JSON or does not match is an [`ObjectError`](crate::ObjectError) carrying the raw text
+    /// (see [`crate::object`]).
+    async fn generate_object<T>(
+        &self,
+        messages: &[Message],
+        model: &str,
+        signal: &Signal,
+        context: Option<&RequestContext>,
+    ) -> Result<T, crate::ObjectError>
+    where
+        T: schemars::JsonSchema + serde::de::DeserializeOwned,
+    {
+        crate::object::generate_object(self, messages, model, signal, context).await
+    }
+
+    /// [`generate_object`](Self::generate_object) streamed: partial values as the JSON grows,
+    /// then the validated object ([`ObjectEvent`](crate::ObjectEvent)).
+    fn stream_object<'a, T>(
+        &'a self,
+        messages: &'a [Message],
+        model: &'a str,
+        signal: &'a Signal,
+        context: Option<&'a RequestContext>,
+    ) -> crate::ObjectStream<'a, T>
+    where
+        T: schemars::JsonSchema + serde::de::DeserializeOwned + Send + 'a,
+    {
+        crate::object::stream_object(self, messages, model, signal, context)
     }
 }
 

@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use crate::error::{ErrorKind, ProviderError};
 use crate::event::Event;
+use crate::source::{Location, Source, SourceTarget};
 
 /// Which rule a stream broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -48,6 +49,9 @@ pub enum Rule {
     /// as one delta, no two blocks of one step carry the same text, and a block is not
     /// reopened after another block began. Texts shorter than 16 characters are exempt.
     TextNotDuplicated,
+    /// A `Source` has an id unique within its step (a source is not announced twice), a
+    /// non-empty URL when it points at one, and ranges that do not run backwards.
+    SourceWellFormed,
 }
 
 /// One broken rule, with the position of the offending item.
@@ -107,6 +111,8 @@ pub struct Validator {
     tools: HashMap<String, ToolState>,
     tool_order: Vec<String>,
     calls: HashSet<String>,
+    /// Source ids of the current step.
+    sources: HashSet<String>,
     violations: Vec<Violation>,
 }
 
@@ -165,6 +171,7 @@ impl Validator {
             Event::ToolCallDelta { id, partial_json } => self.tool_call_delta(id, partial_json),
             Event::ToolCall { id, input, .. } => self.tool_call(id, input),
             Event::ToolResult { id, .. } => self.tool_result(id),
+            Event::Source(source) => self.source(source),
             Event::McpConnected { .. } | Event::Usage(_) => {}
             Event::StepFinished { .. } => {
                 self.close_step();
@@ -230,6 +237,41 @@ impl Validator {
                 );
                 self.violate(Rule::ToolCallAfterInput, message);
             }
+        }
+    }
+
+    /// A source: new in its step, pointing somewhere, with sane ranges.
+    fn source(&mut self, source: &Source) {
+        if source.id.is_empty() {
+            self.violate(Rule::SourceWellFormed, "a `Source` has an empty id");
+        } else if !self.sources.insert(source.id.clone()) {
+            self.violate(
+                Rule::SourceWellFormed,
+                format!("`Source` `{}` was announced twice in one step", source.id),
+            );
+        }
+        let location = match &source.target {
+            SourceTarget::Url { url } if url.trim().is_empty() => {
+                self.violate(
+                    Rule::SourceWellFormed,
+                    format!("`Source` `{}` has an empty URL", source.id),
+                );
+                None
+            }
+            SourceTarget::Url { .. } => None,
+            SourceTarget::Document { location, .. } | SourceTarget::SearchResult { location, .. } => *location,
+        };
+        let backwards = source.supports.is_some_and(|span| span.start > span.end)
+            || location.is_some_and(|location| match location {
+                Location::Chars { start, end } | Location::Pages { start, end } | Location::Blocks { start, end } => {
+                    start > end
+                }
+            });
+        if backwards {
+            self.violate(
+                Rule::SourceWellFormed,
+                format!("`Source` `{}` has a range that ends before it starts", source.id),
+            );
         }
     }
 
@@ -315,6 +357,7 @@ impl Validator {
         self.current_block = None;
         self.tools.clear();
         self.tool_order.clear();
+        self.sources.clear();
     }
 
     /// End of stream: report every violation found.

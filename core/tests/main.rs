@@ -5,7 +5,7 @@ use std::time::Duration;
 use patchbay_core::kit::{ContentBuilder, check_conversation};
 use patchbay_core::{
     CacheControl, ContentBlock, ErrorKind, Event, ExecutedBy, McpServerConfig, McpTransport, Message, ProviderError,
-    RequestContext, RetryPolicy, Role, ToolResult, Usage,
+    RequestContext, RetryPolicy, Role, Source, ToolResult, Usage,
 };
 use serde_json::json;
 
@@ -156,6 +156,62 @@ fn content_builder_keeps_signatures_ids_and_opaque_blocks() {
     assert!(matches!(&blocks[2], ContentBlock::ToolUse { id, executed_by: ExecutedBy::Provider, .. } if id == "t1"));
     assert!(matches!(&blocks[3], ContentBlock::ToolResult { tool_use_id, .. } if tool_use_id == "t1"));
     assert!(matches!(&blocks[4], ContentBlock::Opaque { provider, .. } if provider == "anthropic"));
+}
+
+#[test]
+fn content_builder_attaches_citations_to_their_text_block_even_when_they_come_first() {
+    let cite = |index: usize, id: &str, data: serde_json::Value| {
+        let mut source = Source::url(id, index, "https://example.com", "anthropic");
+        source.data = data;
+        Event::Source(source)
+    };
+    let mut builder = ContentBuilder::default();
+    for event in [
+        Event::TextDelta {
+            index: 0,
+            text: "Plain. ".into(),
+        },
+        // Anthropic sends a cited block's citation before its text.
+        cite(1, "1", json!({"type": "char_location", "cited_text": "a"})),
+        Event::TextDelta {
+            index: 1,
+            text: "Cited".into(),
+        },
+        cite(1, "2", json!({"type": "char_location", "cited_text": "b"})),
+        Event::TextDelta {
+            index: 1,
+            text: " text.".into(),
+        },
+        // A source without a wire object, and one of a block that is not text.
+        cite(1, "3", serde_json::Value::Null),
+        cite(
+            2,
+            "4",
+            json!({"type": "web_search_result", "url": "https://example.com"}),
+        ),
+        Event::Opaque {
+            index: 2,
+            provider: "anthropic".into(),
+            data: json!({"type": "web_search_tool_result"}),
+        },
+    ] {
+        builder.push(&event);
+    }
+    let blocks = builder.finish();
+    assert_eq!(blocks.len(), 3, "{blocks:?}");
+    let citations = |block: &ContentBlock| match block {
+        ContentBlock::Text { citations, .. } => citations.clone(),
+        other => panic!("not text: {other:?}"),
+    };
+    assert!(citations(&blocks[0]).is_empty());
+    assert_eq!(
+        citations(&blocks[1]),
+        vec![
+            json!({"type": "char_location", "cited_text": "a"}),
+            json!({"type": "char_location", "cited_text": "b"})
+        ]
+    );
+    assert_eq!(blocks[1].as_text(), Some("Cited text."));
 }
 
 #[test]

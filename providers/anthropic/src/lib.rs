@@ -41,9 +41,13 @@
 //!   credentials, only the public API is refused: a mock or a gateway may need none.
 //! - `max_tokens` defaults to [`DEFAULT_MAX_TOKENS`] (4096; configurable), raised above a
 //!   thinking budget; the last message may come from the assistant (a prefill).
-//! - Citations arrive as one `Opaque {"type": "text_citations"}` after their text block, and
-//!   server tool counts as `Opaque {"type": "server_tool_usage"}` (core's `Usage` has no field for
-//!   them); both go back to the API correctly (citations re-attached to their text, counts dropped).
+//! - Citations arrive as `Source` events of their text block, as they stream ([`sources`] says
+//!   how each kind maps), and web search results and fetched pages as `Source`s of their result
+//!   block; server tool counts arrive as `Opaque {"type": "server_tool_usage"}` (core's `Usage`
+//!   has no field for them). Both go back to the API correctly: core's `ContentBuilder` puts each
+//!   citation's wire object back on its text block, and [`request`] sends the citations of the
+//!   Anthropic kinds (dropping other providers' annotations) and drops the counts. The older
+//!   `Opaque {"type": "text_citations"}` of stored conversations is still accepted.
 //! - `model_context_window_exceeded` ends with `Length`; `pause_turn` with `Other("pause_turn")`.
 //! - A response that stops inside a tool call's input (max tokens) ends with a `Protocol` error
 //!   rather than a `ToolCall` with broken input.
@@ -70,6 +74,7 @@ mod error;
 mod provider;
 pub mod replay;
 pub mod request;
+pub mod sources;
 pub mod translate;
 pub mod wire;
 

@@ -298,14 +298,32 @@ fn map_content(index: usize, message: &Message, warnings: &mut Vec<Warning>) -> 
     Ok(out)
 }
 
-/// A text block with its citations and cache marker; empty text is not sent.
+/// The citation kinds the Messages API takes back on a text block.
+const CITATION_KINDS: [&str; 5] = [
+    "char_location",
+    "page_location",
+    "content_block_location",
+    "search_result_location",
+    "web_search_result_location",
+];
+
+/// A text block with its citations and cache marker; empty text is not sent. Citations of
+/// other wires (an OpenAI `url_citation`, a Perplexity URL) are left out: the API refuses them.
 fn text_block(text: &str, citations: &[Value], cache: Option<&CacheControl>) -> Option<Value> {
     if text.is_empty() {
         return None;
     }
     let mut value = json!({ "type": "text", "text": text });
-    if !citations.is_empty() {
-        value["citations"] = json!(citations);
+    let ours: Vec<&Value> = citations
+        .iter()
+        .filter(|c| {
+            c.get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| CITATION_KINDS.contains(&t))
+        })
+        .collect();
+    if !ours.is_empty() {
+        value["citations"] = json!(ours);
     }
     Some(with_cache(value, cache))
 }

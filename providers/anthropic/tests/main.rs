@@ -1,6 +1,7 @@
 //! Integration tests of patchbay-anthropic (one binary; the shared scenarios against the mock
 //! run in `conformance.rs`, a `harness = false` binary).
 
+mod citations;
 mod common;
 mod config;
 mod fixtures;

@@ -300,6 +300,62 @@ fn messages_without_partials_are_translated_from_their_blocks() {
 }
 
 #[test]
+fn citations_and_search_results_are_sources_with_or_without_partials() {
+    let citation = json!({"type": "web_search_result_location", "url": "https://a.example", "title": "A",
+        "cited_text": "sunny", "encrypted_index": "Eo8B"});
+    let results = json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+        {"type": "web_search_result", "url": "https://a.example", "title": "A", "encrypted_content": "e"}]});
+    let sources = |events: &[Event]| -> Vec<(String, usize, String)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Source(s) => Some((s.id.clone(), s.index, s.as_url().unwrap_or_default().to_owned())),
+                _ => None,
+            })
+            .collect()
+    };
+    // Without partials: from the assistant message's blocks.
+    let lines = vec![
+        init(),
+        json!({"type": "assistant", "message": {"id": "m1", "model": "m", "content": [
+            results.clone(), {"type": "text", "text": "It is sunny.", "citations": [citation.clone()]}],
+            "usage": {"input_tokens": 5, "output_tokens": 2}}, "parent_tool_use_id": null}),
+        json!({"type": "result", "subtype": "success", "is_error": false, "session_id": "s-1"}),
+    ];
+    let (events, error) = translate_lines(&lines);
+    assert!(error.is_none(), "{error:?}");
+    check_lifecycle(&events, None);
+    let expected = vec![
+        ("1".to_owned(), 0, "https://a.example".to_owned()),
+        ("2".to_owned(), 1, "https://a.example".to_owned()),
+    ];
+    assert_eq!(sources(&events), expected);
+
+    // With partials: the same sources once, although the assistant line repeats the blocks.
+    let event = |e: Value| json!({"type": "stream_event", "event": e});
+    let lines = vec![
+        init(),
+        event(json!({"type": "message_start", "message": {"id": "m1", "model": "m", "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}})),
+        event(json!({"type": "content_block_start", "index": 0, "content_block": results})),
+        event(json!({"type": "content_block_stop", "index": 0})),
+        event(json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": "", "citations": []}})),
+        event(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "citations_delta", "citation": citation}})),
+        event(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "It is sunny."}})),
+        json!({"type": "assistant", "message": {"id": "m1", "model": "m", "content": [{"type": "text", "text": "It is sunny."}]}, "parent_tool_use_id": null}),
+        event(json!({"type": "content_block_stop", "index": 1})),
+        event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 4}})),
+        event(json!({"type": "message_stop"})),
+        json!({"type": "result", "subtype": "success", "is_error": false, "session_id": "s-1"}),
+    ];
+    let (events, error) = translate_lines(&lines);
+    assert!(error.is_none(), "{error:?}");
+    check_lifecycle(&events, None);
+    let mut got = sources(&events);
+    got.sort();
+    assert_eq!(got, expected);
+}
+
+#[test]
 fn max_turns_ends_the_run_and_subagent_lines_are_kept() {
     let mut lines = vec![init()];
     lines.extend(text_message("m1", "hi"));

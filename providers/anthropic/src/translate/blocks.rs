@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::{MAX_BLOCKS, Open, RawEvent, Translator};
 use crate::NAME;
+use crate::sources::{citation_source, result_sources};
 use crate::wire::{Block, Delta};
 
 impl Translator {
@@ -34,9 +35,11 @@ impl Translator {
                         text: text.into_owned(),
                     });
                 }
-                Open::Text {
-                    citations: block.citations.unwrap_or_default(),
+                for citation in block.citations.unwrap_or_default() {
+                    let id = self.next_source_id();
+                    self.emit(Event::Source(citation_source(id, index, citation, NAME)));
                 }
+                Open::Text
             }
             "thinking" => {
                 if let Some(text) = block.thinking.filter(|t| !t.is_empty()) {
@@ -99,26 +102,32 @@ impl Translator {
         delta: Delta<'_>,
         raw: RawEvent<'_>,
     ) -> Result<Option<Event>, ProviderError> {
-        let Some(open) = self.blocks.get_mut(index).and_then(Option::as_mut) else {
-            return Err(Self::protocol(format!(
-                "a delta for content block {index}, which never started"
-            )));
-        };
         let Delta {
             kind,
             payload,
             citation,
             ..
         } = delta;
-        if payload.is_empty()
-            && kind != "citations_delta"
-            && matches!(open, Open::Text { .. } | Open::Thinking | Open::Tool { .. })
-        {
+        if kind == "citations_delta" && matches!(self.open_block(index), Some(Open::Text)) {
+            let Some(citation) = citation else {
+                return Ok(None);
+            };
+            let id = self.next_source_id();
+            let event = Event::Source(citation_source(id, index, *citation, NAME));
+            self.count(&event);
+            return Ok(Some(event));
+        }
+        let Some(open) = self.blocks.get_mut(index).and_then(Option::as_mut) else {
+            return Err(Self::protocol(format!(
+                "a delta for content block {index}, which never started"
+            )));
+        };
+        if payload.is_empty() && matches!(open, Open::Text | Open::Thinking | Open::Tool { .. }) {
             // An empty delta (`thinking_delta` with "" before a signature...) carries nothing.
             return Ok(None);
         }
         let event = match (kind.as_ref(), open) {
-            ("text_delta", Open::Text { .. }) => Event::TextDelta {
+            ("text_delta", Open::Text) => Event::TextDelta {
                 index,
                 text: payload.into_owned(),
             },
@@ -136,12 +145,6 @@ impl Translator {
                     id: id.clone(),
                     partial_json: payload.into_owned(),
                 }
-            }
-            ("citations_delta", Open::Text { citations }) => {
-                if let Some(citation) = citation {
-                    citations.push(*citation);
-                }
-                return Ok(None);
             }
             (_, Open::Other { raw: block }) => {
                 // Unknown block kinds (`compaction`...): merge the delta's fields into the block.
@@ -168,15 +171,7 @@ impl Translator {
             return Ok(());
         };
         match open {
-            Open::Text { citations } if !citations.is_empty() => {
-                let data = json!({ "type": "text_citations", "citations": citations });
-                self.emit(Event::Opaque {
-                    index,
-                    provider: NAME.into(),
-                    data,
-                });
-            }
-            Open::Text { .. } | Open::Thinking | Open::Done => {}
+            Open::Text | Open::Thinking | Open::Done => {}
             Open::Tool {
                 id,
                 name,
@@ -221,6 +216,7 @@ impl Translator {
                     .and_then(Value::as_str)
                     .and_then(|id| self.provider_calls.get(id).map(|name| (id.to_string(), name.clone())));
                 let result = call.as_ref().map(|_| server_tool_result(&raw));
+                let sources = result_sources(&raw, index, NAME, || self.next_source_id());
                 self.emit(Event::Opaque {
                     index,
                     provider: NAME.into(),
@@ -228,6 +224,9 @@ impl Translator {
                 });
                 if let (Some((id, name)), Some(result)) = (call, result) {
                     self.emit(Event::ToolResult { id, name, result });
+                }
+                for source in sources {
+                    self.emit(Event::Source(source));
                 }
             }
         }
@@ -237,7 +236,7 @@ impl Translator {
 
 fn open_name(open: &Open) -> &'static str {
     match open {
-        Open::Text { .. } => "text",
+        Open::Text => "text",
         Open::Thinking => "thinking",
         Open::Tool { .. } => "tool call",
         Open::Other { .. } => "other",

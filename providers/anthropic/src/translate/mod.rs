@@ -7,13 +7,15 @@
 //! `stream_event` partials of the Claude Code CLI (one translator per message).
 //!
 //! What each wire block becomes:
-//! - `text` → `TextDelta`; its citations → one `Opaque {"type": "text_citations"}` after the block;
+//! - `text` → `TextDelta`; each citation (`citations_delta`, or one already on the block) → a
+//!   `Source` of the block as it arrives (see [`crate::sources`]);
 //! - `thinking` → `ReasoningDelta` + `ReasoningSignature`; `redacted_thinking` → `RedactedReasoning`;
 //! - `tool_use` → `ToolCallStart`, `ToolCallDelta`s, and `ToolCall` only at `content_block_stop`
 //!   (empty input is `{}`);
 //! - `server_tool_use` / `mcp_tool_use` → the same with `executed_by: Provider`, plus the raw block
 //!   (input filled in) as `Opaque` so it goes back to the API unchanged;
-//! - `*_tool_result` blocks → the raw block as `Opaque`, then a `ToolResult` for its call;
+//! - `*_tool_result` blocks → the raw block as `Opaque`, then a `ToolResult` for its call, then a
+//!   `Source` per web search result or fetched page;
 //! - any other block (`compaction`, `fallback`...) → `Opaque`, with unknown deltas merged in.
 //!
 //! `message_delta` usage is cumulative; server tool counts arrive as one
@@ -73,9 +75,7 @@ impl RawEvent<'_> {
 
 #[derive(Debug)]
 enum Open {
-    Text {
-        citations: Vec<Value>,
-    },
+    Text,
     Thinking,
     Tool {
         id: String,
@@ -102,6 +102,8 @@ pub struct Translator {
     /// Open and finished blocks by index (indexes are small and dense).
     blocks: Vec<Option<Open>>,
     provider_calls: HashMap<String, String>,
+    /// Sources announced so far (their ids count from 1).
+    sources: u64,
     usage: Usage,
     stop_reason: Option<String>,
     recorder: MetricsRecorder,
@@ -130,6 +132,7 @@ impl Translator {
             done: false,
             blocks: Vec::new(),
             provider_calls: HashMap::new(),
+            sources: 0,
             usage: Usage::default(),
             stop_reason: None,
             recorder: MetricsRecorder::start(),
@@ -285,6 +288,12 @@ impl Translator {
             _ if self.events == 1 => self.recorder.observe(event),
             _ => {}
         }
+    }
+
+    /// The id of the next source: the order of arrival, from 1.
+    fn next_source_id(&mut self) -> String {
+        self.sources += 1;
+        self.sources.to_string()
     }
 
     fn open_block(&mut self, index: usize) -> Option<&mut Open> {

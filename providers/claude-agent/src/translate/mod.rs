@@ -8,7 +8,8 @@
 //!   layer may retry;
 //! - `assistant` lines repeat what the partials already streamed: a message whose id was
 //!   streamed is skipped; a message that was not (no partials) is translated from its blocks;
-//!   CLI-made `<synthetic>` messages (API error texts) only feed the error message;
+//!   CLI-made `<synthetic>` messages (API error texts) only feed the error message; citations
+//!   and web search results become `Source`s either way (as patchbay-anthropic maps them);
 //! - tool calls named `mcp__<host server>__<tool>` are host tools (`executed_by: Host`, host
 //!   name); everything else the CLI runs itself (`executed_by: Provider`);
 //! - `user` tool results become `ToolResult` (the host tool's own result, metadata included,
@@ -54,6 +55,8 @@ pub struct Translator {
     message: Option<patchbay_anthropic::Translator>,
     streamed: HashSet<String>,
     unstreamed: Option<(String, usize, Usage, bool)>,
+    /// Sources of the unstreamed message so far (their ids count from 1 per message).
+    unstreamed_sources: u64,
     pending_step: Option<(FinishReason, Usage)>,
     last_reason: Option<FinishReason>,
     finished_usage: Usage,
@@ -91,6 +94,7 @@ impl Translator {
             message: None,
             streamed: HashSet::new(),
             unstreamed: None,
+            unstreamed_sources: 0,
             pending_step: None,
             last_reason: None,
             finished_usage: Usage::default(),

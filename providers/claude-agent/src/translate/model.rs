@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::Translator;
 use crate::NAME;
 use crate::blocks::usage_of;
+use patchbay_anthropic::sources::{citation_source, result_sources};
 
 impl Translator {
     pub(super) fn stream_event(&mut self, line: &Value) -> Result<(), ProviderError> {
@@ -152,6 +153,7 @@ impl Translator {
             self.close_unstreamed();
             self.flush_step();
             self.unstreamed = Some((id.clone(), 0, Usage::default(), false));
+            self.unstreamed_sources = 0;
         }
         let model = message.get("model").and_then(Value::as_str).map(str::to_string);
         self.start(Some(id), model);
@@ -177,10 +179,17 @@ impl Translator {
     fn full_block(&mut self, index: usize, block: &Value) {
         let str_of = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or("").to_string();
         match block.get("type").and_then(Value::as_str).unwrap_or("") {
-            "text" => self.emit(Event::TextDelta {
-                index,
-                text: str_of("text"),
-            }),
+            "text" => {
+                self.emit(Event::TextDelta {
+                    index,
+                    text: str_of("text"),
+                });
+                for citation in block.get("citations").and_then(Value::as_array).into_iter().flatten() {
+                    let id = self.next_source_id();
+                    let source = citation_source(id, index, citation.clone(), patchbay_anthropic::NAME);
+                    self.emit(Event::Source(source));
+                }
+            }
             "thinking" => {
                 self.emit(Event::ReasoningDelta {
                     index,
@@ -208,11 +217,21 @@ impl Translator {
                 let input = block.get("input").cloned().unwrap_or_else(|| json!({}));
                 self.call(id, name, input, by);
             }
-            _ => self.emit(Event::Opaque {
-                index,
-                provider: NAME.into(),
-                data: block.clone(),
-            }),
+            _ => {
+                self.emit(Event::Opaque {
+                    index,
+                    provider: NAME.into(),
+                    data: block.clone(),
+                });
+                for source in result_sources(block, index, patchbay_anthropic::NAME, || self.next_source_id()) {
+                    self.emit(Event::Source(source));
+                }
+            }
         }
+    }
+
+    fn next_source_id(&mut self) -> String {
+        self.unstreamed_sources += 1;
+        self.unstreamed_sources.to_string()
     }
 }
