@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::cache::CacheControl;
 use crate::extensions::Extensions;
+use crate::object::OutputSchema;
 use crate::tool::ToolContext;
 
 /// Sampling and length options. `None` means the provider's default.
@@ -197,6 +198,9 @@ pub struct RequestContext {
     pub extensions: Extensions,
     /// Provider-specific options, keyed by provider name (`"anthropic": {...}`).
     pub provider_options: BTreeMap<String, Value>,
+    /// The JSON object the answer should be: delivered as JSON text in the response's final
+    /// text block (see [`crate::object`] for the contract every provider keeps).
+    pub output_schema: Option<OutputSchema>,
 }
 
 impl RequestContext {
@@ -271,6 +275,12 @@ impl RequestContext {
         self
     }
 
+    /// Ask for a JSON object of this schema (see [`crate::object`]).
+    pub fn with_output_schema(mut self, schema: OutputSchema) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
     /// Set the options of one provider.
     pub fn with_provider_options(mut self, provider: impl Into<String>, options: Value) -> Self {
         self.provider_options.insert(provider.into(), options);
@@ -334,6 +344,7 @@ impl fmt::Debug for RequestContext {
             .field("mcp_servers", &self.mcp_servers)
             .field("extensions", &self.extensions)
             .field("provider_options", &self.provider_options.keys().collect::<Vec<_>>())
+            .field("output_schema", &self.output_schema.as_ref().map(|schema| &schema.name))
             .finish()
     }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use patchbay_core::kit::{MetricsRecorder, check_conversation};
 use patchbay_core::{
-    Capabilities, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, Provider, ProviderError,
-    ProviderInfo, RequestContext, Signal, ToolSet, Usage, Warning,
+    Capabilities, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, OutputSchema, Provider,
+    ProviderError, ProviderInfo, RequestContext, Signal, ToolSet, Usage, Warning,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -242,6 +242,8 @@ pub struct RecordedRequest {
     pub model: String,
     /// The system prompt.
     pub system: Option<String>,
+    /// The structured output asked for, if any.
+    pub output_schema: Option<OutputSchema>,
 }
 
 /// A deterministic provider following a [`Script`].
@@ -305,6 +307,7 @@ impl ScriptedProvider {
                 tools: tools.specs().map(|s| s.name.clone()).collect(),
                 model: model.to_string(),
                 system: context.and_then(|c| c.system.clone()),
+                output_schema: context.and_then(|c| c.output_schema.clone()),
             });
         }
     }

@@ -1,0 +1,551 @@
+//! Structured output: ask for a JSON object of a schema, stream it as it grows, validate it.
+//!
+//! [`OutputSchema`] goes in [`RequestContext::output_schema`]; each provider maps it the native
+//! way (a JSON-schema response format, a forced tool, a runtime flag) and delivers the object by
+//! one contract, so hosts read it the same way everywhere:
+//!
+//! - the object arrives as JSON text in the response's **final text block**, with nothing else
+//!   in that block (text before it, in earlier blocks, is allowed);
+//! - a provider that forces the shape with a tool translates that tool's input stream into
+//!   `TextDelta`s of one block and does not emit the tool call (no `ToolCallStart`, no
+//!   `ToolCall`: the host never sees the synthetic tool);
+//! - a provider that cannot honour the schema says so with a
+//!   [`Warning::UNSUPPORTED_OPTION`](crate::Warning::UNSUPPORTED_OPTION) on `Started` and answers
+//!   as it can; it never fails because of it. [`generate_object`] still validates what came.
+//!
+//! On top, [`ProviderExt::generate_object`](crate::ProviderExt::generate_object) and
+//! [`ProviderExt::stream_object`](crate::ProviderExt::stream_object) derive the schema from a
+//! type with schemars, run the call, validate the final text block against the schema (with the
+//! `jsonschema` crate) and deserialize it. Partial objects come from [`parse_partial_json`]
+//! (pydantic's `jiter` in its partial mode): the text so far, with open strings, arrays and
+//! objects closed.
+
+use std::pin::Pin;
+
+use futures::{Stream, StreamExt};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+
+use crate::context::RequestContext;
+use crate::error::{ErrorKind, ProviderError};
+use crate::event::Event;
+use crate::message::{ContentBlock, Message};
+use crate::provider::{ContentBuilder, Provider};
+use crate::signal::Signal;
+use crate::toolset::ToolSet;
+
+/// The JSON object a call should answer with: a name, an optional description and a JSON
+/// Schema (draft 2020-12, as schemars writes it).
+///
+/// `strict` asks a provider whose wire has a strict mode (OpenAI's `strict: true`) to use it;
+/// strict modes restrict the schema (every property `required`, `additionalProperties: false`),
+/// so it is off unless asked for. Providers without a strict mode ignore it.
+///
+/// ```
+/// use patchbay_core::{OutputSchema, RequestContext};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// /// A city and its weather.
+/// struct Weather { city: String, celsius: f64 }
+///
+/// let schema = OutputSchema::of::<Weather>();
+/// assert_eq!(schema.name, "Weather");
+/// assert_eq!(schema.description.as_deref(), Some("A city and its weather."));
+/// let cx = RequestContext::new().with_output_schema(schema);
+/// assert!(cx.output_schema.is_some());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OutputSchema {
+    /// A name of ASCII letters, digits, `_` and `-` (at most 64), as the wires want.
+    pub name: String,
+    /// What the object is, for the model.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The JSON Schema.
+    pub schema: Value,
+    /// Use the wire's strict mode where it has one.
+    #[serde(default)]
+    pub strict: bool,
+}
+
+impl OutputSchema {
+    /// A schema named `name` (other characters than ASCII letters, digits, `_` and `-` become
+    /// `_`; cut to 64; an empty name becomes `output`), not strict.
+    pub fn new(name: impl AsRef<str>, schema: Value) -> Self {
+        let mut name: String = name
+            .as_ref()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(64)
+            .collect();
+        if name.is_empty() {
+            name = "output".into();
+        }
+        Self {
+            name,
+            description: None,
+            schema,
+            strict: false,
+        }
+    }
+
+    /// The schema of `T` from schemars: named after the type, described by its doc comment
+    /// (the schema's `description`), without the `$schema` key (2020-12 is implied).
+    pub fn of<T: JsonSchema>() -> Self {
+        let mut schema = schemars::SchemaGenerator::default()
+            .into_root_schema_for::<T>()
+            .to_value();
+        if let Value::Object(map) = &mut schema {
+            map.remove("$schema");
+        }
+        let description = schema.get("description").and_then(Value::as_str).map(str::to_string);
+        Self {
+            description,
+            ..Self::new(T::schema_name(), schema)
+        }
+    }
+
+    /// Set the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Turn the wire's strict mode on or off.
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// A validator of the schema; a schema that does not compile is [`ObjectError::Schema`].
+    pub fn validator(&self) -> Result<SchemaValidator, ObjectError> {
+        jsonschema::validator_for(&self.schema)
+            .map(|inner| SchemaValidator { inner })
+            .map_err(|e| ObjectError::Schema { message: e.to_string() })
+    }
+}
+
+/// A compiled [`OutputSchema`].
+pub struct SchemaValidator {
+    inner: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for SchemaValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemaValidator").finish_non_exhaustive()
+    }
+}
+
+impl SchemaValidator {
+    /// Every way `value` breaks the schema, each as `<JSON pointer>: <message>` (the pointer is
+    /// empty for the root); empty when it matches.
+    pub fn errors(&self, value: &Value) -> Vec<String> {
+        self.inner
+            .iter_errors(value)
+            .map(|error| {
+                let path = error.instance_path().to_string();
+                if path.is_empty() {
+                    error.to_string()
+                } else {
+                    format!("{path}: {error}")
+                }
+            })
+            .collect()
+    }
+
+    /// Parse `raw` (see [`object_text`]), check it against the schema and deserialize it.
+    pub fn check<T: DeserializeOwned>(&self, raw: &str) -> Result<T, ObjectError> {
+        let value: Value = serde_json::from_str(object_text(raw)).map_err(|error| ObjectError::NotJson {
+            raw: raw.to_string(),
+            error,
+        })?;
+        let errors = self.errors(&value);
+        if !errors.is_empty() {
+            return Err(ObjectError::Invalid {
+                raw: raw.to_string(),
+                errors,
+            });
+        }
+        serde_json::from_value(value).map_err(|error| ObjectError::Deserialize {
+            raw: raw.to_string(),
+            error,
+        })
+    }
+}
+
+/// Why no object came out of a structured-output call. Every variant about the reply keeps the
+/// raw text of the final text block ([`raw_text`](Self::raw_text)).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ObjectError {
+    /// The call itself failed.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// The output schema does not compile as a JSON Schema.
+    #[error("the output schema is not a valid JSON Schema: {message}")]
+    Schema {
+        /// The compiler's message.
+        message: String,
+    },
+    /// The final text block is not JSON (or there is none: `raw` is empty).
+    #[error("the reply is not a JSON value: {error}")]
+    NotJson {
+        /// The final text block.
+        raw: String,
+        /// The parser's error.
+        #[source]
+        error: serde_json::Error,
+    },
+    /// The JSON does not match the schema.
+    #[error("the reply does not match the output schema: {}", errors.join("; "))]
+    Invalid {
+        /// The final text block.
+        raw: String,
+        /// Each violation, as `<JSON pointer>: <message>`.
+        errors: Vec<String>,
+    },
+    /// The JSON matches the schema but the type refuses it (a schema looser than the type).
+    #[error("the reply matches the schema but does not deserialize: {error}")]
+    Deserialize {
+        /// The final text block.
+        raw: String,
+        /// serde's error.
+        #[source]
+        error: serde_json::Error,
+    },
+}
+
+impl ObjectError {
+    /// The raw text of the reply's final text block, when the reply was the problem.
+    pub fn raw_text(&self) -> Option<&str> {
+        match self {
+            Self::NotJson { raw, .. } | Self::Invalid { raw, .. } | Self::Deserialize { raw, .. } => Some(raw),
+            Self::Provider(_) | Self::Schema { .. } => None,
+        }
+    }
+
+    /// The schema violations (empty unless [`ObjectError::Invalid`]).
+    pub fn validation_errors(&self) -> &[String] {
+        match self {
+            Self::Invalid { errors, .. } => errors,
+            _ => &[],
+        }
+    }
+}
+
+/// For hosts whose errors are `ProviderError`s: a failed call stays itself, a bad schema is
+/// `InvalidRequest`, a reply that is no valid object is `Protocol` (the `ObjectError` kept as
+/// the source, so the raw text is reachable by downcasting).
+impl From<ObjectError> for ProviderError {
+    fn from(error: ObjectError) -> Self {
+        match error {
+            ObjectError::Provider(error) => error,
+            ObjectError::Schema { .. } => {
+                ProviderError::new(ErrorKind::InvalidRequest, error.to_string()).with_source(error)
+            }
+            other => ProviderError::new(ErrorKind::Protocol, other.to_string()).with_source(other),
+        }
+    }
+}
+
+/// What [`ProviderExt::stream_object`](crate::ProviderExt::stream_object) yields.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ObjectEvent<T> {
+    /// The object so far, each time the growing JSON parses (open strings, arrays and objects
+    /// closed) into a value different from the last one. Not validated: fields are missing and
+    /// strings cut short until the end.
+    Partial(Value),
+    /// The final object, validated against the schema and deserialized. Always last.
+    Complete(T),
+}
+
+/// The stream of [`ProviderExt::stream_object`](crate::ProviderExt::stream_object).
+pub type ObjectStream<'a, T> = Pin<Box<dyn Stream<Item = Result<ObjectEvent<T>, ObjectError>> + Send + 'a>>;
+
+/// The JSON text inside a text block: surrounding whitespace trimmed, and one Markdown code
+/// fence (```` ```json ... ``` ````) removed, which models answering without a native schema
+/// mode sometimes add.
+pub fn object_text(text: &str) -> &str {
+    let trimmed = text.trim();
+    let Some(rest) = trimmed.strip_prefix("```") else {
+        return trimmed;
+    };
+    let Some(body) = rest.strip_suffix("```") else {
+        return trimmed;
+    };
+    // The info string (`json`) runs to the end of the first line.
+    match body.split_once('\n') {
+        Some((info, inner)) if !info.contains(['{', '[', '"']) => inner.trim(),
+        _ => body.trim(),
+    }
+}
+
+/// The value a JSON prefix stands for so far: strings, arrays and objects still open are closed
+/// (a key without its value is left out), a number is taken as far as it goes. `None` when the
+/// text is not the start of a JSON value (or is empty, or ends inside a literal such as `tru`).
+///
+/// ```
+/// use patchbay_core::object::parse_partial_json;
+/// use serde_json::json;
+/// assert_eq!(parse_partial_json(r#"{"city": "Par"#), Some(json!({"city": "Par"})));
+/// assert_eq!(parse_partial_json(r#"{"tags": ["a", "b"#), Some(json!({"tags": ["a", "b"]})));
+/// assert_eq!(parse_partial_json("Here is"), None);
+/// ```
+pub fn parse_partial_json(text: &str) -> Option<Value> {
+    let text = text.trim_start();
+    if text.is_empty() {
+        return None;
+    }
+    jiter::JsonValue::parse_with_config(text.as_bytes(), false, jiter::PartialMode::TrailingStrings)
+        .ok()
+        .map(|value| to_serde(&value))
+}
+
+fn to_serde(value: &jiter::JsonValue<'_>) -> Value {
+    match value {
+        jiter::JsonValue::Null => Value::Null,
+        jiter::JsonValue::Bool(b) => Value::Bool(*b),
+        jiter::JsonValue::Int(i) => Value::Number((*i).into()),
+        jiter::JsonValue::Float(f) => Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        jiter::JsonValue::Str(s) => Value::String(s.to_string()),
+        jiter::JsonValue::Array(items) => Value::Array(items.iter().map(to_serde).collect()),
+        jiter::JsonValue::Object(fields) => {
+            let mut map = Map::with_capacity(fields.len());
+            for (key, value) in fields.iter() {
+                map.insert(key.to_string(), to_serde(value));
+            }
+            Value::Object(map)
+        }
+    }
+}
+
+/// Follows the text of a streamed response and yields the partial object of its current text
+/// block each time it changes (a new block starts over).
+#[derive(Debug, Default)]
+pub struct PartialObject {
+    index: Option<usize>,
+    text: String,
+    last: Option<Value>,
+}
+
+impl PartialObject {
+    /// A follower with no text yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feed one event; a new partial value when a text delta changed it.
+    pub fn push(&mut self, event: &Event) -> Option<Value> {
+        let Event::TextDelta { index, text } = event else {
+            return None;
+        };
+        if self.index != Some(*index) {
+            self.index = Some(*index);
+            self.text.clear();
+            self.last = None;
+        }
+        self.text.push_str(text);
+        // A fence opener before the JSON (see `object_text`) is skipped.
+        let json = match self.text.trim_start().strip_prefix("```") {
+            Some(rest) => rest.split_once('\n').map_or("", |(_, inner)| inner),
+            None => &self.text,
+        };
+        let value = parse_partial_json(json.trim_end().trim_end_matches('`'))?;
+        if self.last.as_ref() == Some(&value) {
+            return None;
+        }
+        self.last = Some(value.clone());
+        Some(value)
+    }
+
+    /// The text of the current block so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// The context of a structured-output call: the caller's (or an empty one) with the schema set.
+fn context_with(context: Option<&RequestContext>, schema: OutputSchema) -> RequestContext {
+    context.cloned().unwrap_or_default().with_output_schema(schema)
+}
+
+/// The text of the last text block of `content` (empty when there is none).
+pub fn final_text(content: &[ContentBlock]) -> &str {
+    content.iter().rev().find_map(ContentBlock::as_text).unwrap_or_default()
+}
+
+/// [`ProviderExt::generate_object`](crate::ProviderExt::generate_object) for any provider.
+pub async fn generate_object<T, P>(
+    provider: &P,
+    messages: &[Message],
+    model: &str,
+    signal: &Signal,
+    context: Option<&RequestContext>,
+) -> Result<T, ObjectError>
+where
+    T: JsonSchema + DeserializeOwned,
+    P: Provider + ?Sized,
+{
+    let schema = OutputSchema::of::<T>();
+    let validator = schema.validator()?;
+    let context = context_with(context, schema);
+    let stream = provider
+        .create_response(messages, &ToolSet::new(), model, signal, Some(&context))
+        .await?;
+    let response = crate::ProviderResponse::collect(stream).await?;
+    validator.check(final_text(&response.content))
+}
+
+/// [`ProviderExt::stream_object`](crate::ProviderExt::stream_object) for any provider.
+pub fn stream_object<'a, T, P>(
+    provider: &'a P,
+    messages: &'a [Message],
+    model: &'a str,
+    signal: &'a Signal,
+    context: Option<&'a RequestContext>,
+) -> ObjectStream<'a, T>
+where
+    T: JsonSchema + DeserializeOwned + Send + 'a,
+    P: Provider + ?Sized,
+{
+    Box::pin(async_stream::stream! {
+        let schema = OutputSchema::of::<T>();
+        let validator = match schema.validator() {
+            Ok(validator) => validator,
+            Err(error) => {
+                yield Err(error);
+                return;
+            }
+        };
+        let context = context_with(context, schema);
+        let mut events = match provider.create_response(messages, &ToolSet::new(), model, signal, Some(&context)).await {
+            Ok(events) => events,
+            Err(error) => {
+                yield Err(error.into());
+                return;
+            }
+        };
+        let mut content = ContentBuilder::default();
+        let mut partial = PartialObject::new();
+        while let Some(event) = events.next().await {
+            let event = match event {
+                Ok(event) => event,
+                Err(error) => {
+                    yield Err(error.into());
+                    return;
+                }
+            };
+            content.push(&event);
+            if let Some(value) = partial.push(&event) {
+                yield Ok(ObjectEvent::Partial(value));
+            }
+        }
+        let content = content.finish();
+        yield validator.check(final_text(&content)).map(ObjectEvent::Complete);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    #[test]
+    fn partial_json_closes_what_is_open() {
+        assert_eq!(parse_partial_json("{"), Some(json!({})));
+        assert_eq!(parse_partial_json(r#"{"a": [1, 2"#), Some(json!({"a": [1, 2]})));
+        assert_eq!(parse_partial_json(r#"{"a": {"b": "x"#), Some(json!({"a": {"b": "x"}})));
+        assert_eq!(parse_partial_json(r#"["é"#), Some(json!(["é"])));
+        assert_eq!(parse_partial_json("  "), None);
+        assert_eq!(parse_partial_json("nope"), None);
+    }
+
+    #[test]
+    fn object_text_strips_one_fence_and_whitespace() {
+        assert_eq!(object_text("  {\"a\":1}\n"), "{\"a\":1}");
+        assert_eq!(object_text("```json\n{\"a\":1}\n```"), "{\"a\":1}");
+        assert_eq!(object_text("```\n[1]\n```"), "[1]");
+        assert_eq!(object_text("```{\"a\":1}```"), "{\"a\":1}");
+        assert_eq!(object_text("text ```"), "text ```");
+    }
+
+    #[test]
+    fn partial_object_starts_over_with_a_new_block_and_skips_repeats() {
+        let mut partial = PartialObject::new();
+        let delta = |index, text: &str| Event::TextDelta {
+            index,
+            text: text.into(),
+        };
+        assert_eq!(partial.push(&delta(0, "Let me see.")), None);
+        assert_eq!(partial.push(&delta(1, "{\"n\": ")), Some(json!({})));
+        assert_eq!(partial.push(&delta(1, " ")), None);
+        assert_eq!(partial.push(&delta(1, "1}")), Some(json!({"n": 1})));
+        assert_eq!(partial.text(), "{\"n\":  1}");
+    }
+
+    #[test]
+    fn partial_object_reads_inside_a_fence() {
+        let mut partial = PartialObject::new();
+        let mut last = None;
+        for piece in ["```json\n", "{\"a\": ", "\"b\"}", "\n```"] {
+            if let Some(value) = partial.push(&Event::TextDelta {
+                index: 0,
+                text: piece.into(),
+            }) {
+                last = Some(value);
+            }
+        }
+        assert_eq!(last, Some(json!({"a": "b"})));
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            (-1.0e6f64..1.0e6).prop_map(|f| json!(f)),
+            "[a-zé\"\\\\ 🎉\n]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z\"]{0,4}", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Every prefix of a JSON text (cut at any character) yields nothing or a value that
+        /// serializes back to valid JSON, never a panic; the whole text yields the value itself.
+        #[test]
+        fn every_prefix_parses_to_valid_json_or_nothing(value in json_value(), pretty in any::<bool>()) {
+            let text = if pretty { serde_json::to_string_pretty(&value) } else { serde_json::to_string(&value) }
+                .expect("a Value serializes");
+            for (at, _) in text.char_indices() {
+                if let Some(partial) = parse_partial_json(&text[..at]) {
+                    let again = serde_json::to_string(&partial).expect("a Value serializes");
+                    prop_assert!(serde_json::from_str::<Value>(&again).is_ok());
+                }
+            }
+            prop_assert_eq!(parse_partial_json(&text), Some(value));
+        }
+
+        /// Arbitrary text never makes the partial parser panic.
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,64}") {
+            let _ = parse_partial_json(&text);
+        }
+    }
+}
