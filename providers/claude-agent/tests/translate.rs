@@ -335,12 +335,20 @@ fn citations_and_search_results_are_sources_with_or_without_partials() {
     let event = |e: Value| json!({"type": "stream_event", "event": e});
     let lines = vec![
         init(),
-        event(json!({"type": "message_start", "message": {"id": "m1", "model": "m", "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}})),
+        event(
+            json!({"type": "message_start", "message": {"id": "m1", "model": "m", "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        ),
         event(json!({"type": "content_block_start", "index": 0, "content_block": results})),
         event(json!({"type": "content_block_stop", "index": 0})),
-        event(json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": "", "citations": []}})),
-        event(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "citations_delta", "citation": citation}})),
-        event(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "It is sunny."}})),
+        event(
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": "", "citations": []}}),
+        ),
+        event(
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "citations_delta", "citation": citation}}),
+        ),
+        event(
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "It is sunny."}}),
+        ),
         json!({"type": "assistant", "message": {"id": "m1", "model": "m", "content": [{"type": "text", "text": "It is sunny."}]}, "parent_tool_use_id": null}),
         event(json!({"type": "content_block_stop", "index": 1})),
         event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 4}})),

@@ -29,6 +29,12 @@ pub(crate) struct Chunk<'a, S> {
     /// Kept as a value: rare, and some servers send a string instead of an object.
     #[serde(default)]
     pub(crate) error: Option<Box<Value>>,
+    /// Perplexity's cited URLs (the whole list, in every chunk).
+    #[serde(default)]
+    pub(crate) citations: Option<Box<Vec<Value>>>,
+    /// Perplexity's search results (the whole list, in every chunk).
+    #[serde(default)]
+    pub(crate) search_results: Option<Box<Vec<Value>>>,
 }
 
 fn none<S>() -> Option<S> {
@@ -119,6 +125,9 @@ pub(crate) struct Delta<'a> {
     pub(crate) reasoning_details: Option<Box<Vec<ReasoningDetail<'a>>>>,
     #[serde(default, borrow)]
     pub(crate) tool_calls: Option<Box<Vec<ToolCallDelta<'a>>>>,
+    /// `url_citation` annotations (OpenAI search models, OpenRouter's web plugin).
+    #[serde(default)]
+    pub(crate) annotations: Option<Box<Vec<Value>>>,
 }
 
 /// One entry of OpenRouter's `reasoning_details`.
@@ -273,6 +282,10 @@ impl<'a> Delta<'a> {
 
     pub(crate) fn tool_calls(&self) -> &[ToolCallDelta<'a>] {
         self.tool_calls.as_deref().map_or(&[], Vec::as_slice)
+    }
+
+    pub(crate) fn annotations(&self) -> &[Value] {
+        self.annotations.as_deref().map_or(&[], Vec::as_slice)
     }
 }
 

@@ -235,6 +235,65 @@ fn error_inside_a_200_stream_is_typed_and_keeps_partial_output() {
 }
 
 #[test]
+fn usage_sent_with_an_in_stream_error_is_reported_before_the_error() {
+    let usage = json!({"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19});
+    let last_usage = |events: &[Event]| {
+        events.iter().rev().find_map(|e| match e {
+            Event::Usage(u) => Some((u.input, u.output)),
+            _ => None,
+        })
+    };
+    // OpenRouter: the error object and the usage in one chunk.
+    let mut body = Vec::new();
+    body.extend_from_slice(format!("data: {}\n\n", chunk(json!({"content": "partial"}), None)).as_bytes());
+    let failing = json!({"id": "r1", "error": {"code": 502, "message": "Provider returned error"}, "usage": usage,
+        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]});
+    body.extend_from_slice(format!("data: {failing}\n\n").as_bytes());
+    let (events, error) = run(&body);
+    assert_eq!(error, Some(ErrorKind::Server));
+    assert_eq!(last_usage(&events), Some((Some(12), Some(7))));
+
+    // finish_reason `error` without an error object, usage in the same chunk.
+    let mut body = Vec::new();
+    body.extend_from_slice(format!("data: {}\n\n", chunk(json!({"content": "partial"}), None)).as_bytes());
+    let mut stopped = chunk(json!({}), Some("error"));
+    stopped["usage"] = usage;
+    body.extend_from_slice(format!("data: {stopped}\n\n").as_bytes());
+    let (events, error) = run(&body);
+    assert_eq!(error, Some(ErrorKind::Server));
+    assert_eq!(last_usage(&events), Some((Some(12), Some(7))));
+}
+
+#[test]
+fn url_citation_annotations_are_sources_of_their_text() {
+    let annotation = json!({"type": "url_citation", "url_citation": {"url": "https://a.example/paris", "title": "Paris",
+        "start_index": 0, "end_index": 18, "content": "Paris is the capital"}});
+    let body = sse(&[
+        chunk(
+            json!({"role": "assistant", "content": "Paris is the capital of France."}),
+            None,
+        ),
+        chunk(json!({"annotations": [annotation.clone()]}), None),
+        // Some servers repeat the list with the last chunk.
+        chunk(json!({"annotations": [annotation]}), Some("stop")),
+    ]);
+    let (events, error) = run(&body);
+    assert!(error.is_none());
+    let sources: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Source(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sources.len(), 1, "{events:?}");
+    let source = sources[0];
+    assert_eq!((source.index, source.as_url()), (0, Some("https://a.example/paris")));
+    assert_eq!(source.supports, Some(patchbay_core::Span { start: 0, end: 18 }));
+    assert_eq!(source.cited_text.as_deref(), Some("Paris is the capital"));
+}
+
+#[test]
 fn refusal_deltas_are_text_with_finish_reason_refusal() {
     let body = sse(&[
         chunk(json!({"content": "", "refusal": "I can't"}), None),

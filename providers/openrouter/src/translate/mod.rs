@@ -43,14 +43,20 @@
 //! - **Usage** may arrive in any chunk (usually a final chunk with `choices: []`); each one
 //!   becomes a cumulative [`Event::Usage`](patchbay_core::Event::Usage). `input` excludes cached tokens, which are reported
 //!   as `cache_read` (and OpenRouter's `cache_write_tokens` as `cache_write`).
+//! - **Sources** (see `sources.rs`): `url_citation` annotations become `Source`s of the text
+//!   block they annotate, with the span they support; Perplexity's `citations` and
+//!   `search_results` become one `Source` per position, numbered like the text's `[n]` markers.
 //! - **Errors**: an `error` object inside the stream ends it with a typed error; what was
-//!   already emitted stays.
+//!   already emitted stays, and usage sent in the same chunk is emitted before the error.
 
 // The modules in dependency order, as in the crate root: each uses only those above it (and
 // the crate's `wire`, `api_error` and `NAME`).
 //
 // convert: tool-call assembly, reasoning details, usage, finish reasons; pure.
 mod convert;
+
+// sources: annotations and Perplexity citations as sources; pure.
+mod sources;
 
 // state: the state machine, payloads in, events out; uses convert.
 mod state;

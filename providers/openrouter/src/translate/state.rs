@@ -7,6 +7,7 @@ use patchbay_core::{ErrorKind, Event, ExecutedBy, ProviderError, Usage, Warning}
 use serde_json::{Value, json};
 
 use super::convert::{ToolCalls, convert_usage, detail_json, finish_reason, non_empty};
+use super::sources::Sources;
 use crate::NAME;
 use crate::api_error::from_error_object;
 use crate::wire::{Choice, Chunk, Content, ContentPart, Delta, IgnoredAny, ReasoningDetail, Str, boxed_text};
@@ -65,6 +66,9 @@ pub(super) struct State {
     /// For each id used twice, the suffix to try next: every smaller one is taken.
     next_suffix: HashMap<String, u64>,
     usage: Usage,
+    sources: Sources,
+    /// The latest text block, which sources annotate.
+    last_text: Option<usize>,
     extras: Vec<ExtraChoice>,
     /// Where each extra choice is in `extras`, by choice index.
     extra_by_index: HashMap<u32, usize>,
@@ -92,6 +96,8 @@ impl State {
             used_ids: HashSet::new(),
             next_suffix: HashMap::new(),
             usage: Usage::default(),
+            sources: Sources::default(),
+            last_text: None,
             extras: Vec::new(),
             extra_by_index: HashMap::new(),
             lookups: 0,
@@ -145,7 +151,17 @@ impl State {
         head: Option<(Option<Str<'_>>, Option<Str<'_>>)>,
         out: &mut impl EventBuffer,
     ) -> Result<(), ProviderError> {
+        let usage = chunk
+            .usage
+            .as_deref()
+            .or_else(|| chunk.x_groq.as_ref().and_then(|x| x.usage.as_ref()))
+            .map(convert_usage);
         if let Some(error) = &chunk.error {
+            // Usage sent with the error still reaches the caller, before the error ends the
+            // stream (only once the stream started: an error alone stays a plain error).
+            if self.started {
+                self.usage_update(usage, out);
+            }
             return self.fail(from_error_object(error, None));
         }
         if !self.started {
@@ -166,18 +182,33 @@ impl State {
         for choice in &chunk.choices {
             let primary = *self.primary.get_or_insert(choice.index);
             if choice.index == primary {
-                self.primary_choice(choice, out)?;
+                if let Err(error) = self.primary_choice(choice, out) {
+                    self.usage_update(usage, out);
+                    return Err(error);
+                }
             } else {
                 self.extra_choice(choice);
             }
         }
-        let usage = chunk.usage.or_else(|| chunk.x_groq.and_then(|x| x.usage.map(Box::new)));
+        if chunk.citations.is_some() || chunk.search_results.is_some() {
+            let citations = chunk.citations.as_deref().map_or(&[][..], Vec::as_slice);
+            let results = chunk.search_results.as_deref().map_or(&[][..], Vec::as_slice);
+            let index = self.source_block();
+            for source in self.sources.perplexity(citations, results, index) {
+                self.emit(out, Event::Source(source));
+            }
+        }
+        self.usage_update(usage, out);
+        Ok(())
+    }
+
+    /// Fold a chunk's usage into the total and report it.
+    fn usage_update(&mut self, usage: Option<Usage>, out: &mut impl EventBuffer) {
         if let Some(usage) = usage {
-            self.usage.update(&convert_usage(&usage));
+            self.usage.update(&usage);
             let event = Event::Usage(self.usage);
             self.emit(out, event);
         }
-        Ok(())
     }
 
     fn open(&mut self, kind: BlockKind) -> usize {
@@ -232,6 +263,7 @@ impl State {
             Some((BlockKind::Text, index)) => index,
             _ => self.open(BlockKind::Text),
         };
+        self.last_text = Some(index);
         self.emit(
             out,
             Event::TextDelta {
@@ -307,6 +339,18 @@ impl State {
         for call in delta.tool_calls() {
             self.tools.accumulate(call, &mut self.lookups);
         }
+        if !delta.annotations().is_empty() {
+            let index = self.source_block();
+            for source in self.sources.annotations(delta.annotations(), index) {
+                self.emit(out, Event::Source(source));
+            }
+        }
+    }
+
+    /// The block sources of this moment belong to: the latest text block, or the one about to
+    /// open when no text came yet.
+    fn source_block(&self) -> usize {
+        self.last_text.unwrap_or(self.next_index)
     }
 
     /// Array content (Mistral): text parts and thinking parts holding text parts.
