@@ -17,7 +17,9 @@ mod suite;
 pub use normalize::{LONG_TEXT, Outcome, Recording, normalize, summarize, text_of, without_timings};
 pub use recorded::{FixtureRun, run_fixtures};
 pub use requests::snapshot_requests;
-pub use scenario::{CancelAt, Needs, SCENARIO_MODEL, Scenario, huge_text, scenario_tools, scenarios};
+pub use scenario::{
+    CancelAt, Needs, SCENARIO_MODEL, Scenario, WEATHER_JSON, huge_text, scenario_tools, scenarios, weather_schema,
+};
 pub use snapshot::{scenario_settings, settings_at, settings_in, snapshot_root, split_randomly};
 pub use suite::{
     Baseline, Case, Fixture, FixtureFuture, RECORD_GOLDENS, SCENARIO_TIMEOUT, Target, TrialFailure, check, run_suite,

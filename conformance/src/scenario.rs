@@ -1,6 +1,6 @@
 //! The shared scenarios: scripted conversations every provider must turn into the same events.
 
-use patchbay_core::{ErrorKind, FinishReason, FnTool, Message, ToolContext, ToolResult, ToolSet};
+use patchbay_core::{ErrorKind, FinishReason, FnTool, Message, OutputSchema, ToolContext, ToolResult, ToolSet};
 use patchbay_scripted::{End, Part, Response, Script, ScriptedError, Turn};
 use serde::Deserialize;
 use serde_json::json;
@@ -41,6 +41,8 @@ pub struct Scenario {
     pub needs: Vec<Needs>,
     /// When the harness cancels, if it does.
     pub cancel: Option<CancelAt>,
+    /// The structured output the run asks for (the harness sets it on the request context).
+    pub output_schema: Option<OutputSchema>,
 }
 
 impl Scenario {
@@ -52,7 +54,13 @@ impl Scenario {
             script: Script::new(turns),
             needs: Vec::new(),
             cancel: None,
+            output_schema: None,
         }
+    }
+
+    fn output(mut self, schema: OutputSchema) -> Self {
+        self.output_schema = Some(schema);
+        self
     }
 
     fn needs(mut self, needs: Needs) -> Self {
@@ -104,6 +112,30 @@ const CANCEL_TEXT: &str = "Let me think about that";
 /// Text long enough to make one wire line of about a megabyte.
 pub fn huge_text() -> String {
     "All work and no play makes a very long line. ".repeat(23_000)
+}
+
+/// The object `structured_output` answers with, spaced as a model writes it (so it streams in
+/// several word-sized pieces).
+pub const WEATHER_JSON: &str = r#"{"city": "Paris", "celsius": 21, "conditions": ["sunny", "dry"]}"#;
+
+/// The schema `structured_output` asks for: strict-mode ready (every property required, no
+/// others allowed).
+pub fn weather_schema() -> OutputSchema {
+    OutputSchema::new(
+        "weather",
+        json!({
+            "type": "object",
+            "properties": {
+                "city": { "type": "string" },
+                "celsius": { "type": "number" },
+                "conditions": { "type": "array", "items": { "type": "string" } },
+            },
+            "required": ["city", "celsius", "conditions"],
+            "additionalProperties": false,
+        }),
+    )
+    .with_description("The current weather in a city.")
+    .with_strict(true)
 }
 
 /// Every shared scenario, in a stable order.
@@ -256,5 +288,12 @@ pub fn scenarios() -> Vec<Scenario> {
             "Write one very long line.",
             vec![respond(vec![Part::text(huge_text())], 10, 250_000)],
         ),
+        Scenario::new(
+            "structured_output",
+            "The request asks for a JSON object of a schema: the object streams in pieces as the final text block, no tool call shows.",
+            "What is the weather in Paris? Answer as JSON.",
+            vec![respond(vec![Part::text(WEATHER_JSON)], 30, 18)],
+        )
+        .output(weather_schema()),
     ]
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use libtest_mimic::{Arguments, Failed, Trial};
-use patchbay_core::{Agent, Capabilities, Event, Provider, ProviderError, Retry, RetryPolicy, Signal};
+use patchbay_core::{Agent, Capabilities, Event, Provider, ProviderError, RequestContext, Retry, RetryPolicy, Signal};
 use serde::Deserialize;
 
 use crate::mock::{Chunking, MockServer, RecordedRequest, WireFormat};
@@ -264,7 +264,10 @@ impl Target {
         let scenario = &scenario;
         let fixture = (self.factory)(case).await?;
         let provider: Arc<dyn Provider> = Arc::new(Retry::new(fixture.provider.clone(), self.retry.clone()));
-        let agent = Agent::new(provider, SCENARIO_MODEL).with_tools(scenario_tools());
+        let mut agent = Agent::new(provider, SCENARIO_MODEL).with_tools(scenario_tools());
+        if let Some(schema) = &scenario.output_schema {
+            agent = agent.with_context(RequestContext::new().with_output_schema(schema.clone()));
+        }
         let signal = Signal::new();
         let mut stream = agent.stream(scenario.messages.clone(), signal.clone());
         let mut recording = Recording::default();

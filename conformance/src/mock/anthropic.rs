@@ -23,6 +23,37 @@ use super::WireFormat;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AnthropicWire;
 
+/// [`AnthropicWire`] as a model answers when structured output is forced through a tool (the
+/// Anthropic provider's tool fallback, the Claude Code CLI's `StructuredOutput` tool): when the
+/// last part of a response is text, it streams as a `tool_use` block of the tool whose
+/// `input_json_delta`s are that text verbatim, in the same word-sized pieces, and a `Stop`
+/// finish says `tool_use`. Anything else renders as [`AnthropicWire`] does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnthropicToolOutputWire {
+    tool: String,
+}
+
+impl AnthropicToolOutputWire {
+    /// The wire of a model forced to answer through the tool named `tool`.
+    pub fn new(tool: impl Into<String>) -> Self {
+        Self { tool: tool.into() }
+    }
+}
+
+impl WireFormat for AnthropicToolOutputWire {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    fn render_response(&self, response: &Response, model: &str) -> Vec<String> {
+        render(response, model, Some(&self.tool))
+    }
+
+    fn render_failure(&self, error: &ScriptedError) -> (u16, Vec<(String, String)>, String) {
+        AnthropicWire.render_failure(error)
+    }
+}
+
 /// The Anthropic `stop_reason` for a finish reason.
 pub fn stop_reason(reason: &FinishReason) -> String {
     match reason {
@@ -102,6 +133,23 @@ fn block_frames(out: &mut Vec<String>, index: usize, part: &Part) {
                 out.push(delta(json!({ "type": "text_delta", "text": piece })));
             }
         }
+        Part::Cited { text, sources } => {
+            // As the API streams a cited block: empty citations on the start, each citation
+            // as a `citations_delta` before the text.
+            let block = json!({ "type": "text", "text": "", "citations": [] });
+            let start = json!({ "type": "content_block_start", "index": index, "content_block": block });
+            out.push(frame("content_block_start", &start));
+            for (n, source) in sources.iter().enumerate() {
+                let citation = json!({
+                    "type": "web_search_result_location", "url": source.url, "title": source.title,
+                    "cited_text": source.cited_text, "encrypted_index": format!("ZW5jcnlwdGVk{n}"),
+                });
+                out.push(delta(json!({ "type": "citations_delta", "citation": citation })));
+            }
+            for piece in super::deltas(text) {
+                out.push(delta(json!({ "type": "text_delta", "text": piece })));
+            }
+        }
         Part::Thinking { text, signature } => {
             let block = json!({ "type": "thinking", "thinking": "", "signature": "" });
             out.push(frame(
@@ -140,40 +188,7 @@ impl WireFormat for AnthropicWire {
     }
 
     fn render_response(&self, response: &Response, model: &str) -> Vec<String> {
-        let id = response.id.clone().unwrap_or_else(|| "msg_mock".into());
-        let message = json!({
-            "id": id, "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": null, "stop_sequence": null, "usage": usage_json(response, true),
-        });
-        let mut out = vec![
-            frame("message_start", &json!({ "type": "message_start", "message": message })),
-            frame("ping", &json!({ "type": "ping" })),
-        ];
-        let last = response.parts.len().saturating_sub(1);
-        for (index, part) in response.parts.iter().enumerate() {
-            block_frames(&mut out, index, part);
-            let cut_here = index == last && !matches!(response.end, End::Finish { .. });
-            if !cut_here {
-                out.push(frame(
-                    "content_block_stop",
-                    &json!({ "type": "content_block_stop", "index": index }),
-                ));
-            }
-        }
-        match &response.end {
-            End::Finish { reason } => {
-                let delta = json!({
-                    "type": "message_delta",
-                    "delta": { "stop_reason": stop_reason(reason), "stop_sequence": null },
-                    "usage": usage_json(response, false),
-                });
-                out.push(frame("message_delta", &delta));
-                out.push(frame("message_stop", &json!({ "type": "message_stop" })));
-            }
-            End::Error(error) => out.push(frame("error", &error_body(error))),
-            End::Truncate | End::Stall => {}
-        }
-        out
+        render(response, model, None)
     }
 
     fn render_failure(&self, error: &ScriptedError) -> (u16, Vec<(String, String)>, String) {
@@ -188,6 +203,68 @@ impl WireFormat for AnthropicWire {
             headers.push(("retry-after-ms".into(), ms.to_string()));
         }
         (status, headers, error_body(error).to_string())
+    }
+}
+
+/// A response's frames; with `output_tool`, a last text part goes out as that tool's input.
+fn render(response: &Response, model: &str, output_tool: Option<&str>) -> Vec<String> {
+    let id = response.id.clone().unwrap_or_else(|| "msg_mock".into());
+    let message = json!({
+        "id": id, "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": null, "stop_sequence": null, "usage": usage_json(response, true),
+    });
+    let mut out = vec![
+        frame("message_start", &json!({ "type": "message_start", "message": message })),
+        frame("ping", &json!({ "type": "ping" })),
+    ];
+    let last = response.parts.len().saturating_sub(1);
+    let output_tool = output_tool.filter(|_| matches!(response.parts.last(), Some(Part::Text { .. })));
+    for (index, part) in response.parts.iter().enumerate() {
+        match (output_tool, part) {
+            (Some(tool), Part::Text { text }) if index == last => output_tool_frames(&mut out, index, tool, text),
+            _ => block_frames(&mut out, index, part),
+        }
+        let cut_here = index == last && !matches!(response.end, End::Finish { .. });
+        if !cut_here {
+            out.push(frame(
+                "content_block_stop",
+                &json!({ "type": "content_block_stop", "index": index }),
+            ));
+        }
+    }
+    match &response.end {
+        End::Finish { reason } => {
+            let stop = match (output_tool, reason) {
+                (Some(_), FinishReason::Stop) => "tool_use".to_string(),
+                _ => stop_reason(reason),
+            };
+            let delta = json!({
+                "type": "message_delta",
+                "delta": { "stop_reason": stop, "stop_sequence": null },
+                "usage": usage_json(response, false),
+            });
+            out.push(frame("message_delta", &delta));
+            out.push(frame("message_stop", &json!({ "type": "message_stop" })));
+        }
+        End::Error(error) => out.push(frame("error", &error_body(error))),
+        End::Truncate | End::Stall => {}
+    }
+    out
+}
+
+/// A text part as the input of the structured-output tool `tool`, streamed verbatim.
+fn output_tool_frames(out: &mut Vec<String>, index: usize, tool: &str, text: &str) {
+    let block = json!({ "type": "tool_use", "id": "toolu_output", "name": tool, "input": {} });
+    out.push(frame(
+        "content_block_start",
+        &json!({ "type": "content_block_start", "index": index, "content_block": block }),
+    ));
+    for piece in super::deltas(text) {
+        let delta = json!({ "type": "input_json_delta", "partial_json": piece });
+        out.push(frame(
+            "content_block_delta",
+            &json!({ "type": "content_block_delta", "index": index, "delta": delta }),
+        ));
     }
 }
 

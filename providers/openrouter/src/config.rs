@@ -54,6 +54,21 @@ impl Dialect {
     }
 }
 
+/// How a structured-output request ([`RequestContext::output_schema`](patchbay_core::RequestContext::output_schema)) is sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseFormat {
+    /// `response_format: {"type": "json_schema", "json_schema": {name, description, schema,
+    /// strict}}`, which OpenAI, OpenRouter, vLLM, Ollama, LM Studio and llama.cpp take; `strict`
+    /// is sent only to OpenAI and OpenRouter.
+    #[default]
+    JsonSchema,
+    /// `response_format: {"type": "json_object"}` with the schema in a system message, for
+    /// servers with a JSON mode but no schemas (DeepSeek...): the shape is asked for, not
+    /// enforced, and a warning says so.
+    JsonObject,
+}
+
 /// How to reach the server. `Debug` never shows the key, header values or URL credentials.
 ///
 /// ```
@@ -73,6 +88,7 @@ pub struct OpenRouterConfig {
     pub(crate) title: Option<String>,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) include_usage: bool,
+    pub(crate) response_format: ResponseFormat,
     pub(crate) connect_timeout: Option<Duration>,
     pub(crate) limits: StreamLimits,
 }
@@ -92,6 +108,7 @@ impl fmt::Debug for OpenRouterConfig {
                 &self.headers.iter().map(|(name, _)| name).collect::<Vec<_>>(),
             )
             .field("include_usage", &self.include_usage)
+            .field("response_format", &self.response_format)
             .field("connect_timeout", &self.connect_timeout)
             .field("limits", &self.limits)
             .finish()
@@ -112,6 +129,7 @@ struct Options {
     #[serde(default)]
     headers: BTreeMap<String, String>,
     include_usage: Option<bool>,
+    response_format: Option<ResponseFormat>,
     connect_timeout_ms: Option<u64>,
     read_timeout_ms: Option<u64>,
     content_timeout_ms: Option<u64>,
@@ -171,6 +189,7 @@ impl OpenRouterConfig {
             title: None,
             headers: Vec::new(),
             include_usage: true,
+            response_format: ResponseFormat::default(),
             connect_timeout: Some(Duration::from_secs(30)),
             limits: StreamLimits::default(),
         }
@@ -227,6 +246,9 @@ impl OpenRouterConfig {
         config.headers = options.headers.into_iter().collect();
         if let Some(include) = options.include_usage {
             config.include_usage = include;
+        }
+        if let Some(format) = options.response_format {
+            config.response_format = format;
         }
         if let Some(ms) = options.connect_timeout_ms {
             config.connect_timeout = millis(ms);
@@ -326,6 +348,12 @@ impl OpenRouterConfig {
     /// off for servers that reject `stream_options`.
     pub fn with_include_usage(mut self, include: bool) -> Self {
         self.include_usage = include;
+        self
+    }
+
+    /// How structured output is asked for (default [`ResponseFormat::JsonSchema`]).
+    pub fn with_response_format(mut self, format: ResponseFormat) -> Self {
+        self.response_format = format;
         self
     }
 

@@ -15,6 +15,7 @@
 //! | `title` | string (`X-Title`) | none | - |
 //! | `headers` | object of strings, sent on every request | `{}` | - |
 //! | `include_usage` | bool (`stream_options.include_usage`) | `true` | - |
+//! | `response_format` | `"json_schema"`, `"json_object"` ([`ResponseFormat`]): how structured output is asked for | `"json_schema"` | - |
 //! | `connect_timeout_ms` | integer, `0`: off | `30000` | - |
 //! | `read_timeout_ms` | integer, `0`: off | `300000` | - |
 //! | `content_timeout_ms` | integer, `0`: off | `900000` | - |
@@ -58,6 +59,15 @@
 //! - **Warnings on `Started`**: sessions, `top_k` for OpenAI, a token reasoning budget outside
 //!   OpenRouter, caching markers outside OpenRouter. Working directory, environment, metadata,
 //!   approval and MCP servers belong to the agent loop and tools, not to this provider.
+//! - **Structured output** (`context.output_schema`): `response_format: {"type": "json_schema",
+//!   "json_schema": {name, description, schema, strict}}`; the JSON arrives as the answer's text,
+//!   which is the final text block the contract asks for. `strict` is sent only to OpenAI and
+//!   OpenRouter (the dialects that define it); a generic server asked for strict gets the schema
+//!   without it and a warning. For servers with a JSON mode but no schemas, the `response_format`
+//!   option `"json_object"` sends `{"type": "json_object"}` and the schema in a system message,
+//!   with an `unsupported_option` warning that the shape is not enforced. On OpenRouter, add
+//!   `"provider": {"require_parameters": true}` to the provider options to route only to
+//!   upstreams that honour `response_format`. A `response_format` in the provider options wins.
 //! - **Usage**: `input` excludes cached tokens (reported as `cache_read`), like Anthropic's split.
 //! - **Translation**: see [`translate`]; tool calls are emitted when their choice finishes. The
 //!   `Finish` metrics come from core's [`MetricsRecorder`](patchbay_core::kit::MetricsRecorder).
@@ -104,7 +114,7 @@ use std::sync::Arc;
 
 use patchbay_core::{Provider, ProviderError};
 
-pub use config::{Dialect, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenRouterConfig};
+pub use config::{Dialect, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenRouterConfig, ResponseFormat};
 pub use error::Error;
 pub use provider::OpenRouterProvider;
 

@@ -109,6 +109,7 @@ impl OpenRouterProvider {
             context,
             self.config.dialect,
             self.config.include_usage,
+            self.config.response_format,
         );
         (built.body, built.warnings)
     }
@@ -141,6 +142,7 @@ impl Provider for OpenRouterProvider {
             context,
             self.config.dialect,
             self.config.include_usage,
+            self.config.response_format,
         );
         let body = serde_json::to_vec(&built.body).map_err(|e| {
             ProviderError::new(ErrorKind::InvalidRequest, "the request cannot be serialized")

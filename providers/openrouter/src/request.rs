@@ -1,11 +1,11 @@
 //! Building the chat-completions request body from patchbay messages, tools and context.
 
 use patchbay_core::{
-    ContentBlock, ImageSource, Message, RequestContext, Role, ToolChoice, ToolContent, ToolSet, Warning,
+    ContentBlock, ImageSource, Message, OutputSchema, RequestContext, Role, ToolChoice, ToolContent, ToolSet, Warning,
 };
 use serde_json::{Map, Value, json};
 
-use crate::config::Dialect;
+use crate::config::{Dialect, ResponseFormat};
 
 /// The body and the warnings for `Started`.
 pub(crate) struct Built {
@@ -207,9 +207,12 @@ pub(crate) fn build(
     context: Option<&RequestContext>,
     dialect: Dialect,
     include_usage: bool,
+    format: ResponseFormat,
 ) -> Built {
     let mut warnings = Vec::new();
-    let wire = wire_messages(messages, context, dialect, &mut warnings);
+    let mut wire = wire_messages(messages, context, dialect, &mut warnings);
+    let schema = context.and_then(|c| c.output_schema.as_ref());
+    let response_format = schema.map(|schema| response_format(schema, dialect, format, &mut wire, &mut warnings));
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("messages".into(), Value::Array(wire));
@@ -229,12 +232,61 @@ pub(crate) fn build(
             body.insert("tool_choice".into(), tool_choice(choice));
         }
         warnings.extend(unsupported_context(context, dialect));
+        if let Some(format) = response_format {
+            body.insert("response_format".into(), format);
+        }
         merge_provider_options(context, &mut body, &mut warnings);
     }
     Built {
         body: Value::Object(body),
         warnings,
     }
+}
+
+/// The `response_format` of a structured-output request. In `json_object` mode the schema goes
+/// to the model in a system message after the system prompt (the only way it learns the shape).
+fn response_format(
+    schema: &OutputSchema,
+    dialect: Dialect,
+    format: ResponseFormat,
+    wire: &mut Vec<Value>,
+    warnings: &mut Vec<Warning>,
+) -> Value {
+    if format == ResponseFormat::JsonObject {
+        let at = wire.iter().take_while(|m| m["role"] == "system").count();
+        let description = schema
+            .description
+            .as_deref()
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default();
+        let instruction = format!(
+            "Answer with one JSON object `{}`{description} that matches this JSON Schema, and nothing else:\n{}",
+            schema.name, schema.schema
+        );
+        wire.insert(at, json!({ "role": "system", "content": instruction }));
+        warnings.push(Warning::new(
+            Warning::UNSUPPORTED_OPTION,
+            "this server takes `json_object` only: the output schema is asked for in a system message, not enforced",
+        ));
+        return json!({ "type": "json_object" });
+    }
+    let mut json_schema = Map::new();
+    json_schema.insert("name".into(), json!(schema.name));
+    if let Some(description) = &schema.description {
+        json_schema.insert("description".into(), json!(description));
+    }
+    json_schema.insert("schema".into(), schema.schema.clone());
+    match dialect {
+        Dialect::OpenAi | Dialect::OpenRouter => {
+            json_schema.insert("strict".into(), json!(schema.strict));
+        }
+        Dialect::Generic if schema.strict => warnings.push(Warning::new(
+            Warning::UNSUPPORTED_OPTION,
+            "strict schema mode is sent only to OpenAI and OpenRouter; this server gets the schema without `strict`",
+        )),
+        Dialect::Generic => {}
+    }
+    json!({ "type": "json_schema", "json_schema": json_schema })
 }
 
 /// The system prompt (if any) followed by the conversation, as chat messages.

@@ -9,9 +9,9 @@ use patchbay_conformance::mock::openai::OpenAiWire;
 use patchbay_conformance::{Fixture, Target, snapshot_requests, summarize};
 use patchbay_core::{
     ContentBlock, Event, ImageSource, Message, Provider, RequestContext, Role, Sampling, Session, Signal, ToolContent,
-    ToolSet,
+    ToolSet, Warning,
 };
-use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider};
+use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider, ResponseFormat};
 use serde_json::{Value, json};
 
 use crate::common::mock;
@@ -233,4 +233,65 @@ async fn warnings_reach_started() {
         other => panic!("expected Started, got {other:?}"),
     }
     drop(server);
+}
+
+fn structured(dialect: Dialect, format: ResponseFormat) -> (Value, Vec<Warning>) {
+    let config = OpenRouterConfig::new("http://127.0.0.1:9/v1")
+        .with_dialect(dialect)
+        .with_response_format(format);
+    let provider = OpenRouterProvider::new(config).expect("builds");
+    let context = RequestContext::new()
+        .with_system("Be brief.")
+        .with_output_schema(patchbay_conformance::weather_schema());
+    provider.request_body(&[Message::user("Weather?")], &ToolSet::new(), "m", Some(&context))
+}
+
+#[test]
+fn structured_output_is_a_json_schema_response_format_strict_where_the_dialect_takes_it() {
+    for dialect in [Dialect::OpenAi, Dialect::OpenRouter] {
+        let (body, warnings) = structured(dialect, ResponseFormat::JsonSchema);
+        let format = &body["response_format"];
+        assert_eq!(format["type"], "json_schema");
+        assert_eq!(format["json_schema"]["name"], "weather");
+        assert_eq!(format["json_schema"]["description"], "The current weather in a city.");
+        assert_eq!(format["json_schema"]["strict"], true);
+        assert_eq!(
+            format["json_schema"]["schema"],
+            patchbay_conformance::weather_schema().schema
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+    let (body, warnings) = structured(Dialect::Generic, ResponseFormat::JsonSchema);
+    assert_eq!(body["response_format"]["type"], "json_schema");
+    assert!(body["response_format"]["json_schema"].get("strict").is_none());
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].code, Warning::UNSUPPORTED_OPTION);
+    assert!(warnings[0].message.contains("strict"), "{warnings:?}");
+}
+
+#[test]
+fn json_object_mode_asks_for_the_schema_in_a_system_message_and_warns() {
+    let (body, warnings) = structured(Dialect::Generic, ResponseFormat::JsonObject);
+    assert_eq!(body["response_format"], json!({"type": "json_object"}));
+    let messages = body["messages"].as_array().expect("messages");
+    assert_eq!(messages[0], json!({"role": "system", "content": "Be brief."}));
+    assert_eq!(messages[1]["role"], "system");
+    let instruction = messages[1]["content"].as_str().expect("text");
+    assert!(
+        instruction.contains("`weather`") && instruction.contains("\"conditions\""),
+        "{instruction}"
+    );
+    assert_eq!(messages[2]["role"], "user");
+    let codes: Vec<&str> = warnings.iter().map(|w| w.code.as_str()).collect();
+    assert_eq!(codes, [Warning::UNSUPPORTED_OPTION]);
+}
+
+#[test]
+fn a_response_format_in_the_provider_options_wins() {
+    let provider = OpenRouterProvider::new(OpenRouterConfig::new("http://127.0.0.1:9/v1")).expect("builds");
+    let context = RequestContext::new()
+        .with_output_schema(patchbay_conformance::weather_schema())
+        .with_provider_options("openrouter", json!({"response_format": {"type": "text"}}));
+    let (body, _) = provider.request_body(&[Message::user("hi")], &ToolSet::new(), "m", Some(&context));
+    assert_eq!(body["response_format"], json!({"type": "text"}));
 }
