@@ -196,9 +196,11 @@ impl Normalizer {
             Event::Usage(_) | Event::ToolCallDelta { .. } => {}
             Event::Source(source) => {
                 let index = self.ordinal(source.index);
+                // `supports` is left out: wires differ in it (an Anthropic citation covers its
+                // whole block and says no span; an OpenAI annotation gives one).
                 let value = json!({
                     "type": "source", "index": index, "id": source.id, "target": source.target,
-                    "title": source.title, "cited_text": source.cited_text, "supports": source.supports,
+                    "title": source.title, "cited_text": source.cited_text,
                 });
                 self.sources.push((index, source.id.clone(), value));
             }

@@ -1,7 +1,7 @@
 //! The shared scenarios: scripted conversations every provider must turn into the same events.
 
 use patchbay_core::{ErrorKind, FinishReason, FnTool, Message, OutputSchema, ToolContext, ToolResult, ToolSet};
-use patchbay_scripted::{End, Part, Response, Script, ScriptedError, Turn};
+use patchbay_scripted::{Citation, End, Part, Response, Script, ScriptedError, Turn};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -295,5 +295,29 @@ pub fn scenarios() -> Vec<Scenario> {
             vec![respond(vec![Part::text(WEATHER_JSON)], 30, 18)],
         )
         .output(weather_schema()),
+        Scenario::new(
+            "sources",
+            "An answer citing two web pages: each citation is a Source of its text block, with URL, title and cited passage.",
+            "Where is the Eiffel Tower, and how tall is it?",
+            vec![respond(
+                vec![Part::cited(
+                    "The Eiffel Tower stands in Paris and is 330 metres tall.",
+                    vec![
+                        Citation::new(
+                            "https://en.wikipedia.org/wiki/Eiffel_Tower",
+                            "Eiffel Tower - Wikipedia",
+                            "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France.",
+                        ),
+                        Citation::new(
+                            "https://www.toureiffel.paris/en/the-monument/key-figures",
+                            "Key figures | Official Eiffel Tower Website",
+                            "Height: 330 metres",
+                        ),
+                    ],
+                )],
+                25,
+                16,
+            )],
+        ),
     ]
 }

@@ -109,6 +109,23 @@ impl Frames<'_> {
         }
     }
 
+    /// A cited text: its text, then one chunk of `url_citation` annotations (as OpenRouter's
+    /// web plugin sends them: each spans the whole text and carries the cited passage).
+    fn cited(&mut self, text: &str, sources: &[patchbay_scripted::Citation]) {
+        self.text(text, false);
+        let end = text.chars().count();
+        let annotations: Vec<Value> = sources
+            .iter()
+            .map(|source| {
+                json!({ "type": "url_citation", "url_citation": {
+                    "url": source.url, "title": source.title, "content": source.cited_text,
+                    "start_index": 0, "end_index": end,
+                }})
+            })
+            .collect();
+        self.chunk(json!({ "annotations": annotations }), None);
+    }
+
     /// A thinking part as word-sized `reasoning` deltas with their `reasoning_details`, then
     /// the signature in a detail of its own.
     fn thinking(&mut self, text: &str, signature: Option<&str>, detail_index: usize) {
@@ -199,6 +216,7 @@ impl WireFormat for OpenAiWire {
         for (detail_index, part) in response.parts.iter().enumerate() {
             match part {
                 Part::Text { text } => out.text(text, refusal),
+                Part::Cited { text, sources } => out.cited(text, sources),
                 Part::Thinking { text, signature } => out.thinking(text, signature.as_deref(), detail_index),
                 Part::ToolCall { id, name, input } => {
                     out.tool_call(tool_index, id, name, input);

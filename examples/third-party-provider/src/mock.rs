@@ -86,7 +86,8 @@ impl WireFormat for OllamaWire {
         };
         for part in &response.parts {
             match part {
-                Part::Text { text } => {
+                // Ollama has no citations: a cited text is plain text.
+                Part::Text { text } | Part::Cited { text, .. } => {
                     for word in patchbay_conformance::mock::deltas(text) {
                         out.message(json!({"content": word}));
                     }

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use patchbay_core::kit::{MetricsRecorder, check_conversation};
 use patchbay_core::{
     Capabilities, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, OutputSchema, Provider,
-    ProviderError, ProviderInfo, RequestContext, Signal, ToolSet, Usage, Warning,
+    ProviderError, ProviderInfo, RequestContext, Signal, Source, ToolSet, Usage, Warning,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -132,6 +132,14 @@ pub enum Part {
         #[serde(default)]
         signature: Option<String>,
     },
+    /// Text that cites web pages: its text as [`Part::Text`], then one `Source` per citation
+    /// (ids counting from 1 through the response).
+    Cited {
+        /// The text.
+        text: String,
+        /// What it cites.
+        sources: Vec<Citation>,
+    },
     /// A host tool call, its input streamed in two fragments.
     ToolCall {
         /// The call id.
@@ -149,6 +157,14 @@ impl Part {
         Self::Text { text: text.into() }
     }
 
+    /// A text part citing `sources`.
+    pub fn cited(text: impl Into<String>, sources: Vec<Citation>) -> Self {
+        Self::Cited {
+            text: text.into(),
+            sources,
+        }
+    }
+
     /// A thinking part.
     pub fn thinking(text: impl Into<String>, signature: impl Into<String>) -> Self {
         Self::Thinking {
@@ -163,6 +179,28 @@ impl Part {
             id: id.into(),
             name: name.into(),
             input,
+        }
+    }
+}
+
+/// A web page a [`Part::Cited`] text cites.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Citation {
+    /// The page's URL.
+    pub url: String,
+    /// Its title.
+    pub title: String,
+    /// The passage the text relies on.
+    pub cited_text: String,
+}
+
+impl Citation {
+    /// A citation of `url`.
+    pub fn new(url: impl Into<String>, title: impl Into<String>, cited_text: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            title: title.into(),
+            cited_text: cited_text.into(),
         }
     }
 }
@@ -417,21 +455,32 @@ fn response_events(n: usize, response: &Response, model: String, warnings: Vec<W
             ..Usage::default()
         }),
     ];
+    let mut sources = 0;
     for (index, part) in response.parts.iter().enumerate() {
-        push_part_events(&mut events, index, part);
+        push_part_events(&mut events, index, part, &mut sources);
     }
     events
 }
 
 /// The events of one part: text and thinking as word-sized deltas, a tool call's input in two
-/// halves before the call.
-fn push_part_events(events: &mut Vec<Event>, index: usize, part: &Part) {
+/// halves before the call; `sources` counts the response's sources so far.
+fn push_part_events(events: &mut Vec<Event>, index: usize, part: &Part, sources: &mut u64) {
     match part {
         Part::Text { text } => {
             events.extend(word_deltas(text).into_iter().map(|text| Event::TextDelta {
                 index,
                 text: text.to_owned(),
             }));
+        }
+        Part::Cited { text, sources: cited } => {
+            push_part_events(events, index, &Part::text(text.clone()), sources);
+            for citation in cited {
+                *sources += 1;
+                let mut source = Source::url(sources.to_string(), index, citation.url.clone(), "scripted");
+                source.title = Some(citation.title.clone());
+                source.cited_text = Some(citation.cited_text.clone());
+                events.push(Event::Source(source));
+            }
         }
         Part::Thinking { text, signature } => {
             events.extend(word_deltas(text).into_iter().map(|text| Event::ReasoningDelta {
