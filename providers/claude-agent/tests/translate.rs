@@ -58,6 +58,7 @@ fn every_transcript_keeps_the_lifecycle_rules() {
         "unicode_split",
         "huge_line",
         "error_mid_stream",
+        "sources",
     ] {
         let (events, error) = translate(name);
         check_lifecycle(&events, error.as_ref());
