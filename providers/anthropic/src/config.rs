@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::request::DEFAULT_MAX_TOKENS;
+use crate::request::{DEFAULT_MAX_TOKENS, StructuredOutput};
 
 /// The public API.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -62,6 +62,8 @@ pub struct AnthropicConfig {
     pub request_timeout: Option<Duration>,
     /// `max_tokens` when the request context sets none (default [`DEFAULT_MAX_TOKENS`]).
     pub default_max_tokens: u32,
+    /// How a structured-output request is sent (default [`StructuredOutput::Auto`]).
+    pub structured_output: StructuredOutput,
 }
 
 impl fmt::Debug for AnthropicConfig {
@@ -81,6 +83,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("limits", &self.limits)
             .field("request_timeout", &self.request_timeout)
             .field("default_max_tokens", &self.default_max_tokens)
+            .field("structured_output", &self.structured_output)
             .finish()
     }
 }
@@ -97,6 +100,7 @@ impl Default for AnthropicConfig {
             limits: StreamLimits::default(),
             request_timeout: None,
             default_max_tokens: DEFAULT_MAX_TOKENS,
+            structured_output: StructuredOutput::default(),
         }
     }
 }
@@ -141,6 +145,7 @@ struct Options {
     max_error_body_bytes: Option<usize>,
     request_timeout_ms: Option<u64>,
     default_max_tokens: Option<u32>,
+    structured_output: Option<StructuredOutput>,
 }
 
 /// What an option's value must be, for [`Error::BadOption`] (serde's own message quotes the
@@ -150,6 +155,7 @@ fn expected(key: &str) -> &'static str {
         "betas" => "a list of strings",
         "headers" => "an object whose values are strings",
         "default_max_tokens" => "a whole number below 2^32",
+        "structured_output" => "\"auto\", \"native\" or \"tool\"",
         "max_line_bytes" | "max_error_body_bytes" => "a byte count (a whole number)",
         key if key.ends_with("_ms") => "milliseconds (a whole number)",
         _ => "a string",
@@ -263,6 +269,9 @@ impl AnthropicConfig {
         if let Some(max) = options.default_max_tokens {
             config.default_max_tokens = max;
         }
+        if let Some(mode) = options.structured_output {
+            config.structured_output = mode;
+        }
         Ok(config)
     }
 
@@ -330,6 +339,12 @@ impl AnthropicConfig {
     /// Set the default `max_tokens`.
     pub fn with_default_max_tokens(mut self, max_tokens: u32) -> Self {
         self.default_max_tokens = max_tokens;
+        self
+    }
+
+    /// Set how structured output is asked for.
+    pub fn with_structured_output(mut self, mode: StructuredOutput) -> Self {
+        self.structured_output = mode;
         self
     }
 }

@@ -28,6 +28,7 @@
 //! | `max_line_bytes` | bytes | 64 MiB | |
 //! | `max_error_body_bytes` | bytes | 64 KiB | |
 //! | `default_max_tokens` | integer below 2^32 | [`DEFAULT_MAX_TOKENS`] (4096) | |
+//! | `structured_output` | `"auto"`, `"native"`, `"tool"` ([`StructuredOutput`]) | `"auto"` | |
 //!
 //! Per call, `context.provider_options("anthropic")` is a different thing: a JSON object merged
 //! into the request body (see [`request`]).
@@ -48,6 +49,14 @@
 //!   citation's wire object back on its text block, and [`request`] sends the citations of the
 //!   Anthropic kinds (dropping other providers' annotations) and drops the counts. The older
 //!   `Opaque {"type": "text_citations"}` of stored conversations is still accepted.
+//! - Structured output (`context.output_schema`): natively (`output_format` `json_schema` with the
+//!   `structured-outputs-2025-11-13` beta) for the models of [`NATIVE_STRUCTURED_OUTPUT_MODELS`],
+//!   else through a tool named after the schema, forced unless host tools are offered too (then
+//!   `tool_choice: any`) or thinking is on (then offered, with a warning); the `structured_output`
+//!   option picks one way for every model. The tool's `input_json_delta`s become `TextDelta`s of
+//!   its block, no tool call is emitted, and the `tool_use` stop it causes alone is `Stop`, so
+//!   both ways deliver the object as the final text block ([`patchbay_core::object`]). A model
+//!   name the list does not know gets the tool, which works everywhere; set `"native"` for it.
 //! - `model_context_window_exceeded` ends with `Length`; `pause_turn` with `Other("pause_turn")`.
 //! - A response that stops inside a tool call's input (max tokens) ends with a `Protocol` error
 //!   rather than a `ToolCall` with broken input.
@@ -81,7 +90,10 @@ pub mod wire;
 pub use config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, DEFAULT_VERSION};
 pub use error::{Error, http_error, kind_for_error_type};
 pub use provider::AnthropicProvider;
-pub use request::{DEFAULT_MAX_TOKENS, RequestParts, build_request, tool_result_block};
+pub use request::{
+    DEFAULT_MAX_TOKENS, NATIVE_STRUCTURED_OUTPUT_MODELS, RequestParts, STRUCTURED_OUTPUTS_BETA, StructuredOutput,
+    build_request, build_request_with, tool_result_block,
+};
 pub use translate::{RawEvent, StreamTranslator, Translator, finish_reason};
 
 /// The provider's registry name, the key of its provider options and its span field.
@@ -93,7 +105,7 @@ pub fn factory() -> patchbay_core::ProviderFactory {
         NAME,
         "Anthropic Messages API; options: api_key, auth_token, base_url, version, betas, headers, \
          connect_timeout_ms, read_timeout_ms, content_timeout_ms, request_timeout_ms, max_line_bytes, \
-         max_error_body_bytes, default_max_tokens (on top of ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, \
+         max_error_body_bytes, default_max_tokens, structured_output (on top of ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, \
          ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, ANTHROPIC_BETA)",
         build,
     )

@@ -14,7 +14,7 @@ use tracing::Instrument;
 use crate::NAME;
 use crate::config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, messages_url};
 use crate::error::{Error, http_error};
-use crate::request::build_request;
+use crate::request::build_request_with;
 use crate::translate::{StreamTranslator, Translator};
 
 /// The Anthropic Messages API as a patchbay [`Provider`].
@@ -141,8 +141,18 @@ impl Provider for AnthropicProvider {
         if signal.is_cancelled() {
             return Err(ProviderError::cancelled().with_provider(NAME));
         }
-        let translator = Translator::new().with_model(model);
-        let parts = build_request(messages, tools, model, context, self.config.default_max_tokens)?;
+        let mut translator = Translator::new().with_model(model);
+        let parts = build_request_with(
+            messages,
+            tools,
+            model,
+            context,
+            self.config.default_max_tokens,
+            self.config.structured_output,
+        )?;
+        if let Some(tool) = &parts.output_tool {
+            translator = translator.with_output_tool(tool.clone());
+        }
         let body = encode_body(&parts.body)?;
         let request = self.request(&parts.betas);
         let span = kit::request_span(NAME, model);

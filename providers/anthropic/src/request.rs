@@ -14,16 +14,63 @@
 //!   `context_management`, `mcp_servers`...); `tools` in them are appended to the host tools
 //!   (server tools such as web search); `betas` (a list) is sent as the `anthropic-beta` header.
 //! - Context fields a stateless API cannot use (`session`, `env`) produce a warning.
+//! - Structured output (`context.output_schema`), by [`StructuredOutput`]: natively as
+//!   `output_format: {type: "json_schema", schema}` with the beta
+//!   [`STRUCTURED_OUTPUTS_BETA`], or through a tool named after the schema whose input is the
+//!   object ([`RequestParts::output_tool`] tells the translator to turn its input into text).
+//!   The tool is forced (`tool_choice: {type: "tool"}`) when there are no host tools, and
+//!   `any` when there are (the model may call them first, then answers through the tool); with
+//!   thinking on, which forbids forcing a tool, the choice stays `auto` with a warning. A
+//!   caller's own `tool_choice` gives way to it, with a warning.
 
 use std::collections::HashSet;
 
 use patchbay_core::{
-    CacheControl, ContentBlock, ErrorKind, ImageSource, Message, ProviderError, RequestContext, Role, Sampling,
-    Session, ToolChoice, ToolContent, ToolSet, Warning,
+    CacheControl, ContentBlock, ErrorKind, ImageSource, Message, OutputSchema, ProviderError, RequestContext, Role,
+    Sampling, Session, ToolChoice, ToolContent, ToolSet, Warning,
 };
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::NAME;
+
+/// The beta flag of Anthropic's native structured outputs.
+pub const STRUCTURED_OUTPUTS_BETA: &str = "structured-outputs-2025-11-13";
+
+/// Model name prefixes that take native structured outputs ([`StructuredOutput::Auto`]).
+pub const NATIVE_STRUCTURED_OUTPUT_MODELS: [&str; 5] = [
+    "claude-sonnet-4-5",
+    "claude-opus-4-1",
+    "claude-opus-4-5",
+    "claude-haiku-4-5",
+    "claude-sonnet-4-6",
+];
+
+/// How a structured-output request is sent (the `structured_output` option).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StructuredOutput {
+    /// Native for models whose name starts with one of [`NATIVE_STRUCTURED_OUTPUT_MODELS`]
+    /// (the models Anthropic lists for structured outputs), a tool for any other model.
+    #[default]
+    Auto,
+    /// Always `output_format` with the beta header (a model without it answers `400`).
+    Native,
+    /// Always the forced tool (works on every model that takes tools).
+    Tool,
+}
+
+impl StructuredOutput {
+    /// Whether a request for `model` goes native.
+    pub fn is_native(self, model: &str) -> bool {
+        match self {
+            Self::Auto => NATIVE_STRUCTURED_OUTPUT_MODELS.iter().any(|p| model.starts_with(p)),
+            Self::Native => true,
+            Self::Tool => false,
+        }
+    }
+}
 
 /// `max_tokens` when the context sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -37,15 +84,37 @@ pub struct RequestParts {
     pub betas: Vec<String>,
     /// Things the request could not honour, for `Started`.
     pub warnings: Vec<Warning>,
+    /// The tool that carries the structured output, when it goes through a tool.
+    pub output_tool: Option<String>,
 }
 
-/// Build the body of a streamed Messages API call.
+/// Build the body of a streamed Messages API call, structured output sent as
+/// [`StructuredOutput::Auto`] decides.
 pub fn build_request(
     messages: &[Message],
     tools: &ToolSet,
     model: &str,
     context: Option<&RequestContext>,
     default_max_tokens: u32,
+) -> Result<RequestParts, ProviderError> {
+    build_request_with(
+        messages,
+        tools,
+        model,
+        context,
+        default_max_tokens,
+        StructuredOutput::Auto,
+    )
+}
+
+/// [`build_request`] with structured output sent the way `structured` says.
+pub fn build_request_with(
+    messages: &[Message],
+    tools: &ToolSet,
+    model: &str,
+    context: Option<&RequestContext>,
+    default_max_tokens: u32,
+    structured: StructuredOutput,
 ) -> Result<RequestParts, ProviderError> {
     let default_context = RequestContext::default();
     let context = context.unwrap_or(&default_context);
@@ -63,7 +132,28 @@ pub fn build_request(
         body.insert("tool_choice".into(), tool_choice(choice));
     }
     warnings.extend(unsupported_context(context));
-    let betas = merge_provider_options(context, &mut body, &mut wire_tools)?;
+    let mut output_tool = None;
+    let mut output_betas = Vec::new();
+    if let Some(schema) = &context.output_schema {
+        if structured.is_native(model) {
+            body.insert(
+                "output_format".into(),
+                json!({ "type": "json_schema", "schema": schema.schema }),
+            );
+            output_betas.push(STRUCTURED_OUTPUTS_BETA.to_string());
+        } else {
+            output_tool = Some(force_output_tool(
+                schema,
+                tools,
+                context,
+                &mut body,
+                &mut wire_tools,
+                &mut warnings,
+            )?);
+        }
+    }
+    let mut betas = merge_provider_options(context, &mut body, &mut wire_tools)?;
+    betas.extend(output_betas);
     if !wire_tools.is_empty() {
         body.insert("tools".into(), Value::Array(wire_tools));
     }
@@ -71,7 +161,57 @@ pub fn build_request(
         body: Value::Object(body),
         betas,
         warnings,
+        output_tool,
     })
+}
+
+/// Offer the structured-output tool (named after the schema) and make the model use it.
+fn force_output_tool(
+    schema: &OutputSchema,
+    tools: &ToolSet,
+    context: &RequestContext,
+    body: &mut Map<String, Value>,
+    wire_tools: &mut Vec<Value>,
+    warnings: &mut Vec<Warning>,
+) -> Result<String, ProviderError> {
+    if tools.specs().any(|spec| spec.name == schema.name) {
+        return Err(ProviderError::new(
+            ErrorKind::InvalidRequest,
+            format!(
+                "the output schema `{}` would be offered as a tool of the same name as a host tool; rename it",
+                schema.name
+            ),
+        )
+        .with_provider(NAME));
+    }
+    let description = schema
+        .description
+        .clone()
+        .unwrap_or_else(|| "Give the final answer as this object.".into());
+    wire_tools.push(json!({
+        "name": schema.name,
+        "description": format!("{description} Call this tool once, with the answer, to respond."),
+        "input_schema": schema.schema,
+    }));
+    if context.tool_choice.is_some() {
+        warnings.push(Warning::new(
+            Warning::UNSUPPORTED_OPTION,
+            "the tool choice gives way to the structured-output tool",
+        ));
+    }
+    let choice = if context.sampling.thinking_budget.is_some() {
+        warnings.push(Warning::new(
+            Warning::UNSUPPORTED_OPTION,
+            "thinking forbids forcing a tool: the model is offered the structured-output tool, not forced to use it",
+        ));
+        json!({ "type": "auto" })
+    } else if tools.is_empty() {
+        json!({ "type": "tool", "name": schema.name })
+    } else {
+        json!({ "type": "any" })
+    };
+    body.insert("tool_choice".into(), choice);
+    Ok(schema.name.clone())
 }
 
 /// The system prompt as a list of one text block, if there is one.

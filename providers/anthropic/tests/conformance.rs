@@ -3,17 +3,24 @@
 //! must match the same shared goldens the scripted provider produced. (The real Claude Code CLI
 //! against the same mock is the conformance crate's `cli` test: it tests the mock, not this
 //! crate.)
+//!
+//! The scenario model is not one [`NATIVE_STRUCTURED_OUTPUT_MODELS`](patchbay_anthropic::NATIVE_STRUCTURED_OUTPUT_MODELS)
+//! names, so `structured_output` goes through the forced tool, and the mock answers the way a
+//! model forced to use it does ([`AnthropicToolOutputWire`]).
 
 use std::sync::Arc;
 
 use patchbay_anthropic::{AnthropicConfig, AnthropicProvider, NAME};
 use patchbay_conformance::mock::Chunking;
-use patchbay_conformance::mock::anthropic::AnthropicWire;
+use patchbay_conformance::mock::anthropic::{AnthropicToolOutputWire, AnthropicWire};
 use patchbay_conformance::{Fixture, Target, run_suite};
 
 fn main() {
     let target = Target::new(NAME, |case| async move {
-        let server = case.mock(AnthropicWire).await?;
+        let server = match &case.scenario.output_schema {
+            Some(schema) => case.mock(AnthropicToolOutputWire::new(schema.name.clone())).await?,
+            None => case.mock(AnthropicWire).await?,
+        };
         let config = AnthropicConfig::new("test-key").with_base_url(server.url());
         let provider = Arc::new(AnthropicProvider::new(config)?);
         Ok(Fixture::new(provider).with_guard(server))

@@ -2,7 +2,10 @@
 //! uses every block kind, tool result conversions, and the round trip of a recorded answer.
 
 use patchbay_anthropic::replay::replay;
-use patchbay_anthropic::{DEFAULT_MAX_TOKENS, build_request, tool_result_block};
+use patchbay_anthropic::{
+    DEFAULT_MAX_TOKENS, RequestParts, STRUCTURED_OUTPUTS_BETA, StructuredOutput, build_request, build_request_with,
+    tool_result_block,
+};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::{Fixture, Target, snapshot_requests};
 use patchbay_core::kit::ContentBuilder;
@@ -293,4 +296,108 @@ fn a_recorded_web_search_answer_goes_back_unchanged() {
         "{kinds:?}"
     );
     settings("requests").bind(|| insta::assert_json_snapshot!("round_trip__web_search", assistant));
+}
+
+fn structured(model: &str, mode: StructuredOutput, tools: &ToolSet, context: RequestContext) -> RequestParts {
+    let context = context.with_output_schema(patchbay_conformance::weather_schema());
+    build_request_with(
+        &[Message::user("Weather?")],
+        tools,
+        model,
+        Some(&context),
+        DEFAULT_MAX_TOKENS,
+        mode,
+    )
+    .expect("maps")
+}
+
+fn host_tools() -> ToolSet {
+    patchbay_conformance::scenario_tools()
+}
+
+#[test]
+fn structured_output_is_native_for_the_models_that_take_it() {
+    let parts = structured(
+        "claude-sonnet-4-5-20250929",
+        StructuredOutput::Auto,
+        &ToolSet::new(),
+        RequestContext::new(),
+    );
+    assert_eq!(
+        parts.body["output_format"],
+        json!({"type": "json_schema", "schema": patchbay_conformance::weather_schema().schema})
+    );
+    assert_eq!(parts.betas, [STRUCTURED_OUTPUTS_BETA]);
+    assert_eq!(parts.output_tool, None);
+    assert!(parts.body.get("tools").is_none() && parts.body.get("tool_choice").is_none());
+    let forced = structured(
+        "claude-3-5-haiku",
+        StructuredOutput::Native,
+        &ToolSet::new(),
+        RequestContext::new(),
+    );
+    assert!(forced.body.get("output_format").is_some());
+}
+
+#[test]
+fn structured_output_is_a_forced_tool_for_other_models() {
+    let parts = structured(
+        "claude-3-5-haiku",
+        StructuredOutput::Auto,
+        &ToolSet::new(),
+        RequestContext::new(),
+    );
+    assert_eq!(parts.output_tool.as_deref(), Some("weather"));
+    assert!(parts.body.get("output_format").is_none() && parts.betas.is_empty());
+    assert_eq!(parts.body["tool_choice"], json!({"type": "tool", "name": "weather"}));
+    let tool = &parts.body["tools"][0];
+    assert_eq!(tool["name"], "weather");
+    assert_eq!(tool["input_schema"], patchbay_conformance::weather_schema().schema);
+    assert!(parts.warnings.is_empty());
+    // Beside host tools the model must call some tool, and may call theirs first.
+    let parts = structured(
+        "claude-sonnet-4-5",
+        StructuredOutput::Tool,
+        &host_tools(),
+        RequestContext::new(),
+    );
+    assert_eq!(parts.body["tool_choice"], json!({"type": "any"}));
+    assert_eq!(parts.body["tools"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn the_output_tool_overrides_a_tool_choice_and_yields_to_thinking_with_warnings() {
+    let choice = RequestContext::new().with_tool_choice(ToolChoice::Auto);
+    let parts = structured("m", StructuredOutput::Tool, &ToolSet::new(), choice);
+    assert_eq!(parts.body["tool_choice"]["type"], "tool");
+    assert_eq!(parts.warnings.len(), 1);
+    let mut sampling = Sampling::default();
+    sampling.thinking_budget = Some(2048);
+    let parts = structured(
+        "m",
+        StructuredOutput::Tool,
+        &ToolSet::new(),
+        RequestContext::new().with_sampling(sampling),
+    );
+    assert_eq!(parts.body["tool_choice"], json!({"type": "auto"}));
+    assert!(
+        parts.warnings.iter().any(|w| w.message.contains("thinking")),
+        "{:?}",
+        parts.warnings
+    );
+}
+
+#[test]
+fn an_output_schema_named_like_a_host_tool_is_refused_before_any_io() {
+    let context = RequestContext::new().with_output_schema(patchbay_core::OutputSchema::new("get_weather", json!({})));
+    let error = build_request_with(
+        &[Message::user("hi")],
+        &host_tools(),
+        "m",
+        Some(&context),
+        DEFAULT_MAX_TOKENS,
+        StructuredOutput::Tool,
+    )
+    .expect_err("clash");
+    assert_eq!(error.kind(), patchbay_core::ErrorKind::InvalidRequest);
 }

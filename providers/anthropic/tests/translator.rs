@@ -205,3 +205,70 @@ fn parsed_values_translate_like_json_text() {
         assert!(validate(events.iter().map(Ok)).is_ok());
     }
 }
+
+fn run_with_output_tool(lines: &[&str]) -> Vec<Event> {
+    let mut translator = Translator::new().with_output_tool("weather");
+    let mut events = Vec::new();
+    for line in lines {
+        translator.push_json(line).expect("translates");
+        events.extend(translator.drain());
+    }
+    events
+}
+
+#[test]
+fn output_tool_input_streams_as_text_and_no_tool_call_shows() {
+    let events = run_with_output_tool(&[
+        START,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"weather","input":{}}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"city\": "}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"\"Paris\"}"}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}"#,
+        r#"{"type":"message_stop"}"#,
+    ]);
+    assert!(validate(events.iter().map(Ok)).is_ok());
+    let texts: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TextDelta { index: 0, text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, [r#"{"city": "#, r#""Paris"}"#]);
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCallStart { .. } | Event::ToolCall { .. }))
+    );
+    assert_eq!(finish_of(&events), Some(&FinishReason::Stop));
+}
+
+#[test]
+fn output_tool_beside_a_host_call_keeps_tool_use_and_a_whole_block_is_one_delta() {
+    let message =
+        json!({"type":"message_start","message":{"id":"msg_1","model":"m","stop_reason":"tool_use","content":[
+        {"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Oslo"}},
+        {"type":"tool_use","id":"toolu_2","name":"weather","input":{"city":"Oslo","celsius":-3}}
+    ],"usage":{"input_tokens":3,"output_tokens":4}}})
+        .to_string();
+    let events = run_with_output_tool(&[&message, r#"{"type":"message_stop"}"#]);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCall { name, .. } if name == "get_weather"))
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::TextDelta { index: 1, text } if text == r#"{"celsius":-3,"city":"Oslo"}"#)),
+        "{events:?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCall { name, .. } if name == "weather"))
+    );
+    assert_eq!(finish_of(&events), Some(&FinishReason::ToolUse));
+}

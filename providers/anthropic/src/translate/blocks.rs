@@ -61,6 +61,17 @@ impl Translator {
                 self.emit(Event::RedactedReasoning { index, data });
                 Open::Done
             }
+            "tool_use" if block.name.is_some() && block.name.as_deref() == self.output_tool.as_deref() => {
+                self.output_answered = true;
+                // A whole block (a non-streamed answer) carries its input at the start.
+                if let Some(input) = block.input.filter(|v| !is_empty_object(v)) {
+                    self.emit(Event::TextDelta {
+                        index,
+                        text: input.to_string(),
+                    });
+                }
+                Open::Output
+            }
             kind @ ("tool_use" | "server_tool_use" | "mcp_tool_use") => {
                 let id = block.id.map(Cow::into_owned).unwrap_or_default();
                 let name = block.name.map(Cow::into_owned).unwrap_or_default();
@@ -68,6 +79,7 @@ impl Translator {
                     return Err(Self::protocol(format!("`{kind}` block {index} has no id")));
                 }
                 let raw = if kind == "tool_use" {
+                    self.host_calls = true;
                     None
                 } else {
                     Some(raw().unwrap_or_else(|| json!({ "type": kind, "id": id, "name": name })))
@@ -122,7 +134,7 @@ impl Translator {
                 "a delta for content block {index}, which never started"
             )));
         };
-        if payload.is_empty() && matches!(open, Open::Text | Open::Thinking | Open::Tool { .. }) {
+        if payload.is_empty() && matches!(open, Open::Text | Open::Thinking | Open::Tool { .. } | Open::Output) {
             // An empty delta (`thinking_delta` with "" before a signature...) carries nothing.
             return Ok(None);
         }
@@ -138,6 +150,10 @@ impl Translator {
             ("signature_delta", Open::Thinking) => Event::ReasoningSignature {
                 index,
                 signature: payload.into_owned(),
+            },
+            ("input_json_delta", Open::Output) => Event::TextDelta {
+                index,
+                text: payload.into_owned(),
             },
             ("input_json_delta", Open::Tool { id, json, .. }) => {
                 json.push_str(&payload);
@@ -171,7 +187,7 @@ impl Translator {
             return Ok(());
         };
         match open {
-            Open::Text | Open::Thinking | Open::Done => {}
+            Open::Text | Open::Thinking | Open::Output | Open::Done => {}
             Open::Tool {
                 id,
                 name,
@@ -240,6 +256,7 @@ fn open_name(open: &Open) -> &'static str {
         Open::Thinking => "thinking",
         Open::Tool { .. } => "tool call",
         Open::Other { .. } => "other",
+        Open::Output => "structured output",
         Open::Done => "already stopped",
     }
 }

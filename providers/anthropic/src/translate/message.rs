@@ -117,10 +117,12 @@ impl Translator {
             }
             self.stop_block(index)?;
         }
-        let reason = self
-            .stop_reason
-            .as_deref()
-            .map_or_else(|| FinishReason::Other("unknown".into()), finish_reason);
+        let reason = match self.stop_reason.as_deref() {
+            // The forced output tool answered and no host tool waits for a result: done.
+            Some("tool_use") if self.output_answered && !self.host_calls => FinishReason::Stop,
+            Some(reason) => finish_reason(reason),
+            None => FinishReason::Other("unknown".into()),
+        };
         let mut metrics = self.recorder.finish();
         metrics.events = self.events + 1;
         metrics.text_chars = self.text_chars;

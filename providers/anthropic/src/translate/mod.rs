@@ -16,7 +16,10 @@
 //!   (input filled in) as `Opaque` so it goes back to the API unchanged;
 //! - `*_tool_result` blocks → the raw block as `Opaque`, then a `ToolResult` for its call, then a
 //!   `Source` per web search result or fetched page;
-//! - any other block (`compaction`, `fallback`...) → `Opaque`, with unknown deltas merged in.
+//! - any other block (`compaction`, `fallback`...) → `Opaque`, with unknown deltas merged in;
+//! - with [`Translator::with_output_tool`], a `tool_use` of that tool → its input JSON as
+//!   `TextDelta`s of the block (the structured-output contract of `patchbay_core::object`), no
+//!   tool call; a `tool_use` stop reason caused by it alone → `Stop`.
 //!
 //! `message_delta` usage is cumulative; server tool counts arrive as one
 //! `Opaque {"type": "server_tool_usage"}`. Stop reasons: `end_turn` and `stop_sequence` → `Stop`,
@@ -88,6 +91,8 @@ enum Open {
     Other {
         raw: Value,
     },
+    /// The structured-output tool's input, streamed as text.
+    Output,
     Done,
 }
 
@@ -104,6 +109,11 @@ pub struct Translator {
     provider_calls: HashMap<String, String>,
     /// Sources announced so far (their ids count from 1).
     sources: u64,
+    /// The tool that carries structured output (its input becomes text), if the request forced one.
+    output_tool: Option<String>,
+    /// Whether the output tool answered, and whether a host tool was called beside it.
+    output_answered: bool,
+    host_calls: bool,
     usage: Usage,
     stop_reason: Option<String>,
     recorder: MetricsRecorder,
@@ -133,6 +143,9 @@ impl Translator {
             blocks: Vec::new(),
             provider_calls: HashMap::new(),
             sources: 0,
+            output_tool: None,
+            output_answered: false,
+            host_calls: false,
             usage: Usage::default(),
             stop_reason: None,
             recorder: MetricsRecorder::start(),
@@ -147,6 +160,14 @@ impl Translator {
     /// The model named on `Started` when `message_start` does not name one.
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.model = model.into();
+        self
+    }
+
+    /// Treat `tool_use` blocks of the tool `name` as the structured output (the request forced
+    /// that tool to get a JSON object): their input streams as `TextDelta`s of the block, no
+    /// tool call is emitted, and a `tool_use` stop reason for it alone is `Stop`.
+    pub fn with_output_tool(mut self, name: impl Into<String>) -> Self {
+        self.output_tool = Some(name.into());
         self
     }
 
