@@ -17,7 +17,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use patchbay::scripted::{Part, Response, Script, ScriptedProvider, Turn};
 use patchbay::tools::{Workspace, coding_tools};
-use patchbay::{Agent, Event, Message, Provider, ProviderError, Registry, Signal, ToolResult};
+use patchbay::{Agent, Event, Message, Provider, ProviderError, Registry, Signal, SourceTarget, ToolResult};
 use serde_json::json;
 
 struct Args {
@@ -175,6 +175,8 @@ struct Printer {
     steps: u32,
     /// Whether the cursor is at the start of a line (text does not end lines).
     line_start: bool,
+    /// Sources of the current step, listed when it ends (they may arrive mid-text).
+    sources: Vec<String>,
 }
 
 impl Printer {
@@ -184,6 +186,7 @@ impl Printer {
             json,
             steps: 1,
             line_start: true,
+            sources: Vec::new(),
         }
     }
 
@@ -221,14 +224,31 @@ impl Printer {
             && !self.line_start
             && matches!(
                 event,
-                Event::ToolCall { .. } | Event::ToolResult { .. } | Event::Finish { .. }
+                Event::ToolCall { .. } | Event::ToolResult { .. } | Event::Finish { .. } | Event::StepFinished { .. }
             )
         {
             let _ = writeln!(self.stdout);
             self.line_start = true;
         }
+        if matches!(event, Event::StepFinished { .. } | Event::Finish { .. }) {
+            for source in self.sources.drain(..) {
+                let _ = writeln!(self.stdout, "{source}");
+            }
+        }
         let stdout = &mut self.stdout;
         match event {
+            Event::Source(source) => {
+                let target = match &source.target {
+                    SourceTarget::Url { url } => url.clone(),
+                    SourceTarget::Document { document_index, .. } => {
+                        format!("document {}", document_index.map_or("?".into(), |i| i.to_string()))
+                    }
+                    SourceTarget::SearchResult { source, .. } => source.clone(),
+                    _ => "?".into(),
+                };
+                let title = source.title.as_deref().map(|t| format!("{t} ")).unwrap_or_default();
+                self.sources.push(format!("[{}] {title}<{target}>", source.id));
+            }
             Event::TextDelta { text, .. } => {
                 let _ = write!(stdout, "{text}");
                 self.line_start = text.ends_with('\n');

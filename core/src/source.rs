@@ -41,6 +41,7 @@ pub struct Source {
 /// What a [`Source`] points at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SourceTarget {
     /// A web page.
     Url {
@@ -73,6 +74,7 @@ pub enum SourceTarget {
 /// sends them (Anthropic: characters and blocks end-exclusive, pages end-exclusive too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "unit", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Location {
     /// Characters of a plain-text document.
     Chars {
