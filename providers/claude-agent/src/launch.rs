@@ -213,6 +213,10 @@ fn flag_args(config: &ClaudeAgentConfig, call: &Call<'_>, args: &mut Vec<String>
     if let Some(turns) = config.max_turns {
         push("--max-turns", turns.to_string());
     }
+    // Structured output: the CLI offers the model its `StructuredOutput` tool with this schema.
+    if let Some(schema) = &call.context.output_schema {
+        push("--json-schema", schema.schema.to_string());
+    }
     // Always given, empty by default: no settings, hooks or CLAUDE.md from the machine.
     let sources: Vec<&str> = config.setting_sources.iter().map(|s| s.as_str()).collect();
     push("--setting-sources", sources.join(","));

@@ -92,6 +92,14 @@
 //!   `--allowedTools`; with one, `--permission-prompt-tool stdio` and every `can_use_tool` goes to it.
 //!   The `ToolResult` event of a host tool carries the tool's own result (metadata included) on both
 //!   paths.
+//! - **Structured output** (`context.output_schema`): `--json-schema <schema>`; the CLI then
+//!   offers the model its own `StructuredOutput` tool (not forced: a model answering in text is
+//!   told once to call it) and ends the turn when it is called. Its input streams as the final
+//!   text block (no tool call, no tool result: the CLI's "Structured output provided
+//!   successfully" is bookkeeping), the turn finishes with `Stop`, and the `result` line's
+//!   `structured_output` (the same object, compact) is emitted as a new text block only when
+//!   the tool's block never came. A model that never calls the tool leaves its text as the
+//!   answer; `generate_object` then validates that text.
 //! - **Sessions**: `New { id }` → `--session-id`, `Resume` → `--resume=ID`, `Fork` →
 //!   `--resume=ID --fork-session`; the id is on `Started`. Each answer ends with a session marker
 //!   (`Opaque {"type": "session", "session_id", "messages"}`; off with `session_markers: false`).

@@ -201,6 +201,7 @@ fn translator(config: &ClaudeAgentConfig, call: &Call<'_>, plan: &mut LaunchPlan
         .with_mcp_report(!call.context.mcp_servers.is_empty())
         .with_session_marker(marker)
         .with_session_id(plan.session_id.clone())
+        .with_output_tool(call.context.output_schema.is_some())
 }
 
 /// Write the plan's files and start the CLI.

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider, DEFAULT_HOST_SERVER};
 use patchbay_conformance::mock::MockServer;
-use patchbay_conformance::mock::anthropic::AnthropicWire;
+use patchbay_conformance::mock::anthropic::{AnthropicToolOutputWire, AnthropicWire};
 use patchbay_conformance::peers;
 use patchbay_conformance::{Fixture, Target, trials};
 use patchbay_core::ProviderError;
@@ -50,12 +50,20 @@ fn real_cli_target(cli: PathBuf) -> Target {
         let script = cli_script(&case.scenario.script);
         let cli = cli.clone();
         let name = case.scenario.name;
+        let structured = case.scenario.output_schema.is_some();
         async move {
-            let server = MockServer::builder(AnthropicWire)
+            // With `--json-schema` the model answers through the CLI's own output tool.
+            let server = if structured {
+                MockServer::builder(AnthropicToolOutputWire::new(
+                    patchbay_claude_agent::translate::OUTPUT_TOOL,
+                ))
                 .script(&script)
                 .start()
                 .await
-                .map_err(|e| ProviderError::config(format!("mock server: {e}")))?;
+            } else {
+                MockServer::builder(AnthropicWire).script(&script).start().await
+            }
+            .map_err(|e| ProviderError::config(format!("mock server: {e}")))?;
             let home = tempfile::tempdir().map_err(|e| ProviderError::config(format!("temp dir: {e}")))?;
             let mut config = support::offline(&cli, &server.url(), home.path()).with_session_markers(false);
             if let Some(dir) = std::env::var_os("PATCHBAY_CLAUDE_RECORD_DIR") {

@@ -388,3 +388,66 @@ fn a_line_that_is_not_json_is_a_protocol_error() {
     let mut translator = Translator::new("m", "host");
     assert_eq!(translator.finish().err().map(|e| e.kind()), Some(ErrorKind::Process));
 }
+
+fn translate_structured(lines: &[Value]) -> Vec<Event> {
+    let mut translator = Translator::new("m", "host").with_output_tool(true);
+    let mut events = Vec::new();
+    for line in lines {
+        translator.push_value(line).expect("translates");
+        while let Some(event) = translator.next_event() {
+            events.push(event);
+        }
+    }
+    assert!(validate(events.iter().map(Ok)).is_ok(), "{events:?}");
+    events
+}
+
+fn structured_result(object: Value) -> Value {
+    json!({"type": "result", "subtype": "success", "is_error": false, "stop_reason": "tool_use",
+        "result": object.to_string(), "structured_output": object, "session_id": "s"})
+}
+
+#[test]
+fn structured_output_without_partials_is_the_tool_input_as_text_once() {
+    let object = json!({"city": "Paris", "celsius": 21});
+    let events = translate_structured(&[
+        json!({"type": "assistant", "message": {"id": "msg_1", "model": "m", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "StructuredOutput", "input": object}],
+            "usage": {"input_tokens": 3, "output_tokens": 4}}, "parent_tool_use_id": null, "session_id": "s"}),
+        json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Structured output provided successfully"}]},
+            "parent_tool_use_id": null, "session_id": "s"}),
+        structured_result(object.clone()),
+    ]);
+    assert_eq!(text_of(&events), object.to_string());
+    assert!(!events.iter().any(|e| matches!(
+        e,
+        Event::ToolCallStart { .. } | Event::ToolCall { .. } | Event::ToolResult { .. }
+    )));
+    assert!(matches!(
+        events.last(),
+        Some(Event::Finish {
+            reason: FinishReason::Stop,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn structured_output_only_in_the_result_becomes_the_final_text_block() {
+    let object = json!({"city": "Paris"});
+    let events = translate_structured(&[
+        json!({"type": "assistant", "message": {"id": "msg_1", "model": "m", "content": [
+            {"type": "text", "text": "Checking."}], "usage": {"input_tokens": 3, "output_tokens": 4}},
+            "parent_tool_use_id": null, "session_id": "s"}),
+        structured_result(object.clone()),
+    ]);
+    let texts: Vec<(usize, &str)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TextDelta { index, text } => Some((*index, text.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, [(0, "Checking."), (1, r#"{"city":"Paris"}"#)]);
+}

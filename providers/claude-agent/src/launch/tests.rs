@@ -318,3 +318,24 @@ fn only_the_given_mcp_servers_are_used() {
             .any(|a| a == "--mcp-config" || a == "--strict-mcp-config")
     );
 }
+
+#[test]
+fn an_output_schema_goes_to_the_cli_as_json_schema() {
+    let schema = patchbay_core::OutputSchema::new("weather", json!({"type": "object", "required": ["city"]}));
+    let with = plan(
+        &ClaudeAgentConfig::new(),
+        &ToolSet::new(),
+        &RequestContext::new().with_output_schema(schema),
+    );
+    let flag = after(&with.args, "--json-schema").expect("the flag is given");
+    assert_eq!(
+        serde_json::from_str::<Value>(flag).unwrap_or_else(|e| panic!("{e}")),
+        json!({"type": "object", "required": ["city"]})
+    );
+    let without = plan(&ClaudeAgentConfig::new(), &ToolSet::new(), &RequestContext::new());
+    assert!(!without.args.contains(&"--json-schema".to_string()));
+    assert_ne!(
+        with.fingerprint, without.fingerprint,
+        "a kept-alive CLI of another schema is not reused"
+    );
+}

@@ -17,6 +17,11 @@
 //! - a model message that ends and is followed by another is a `StepFinished` with that
 //!   message's usage; `result` ends the run with `Finish` (usage summed over messages, cost from
 //!   `total_cost_usd`) or a typed error (`api_error_status` mapped like HTTP, turn and tool set);
+//! - structured output (`--json-schema`): the CLI's own `StructuredOutput` tool carries the
+//!   object; its input streams as `TextDelta`s of its block (no tool call), its `tool_result`
+//!   ("Structured output provided successfully") is dropped, and the `result` line's
+//!   `structured_output` becomes the final text block only when no such block came before
+//!   (never twice);
 //! - other `system` lines (`api_retry`, `permission_denied`, hooks...) become `Started`
 //!   warnings before the first output and `Opaque` events after it; `status` and `thinking_tokens`
 //!   lines are progress only and go to the trace log.
@@ -36,6 +41,18 @@ use crate::NAME;
 
 mod model;
 mod outcome;
+
+/// The tool the CLI gives the model for structured output (`--json-schema`).
+pub const OUTPUT_TOOL: &str = "StructuredOutput";
+
+/// Structured output in flight.
+#[derive(Debug, Default)]
+struct OutputState {
+    /// The object reached the caller as a text block.
+    delivered: bool,
+    /// The ids of the output tool's calls (their results are the CLI's bookkeeping).
+    calls: HashSet<String>,
+}
 
 /// Lines in, events out. See the module docs.
 #[derive(Debug)]
@@ -70,6 +87,10 @@ pub struct Translator {
     /// Calls whose id came with the request before the call was translated.
     running: HashSet<String>,
     synthetic: Vec<String>,
+    /// With structured output asked for: whether the object came, and the output tool's call ids.
+    output: Option<OutputState>,
+    /// One past the highest block index emitted in the current step.
+    next_index: usize,
     recorder: MetricsRecorder,
     queue: VecDeque<Event>,
 }
@@ -106,9 +127,17 @@ impl Translator {
             orphans: Vec::new(),
             running: HashSet::new(),
             synthetic: Vec::new(),
+            output: None,
+            next_index: 0,
             recorder: MetricsRecorder::start(),
             queue: VecDeque::new(),
         }
+    }
+
+    /// Structured output was asked for (`--json-schema`): the CLI's [`OUTPUT_TOOL`] carries it.
+    pub fn with_output_tool(mut self, on: bool) -> Self {
+        self.output = on.then(OutputState::default);
+        self
     }
 
     /// Warnings to report on `Started`.
@@ -268,6 +297,16 @@ impl Translator {
     }
 
     fn emit(&mut self, event: Event) {
+        let index = match &event {
+            Event::TextDelta { index, .. }
+            | Event::ReasoningDelta { index, .. }
+            | Event::ReasoningSignature { index, .. }
+            | Event::RedactedReasoning { index, .. } => Some(*index),
+            _ => None,
+        };
+        if let Some(index) = index {
+            self.next_index = self.next_index.max(index + 1);
+        }
         self.recorder.observe(&event);
         self.queue.push_back(event);
     }

@@ -30,8 +30,13 @@ impl Translator {
                 self.streamed.insert(id.to_string());
             }
             self.current_usage = Usage::default();
-            self.message = Some(patchbay_anthropic::Translator::new().with_model(self.requested_model.clone()));
+            let mut message = patchbay_anthropic::Translator::new().with_model(self.requested_model.clone());
+            if self.output.is_some() {
+                message = message.with_output_tool(super::OUTPUT_TOOL);
+            }
+            self.message = Some(message);
         }
+        self.note_output_block(event);
         let Some(message) = self.message.as_mut() else {
             tracing::debug!("a stream event outside a message");
             return Ok(());
@@ -104,9 +109,24 @@ impl Translator {
         });
     }
 
+    /// A streamed `content_block_start` of the output tool: the object is on its way as text.
+    fn note_output_block(&mut self, event: &Value) {
+        let Some(output) = self.output.as_mut() else {
+            return;
+        };
+        let block = event
+            .get("content_block")
+            .filter(|_| event["type"] == "content_block_start");
+        if let Some(block) = block.filter(|b| b["type"] == "tool_use" && b["name"] == super::OUTPUT_TOOL) {
+            output.delivered = true;
+            output.calls.extend(block["id"].as_str().map(str::to_string));
+        }
+    }
+
     /// A model message ended earlier and another begins (or tools ran): that was a step.
     fn flush_step(&mut self) {
         if let Some((reason, usage)) = self.pending_step.take() {
+            self.next_index = 0;
             self.emit(Event::StepFinished {
                 step: self.step,
                 reason,
@@ -204,6 +224,17 @@ impl Translator {
                 index,
                 data: str_of("data"),
             }),
+            "tool_use" if self.output.is_some() && str_of("name") == super::OUTPUT_TOOL => {
+                let input = block.get("input").cloned().unwrap_or_else(|| json!({}));
+                if let Some(output) = self.output.as_mut() {
+                    output.delivered = true;
+                    output.calls.insert(str_of("id"));
+                }
+                self.emit(Event::TextDelta {
+                    index,
+                    text: input.to_string(),
+                });
+            }
             "tool_use" => {
                 let (name, by) = self.map_tool_name(&str_of("name"));
                 let id = str_of("id");

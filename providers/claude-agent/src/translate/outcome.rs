@@ -28,6 +28,10 @@ impl Translator {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
+            if self.output.as_ref().is_some_and(|output| output.calls.contains(&id)) {
+                // The CLI's acknowledgement of the structured output: not a host-visible call.
+                continue;
+            }
             let name = self.tools.get(&id).map(|(name, _)| name.clone()).unwrap_or_default();
             let result = self.host_results.remove(&id).unwrap_or_else(|| result_of(block));
             self.start(None, None);
@@ -67,6 +71,7 @@ impl Translator {
         }
         usage.cost_usd = line.get("total_cost_usd").and_then(Value::as_f64).or(usage.cost_usd);
         self.start(None, None);
+        self.deliver_structured_output(line);
         if let (Some(messages), Some(session)) = (self.marker_messages, self.session_id.clone()) {
             let data = json!({ "type": "session", "session_id": session, "messages": messages });
             self.emit(Event::Opaque {
@@ -79,6 +84,26 @@ impl Translator {
         self.queue.push_back(Event::Finish { reason, usage, metrics });
         self.done = true;
         Ok(())
+    }
+
+    /// The `result`'s `structured_output` as the final text block, unless the output tool's
+    /// block already delivered it.
+    fn deliver_structured_output(&mut self, line: &Value) {
+        let Some(output) = self.output.as_mut() else {
+            return;
+        };
+        let Some(object) = line.get("structured_output").filter(|v| !v.is_null()) else {
+            return;
+        };
+        if output.delivered {
+            return;
+        }
+        output.delivered = true;
+        let index = self.next_index;
+        self.emit(Event::TextDelta {
+            index,
+            text: object.to_string(),
+        });
     }
 
     fn result_error(&self, line: &Value, subtype: &str) -> ProviderError {
