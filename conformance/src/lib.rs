@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod fields;
 pub mod fixtures;
 pub mod hardening;
 pub mod logs;
