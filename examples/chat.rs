@@ -4,36 +4,46 @@
 //! cargo run --example chat -- "what is in this folder?"            # offline, scripted demo
 //! cargo run --example chat -- --json "what is in this folder?"     # one JSON event per line
 //! cargo run --example chat --features anthropic -- --provider anthropic "hi"
+//! cargo run --example chat -- --schema examples/weather.schema.json "weather in Paris?"
 //! ```
 //!
 //! Text is printed as it arrives, tool calls and their results as they happen, and a last line
 //! with usage and metrics. The tools are patchbay-tools' coding tools, rooted at the current
 //! directory (bash off).
+//!
+//! With `--schema FILE` (a JSON Schema) the answer is a JSON object of that schema instead, asked
+//! for with structured output (no tools): the object is printed each time it grows, then the
+//! object validated against the schema (in `--json` mode only the final object). Offline, the
+//! scripted model answers with a sample object it builds from the schema.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use patchbay::object::{self, ObjectEvent, OutputSchema};
 use patchbay::scripted::{Part, Response, Script, ScriptedProvider, Turn};
 use patchbay::tools::{Workspace, coding_tools};
 use patchbay::{Agent, Event, Message, Provider, ProviderError, Registry, Signal, SourceTarget, ToolResult};
-use serde_json::json;
+use serde_json::{Value, json};
 
 struct Args {
     provider: String,
     model: Option<String>,
     json: bool,
+    schema: Option<PathBuf>,
     prompt: String,
 }
 
-const USAGE: &str = "usage: chat [--provider NAME] [--model MODEL] [--json] PROMPT...";
+const USAGE: &str = "usage: chat [--provider NAME] [--model MODEL] [--json] [--schema FILE] PROMPT...";
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         provider: "scripted".into(),
         model: None,
         json: false,
+        schema: None,
         prompt: String::new(),
     };
     let mut words = Vec::new();
@@ -43,6 +53,7 @@ fn parse_args() -> Result<Args, String> {
             "--provider" => args.provider = iter.next().ok_or("--provider needs a name")?,
             "--model" => args.model = Some(iter.next().ok_or("--model needs a name")?),
             "--json" => args.json = true,
+            "--schema" => args.schema = Some(iter.next().ok_or("--schema needs a JSON Schema file")?.into()),
             "-h" | "--help" => return Err(USAGE.into()),
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{USAGE}")),
             _ => words.push(arg),
@@ -83,9 +94,18 @@ fn default_model(provider: &str) -> &'static str {
     }
 }
 
-fn build_provider(name: &str) -> Result<Arc<dyn Provider>, patchbay::ProviderError> {
+fn build_provider(name: &str, schema: Option<&OutputSchema>) -> Result<Arc<dyn Provider>, patchbay::ProviderError> {
     if name == "scripted" {
-        return Ok(Arc::new(ScriptedProvider::new(demo_script())));
+        let script = match schema {
+            Some(schema) => {
+                let object = serde_json::to_string_pretty(&sample(&schema.schema)).unwrap_or_default();
+                Script::new(vec![Turn::Respond(
+                    Response::new(vec![Part::text(object)]).with_usage(120, 40),
+                )])
+            }
+            None => demo_script(),
+        };
+        return Ok(Arc::new(ScriptedProvider::new(script)));
     }
     Registry::compiled().build(name, &serde_json::Value::Null)
 }
@@ -111,7 +131,14 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let provider = match provider_or_hint(&args) {
+    let schema = match args.schema.as_deref().map(read_schema).transpose() {
+        Ok(schema) => schema,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    let provider = match provider_or_hint(&args, schema.as_ref()) {
         Ok(provider) => provider,
         Err(code) => return code,
     };
@@ -123,6 +150,9 @@ async fn main() -> ExitCode {
         .model
         .clone()
         .unwrap_or_else(|| default_model(&args.provider).into());
+    if let Some(schema) = schema {
+        return structured(provider.as_ref(), &model, &args, schema).await;
+    }
     let agent = Agent::new(provider, model).with_tools(coding_tools(Workspace::new(cwd)));
     let signal = Signal::new();
     cancel_on_ctrl_c(&signal);
@@ -141,10 +171,98 @@ async fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The output schema in a JSON Schema file, named after the file (`weather.schema.json`:
+/// `weather`).
+fn read_schema(path: &Path) -> Result<OutputSchema, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let schema: Value = serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let file = path.file_name().and_then(|n| n.to_str()).unwrap_or("output");
+    let name = file.split('.').next().unwrap_or(file);
+    let description = schema.get("description").and_then(Value::as_str).map(str::to_string);
+    let mut output = OutputSchema::new(name, schema);
+    if let Some(description) = description {
+        output = output.with_description(description);
+    }
+    Ok(output)
+}
+
+/// A value matching `schema` for the offline demo: its `const`, `default`, first example or
+/// first `enum` value when it has one, else one of its type (every property of an object, one
+/// item of an array). `$ref`s and combinators are not followed.
+fn sample(schema: &Value) -> Value {
+    let given = schema
+        .get("const")
+        .or_else(|| schema.get("default"))
+        .or_else(|| schema.pointer("/examples/0"))
+        .or_else(|| schema.pointer("/enum/0"));
+    if let Some(value) = given {
+        return value.clone();
+    }
+    let kind = match schema.get("type") {
+        Some(Value::String(kind)) => kind.as_str(),
+        Some(Value::Array(kinds)) => kinds
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|k| *k != "null")
+            .unwrap_or("null"),
+        _ if schema.get("properties").is_some() => "object",
+        _ => "null",
+    };
+    match kind {
+        "object" => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let fields = properties
+                .into_iter()
+                .flatten()
+                .map(|(key, sub)| (key.clone(), sample(sub)));
+            Value::Object(fields.collect())
+        }
+        "array" => Value::Array(vec![sample(schema.get("items").unwrap_or(&Value::Null))]),
+        "string" => json!("example"),
+        "integer" => json!(1),
+        "number" => json!(1.5),
+        "boolean" => json!(true),
+        _ => Value::Null,
+    }
+}
+
+/// The `--schema` run: the object as it grows, then the validated object (or what was wrong,
+/// with the raw text).
+async fn structured(provider: &dyn Provider, model: &str, args: &Args, schema: OutputSchema) -> ExitCode {
+    let messages = vec![Message::user(args.prompt.clone())];
+    let signal = Signal::new();
+    cancel_on_ctrl_c(&signal);
+    let mut stream = object::stream_object_with::<Value, _>(provider, &messages, model, &signal, None, schema);
+    let mut out = std::io::stdout();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(ObjectEvent::Partial(value)) if !args.json => {
+                let _ = writeln!(out, "\u{2026} {value}");
+            }
+            Ok(ObjectEvent::Complete(value)) if args.json => {
+                let _ = writeln!(out, "{value}");
+            }
+            Ok(ObjectEvent::Complete(value)) => {
+                let pretty = serde_json::to_string_pretty(&value).unwrap_or_default();
+                let _ = writeln!(out, "\nvalid object:\n{pretty}");
+            }
+            Ok(_) => {}
+            Err(error) => {
+                eprintln!("error: {error}");
+                if let Some(raw) = error.raw_text() {
+                    eprintln!("raw text of the answer:\n{raw}");
+                }
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 /// The provider asked for; when it cannot be built, the error (and the feature that would
 /// compile it in) is printed and the exit code returned instead.
-fn provider_or_hint(args: &Args) -> Result<Arc<dyn Provider>, ExitCode> {
-    build_provider(&args.provider).map_err(|error| {
+fn provider_or_hint(args: &Args, schema: Option<&OutputSchema>) -> Result<Arc<dyn Provider>, ExitCode> {
+    build_provider(&args.provider, schema).map_err(|error| {
         eprintln!("chat: {error}");
         let compiled = Registry::compiled().names().contains(&args.provider.as_str());
         if let (false, Some(feature)) = (compiled, Registry::feature_for(&args.provider)) {

@@ -66,6 +66,50 @@ pub(crate) fn chat_streams_text_tools_and_a_usage_line_offline() {
     );
 }
 
+/// The example schema of the repository.
+fn weather_schema() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/examples/weather.schema.json").to_string()
+}
+
+pub(crate) fn chat_schema_prints_growing_objects_then_the_validated_one() {
+    let schema = weather_schema();
+    let (stdout, stderr, ok) = run_chat(&["--schema", &schema, "weather in Paris?"]);
+    assert!(ok, "{stderr}");
+    let partials: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("\u{2026} "))
+        .map(|json| serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON: {json}: {e}")))
+        .collect();
+    assert!(partials.len() >= 3, "{stdout}");
+    assert_eq!(partials.first(), Some(&serde_json::json!({})));
+    let (_, last) = stdout.split_once("valid object:").expect("the validated object");
+    let object: serde_json::Value = serde_json::from_str(last).expect("pretty JSON");
+    assert_eq!(
+        object,
+        serde_json::json!({"city": "Paris", "celsius": 21, "conditions": ["sunny"]})
+    );
+    let (json_out, stderr, ok) = run_chat(&["--json", "--schema", &schema, "weather?"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(json_out.trim(), object.to_string());
+}
+
+pub(crate) fn chat_schema_reports_a_mismatch_with_the_raw_answer() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("count.schema.json");
+    let schema = r#"{"type":"object","properties":{"n":{"type":"integer","minimum":5}},"required":["n"]}"#;
+    std::fs::write(&path, schema).expect("write");
+    let (_, stderr, ok) = run_chat(&["--schema", path.to_str().expect("UTF-8 path"), "n?"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("does not match the output schema") && stderr.contains("/n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("raw text of the answer") && stderr.contains("\"n\": 1"),
+        "{stderr}"
+    );
+}
+
 pub(crate) fn chat_names_the_compiled_providers_for_an_unknown_one() {
     let (_, stderr, ok) = run_chat(&["--provider", "nope", "hi"]);
     assert!(!ok);

@@ -22,6 +22,8 @@ fn main() {
         chat_example::chat_json_prints_one_valid_event_per_line,
         chat_example::chat_streams_text_tools_and_a_usage_line_offline,
         chat_example::chat_names_the_compiled_providers_for_an_unknown_one,
+        chat_example::chat_schema_prints_growing_objects_then_the_validated_one,
+        chat_example::chat_schema_reports_a_mismatch_with_the_raw_answer,
     ];
     #[cfg(all(feature = "anthropic", feature = "openrouter"))]
     {

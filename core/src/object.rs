@@ -396,7 +396,23 @@ where
     T: JsonSchema + DeserializeOwned,
     P: Provider + ?Sized,
 {
-    let schema = OutputSchema::of::<T>();
+    generate_object_with(provider, messages, model, signal, context, OutputSchema::of::<T>()).await
+}
+
+/// [`generate_object`] with a schema given rather than derived (a schema known only at run
+/// time, read into `T = serde_json::Value`).
+pub async fn generate_object_with<T, P>(
+    provider: &P,
+    messages: &[Message],
+    model: &str,
+    signal: &Signal,
+    context: Option<&RequestContext>,
+    schema: OutputSchema,
+) -> Result<T, ObjectError>
+where
+    T: DeserializeOwned,
+    P: Provider + ?Sized,
+{
     let validator = schema.validator()?;
     let context = context_with(context, schema);
     let stream = provider
@@ -418,8 +434,23 @@ where
     T: JsonSchema + DeserializeOwned + Send + 'a,
     P: Provider + ?Sized,
 {
+    stream_object_with(provider, messages, model, signal, context, OutputSchema::of::<T>())
+}
+
+/// [`stream_object`] with a schema given rather than derived.
+pub fn stream_object_with<'a, T, P>(
+    provider: &'a P,
+    messages: &'a [Message],
+    model: &'a str,
+    signal: &'a Signal,
+    context: Option<&'a RequestContext>,
+    schema: OutputSchema,
+) -> ObjectStream<'a, T>
+where
+    T: DeserializeOwned + Send + 'a,
+    P: Provider + ?Sized,
+{
     Box::pin(async_stream::stream! {
-        let schema = OutputSchema::of::<T>();
         let validator = match schema.validator() {
             Ok(validator) => validator,
             Err(error) => {
