@@ -39,6 +39,10 @@
 //!   none). Images are sent as base64 `images`; an image by URL is an `InvalidRequest` error (the
 //!   server cannot fetch it). Sampling maps to `options`: `temperature`, `top_p`, `top_k`,
 //!   `num_predict` (max tokens), `stop`.
+//! - **Structured output** (`context.output_schema`): Ollama's `format` takes a JSON schema, so
+//!   the schema goes there (a `format` call option wins); the object arrives as the answer's
+//!   text, the final text block. `strict` has no Ollama equivalent and is ignored: `format`
+//!   already constrains the output to the schema.
 //! - **Reasoning**: `think` is sent as the call option says, else `true` when a thinking budget
 //!   is set (with an `unsupported_option` warning: Ollama's `think` has no budget).
 //! - **Warnings on `Started`** (`unsupported_option`): `tool_choice` `Any` or `Tool` (Ollama

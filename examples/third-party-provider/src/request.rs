@@ -84,7 +84,9 @@ pub(crate) fn plan(
     if let Some(keep_alive) = call.keep_alive {
         body.insert("keep_alive".into(), keep_alive);
     }
-    if let Some(format) = call.format {
+    // Structured output is Ollama's `format` with the schema; a `format` call option wins.
+    let schema = context.output_schema.as_ref().map(|output| output.schema.clone());
+    if let Some(format) = call.format.or(schema) {
         body.insert("format".into(), format);
     }
     context_warnings(context, &mut warnings);
