@@ -6,7 +6,7 @@
 //! each field (leaf) it holds, and checks the table three ways:
 //! - a field the table does not name fails the audit until someone decides its fate;
 //! - a field the table calls mapped must change the events when its value changes (it is
-//!   perturbed in up to three recordings: a string gains a character, a number grows, a boolean
+//!   perturbed in up to twelve recordings, once in each: a string gains a character, a number grows, a boolean
 //!   flips; `null`s and empty containers cannot be perturbed and are taken on trust);
 //! - a field the table calls ignored must not change the events when its value changes.
 //!
@@ -38,6 +38,9 @@ use patchbay_core::{ErrorKind, Event};
 use serde_json::Value;
 
 use crate::normalize::without_timings;
+
+/// In how many recordings (at most) a field is perturbed.
+const PLACES: usize = 12;
 
 /// What happens to a field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,7 +157,7 @@ impl<'a> FieldAudit<'a> {
     /// Run the audit. `Err` lists every problem found.
     pub fn run(&self) -> Result<AuditSummary, String> {
         let frames: Vec<Vec<String>> = self.files.iter().map(|path| frames_of(path)).collect();
-        // Every field path, with up to three places (smallest recordings first).
+        // Every field path, with its places (smallest recordings first).
         let mut order: Vec<usize> = (0..self.files.len()).collect();
         order.sort_by_key(|&i| frames[i].iter().map(String::len).sum::<usize>());
         let mut places: BTreeMap<String, Vec<Place>> = BTreeMap::new();
@@ -166,7 +169,8 @@ impl<'a> FieldAudit<'a> {
                 let kind = (self.kind_of)(&value);
                 leaves(&value, &mut String::new(), &mut String::new(), &mut |path, pointer| {
                     let list = places.entry(format!("{kind}:{path}")).or_default();
-                    if list.len() < 3 {
+                    // One place per recording, in up to `PLACES` recordings.
+                    if list.len() < PLACES && list.last().is_none_or(|last| last.file != file) {
                         list.push(Place {
                             file,
                             frame,
@@ -355,7 +359,7 @@ mod tests {
         let table = FieldTable::from_markdown(
             "| `a:x.*` | ignored: all of x |\n| `a:x.y` | `TextDelta` |\n| `a:list[].z` | `Usage` |",
         )
-        .unwrap();
+        .expect("test data");
         assert_eq!(table.fate("a:x.y"), Some(&Fate::Mapped("`TextDelta`".into())));
         assert!(matches!(table.fate("a:x.w"), Some(Fate::Ignored(_))));
         assert!(matches!(table.fate("a:x[].w"), Some(Fate::Ignored(_))));
@@ -366,7 +370,8 @@ mod tests {
 
     #[test]
     fn leaves_name_paths_with_array_markers_and_perturb_changes_them() {
-        let value: Value = serde_json::from_str(r#"{"a":{"b":[{"c":1},{"c":"x"}],"e":[],"n":null}}"#).unwrap();
+        let value: Value =
+            serde_json::from_str(r#"{"a":{"b":[{"c":1},{"c":"x"}],"e":[],"n":null}}"#).expect("test data");
         let mut seen = Vec::new();
         leaves(&value, &mut String::new(), &mut String::new(), &mut |path, pointer| {
             seen.push(format!("{path}={pointer}"))
@@ -380,5 +385,64 @@ mod tests {
         assert!(perturb(&mut frame, "/a/b/1/c"));
         assert!(!perturb(&mut frame, "/a/n"));
         assert_eq!(frame, r#"{"a":{"b":[{"c":2},{"c":"x~"}],"e":[],"n":null}}"#);
+    }
+}
+
+#[cfg(test)]
+mod audit_tests {
+    use super::*;
+    use patchbay_core::FinishReason;
+
+    /// A toy translator: `text` becomes a text delta, everything else is dropped.
+    fn toy(frames: &[String]) -> Outcomes {
+        let events = frames
+            .iter()
+            .filter_map(|f| serde_json::from_str::<Value>(f).ok())
+            .filter_map(|v| v.get("text").and_then(Value::as_str).map(str::to_owned))
+            .map(|text| Event::TextDelta { index: 0, text })
+            .chain([Event::Finish {
+                reason: FinishReason::Stop,
+                usage: Default::default(),
+                metrics: Default::default(),
+            }])
+            .collect();
+        vec![(events, None)]
+    }
+
+    fn audit(table: &str) -> Result<AuditSummary, String> {
+        let dir = tempfile::tempdir().expect("test data");
+        let path = dir.path().join("toy.jsonl");
+        std::fs::write(
+            &path,
+            "{\"type\":\"t\",\"text\":\"hi\",\"seq\":1}\n{\"type\":\"t\",\"text\":\"there\",\"seq\":2}\n",
+        )
+        .expect("test data");
+        FieldAudit::new(FieldTable::from_markdown(table).expect("test data"), vec![path], toy).run()
+    }
+
+    #[test]
+    fn a_new_field_fails_until_decided_and_claims_are_checked_both_ways() {
+        let unknown =
+            audit("| `t:text` | `TextDelta` |\n| `t:type` | ignored: dispatch |").expect_err("the audit fails");
+        assert!(unknown.contains("unknown field `t:seq`"), "{unknown}");
+
+        let wrong_mapped = audit("| `t:text` | `TextDelta` |\n| `t:type` | ignored: toy |\n| `t:seq` | `Usage` |")
+            .expect_err("the audit fails");
+        assert!(
+            wrong_mapped.contains("`t:seq` is listed as mapped, but changing it changes no event"),
+            "{wrong_mapped}"
+        );
+
+        let wrong_ignored =
+            audit("| `t:text` | ignored: nobody reads it |\n| `t:type` | ignored: toy |\n| `t:seq` | ignored: toy |")
+                .expect_err("the audit fails");
+        assert!(
+            wrong_ignored.contains("`t:text` is listed as ignored, but changing it changes the events"),
+            "{wrong_ignored}"
+        );
+
+        let clean = audit("| `t:text` | `TextDelta` |\n| `t:type` | ignored: toy |\n| `t:seq` | ignored: a counter |")
+            .expect("test data");
+        assert_eq!((clean.fields, clean.mapped_proven, clean.ignored), (3, 1, 2));
     }
 }

@@ -110,6 +110,10 @@ pub mod translate;
 // api_error.
 mod provider;
 
+// fields: documentation only, the table `tests/fields.rs` proves against every recording.
+#[doc = include_str!("../FIELDS.md")]
+pub mod fields {}
+
 use std::sync::Arc;
 
 use patchbay_core::{Provider, ProviderError};

@@ -14,6 +14,7 @@ use serde_json::Value;
 /// `S` is [`Str`] for the first chunk, whose `id` and `model` go into `Started`, and
 /// [`IgnoredAny`] afterwards, so later chunks skip those strings without validating them.
 #[derive(Debug, Deserialize)]
+#[allow(clippy::box_collection)] // rare lists stay one pointer wide, as in `Delta`
 pub(crate) struct Chunk<'a, S> {
     #[serde(default = "none")]
     pub(crate) id: Option<S>,
@@ -29,6 +30,9 @@ pub(crate) struct Chunk<'a, S> {
     /// Kept as a value: rare, and some servers send a string instead of an object.
     #[serde(default)]
     pub(crate) error: Option<Box<Value>>,
+    /// Venice's cost object (`{"usd": ..., "diem": ...}`), beside `usage`.
+    #[serde(default)]
+    pub(crate) cost: Option<Box<Value>>,
     /// Perplexity's cited URLs (the whole list, in every chunk).
     #[serde(default)]
     pub(crate) citations: Option<Box<Vec<Value>>>,
@@ -106,6 +110,9 @@ pub(crate) struct Choice<'a> {
     /// Boxed (rare) to keep `Choice` small: small structs move without `memcpy` calls.
     #[serde(default, borrow)]
     pub(crate) finish_reason: Option<Box<Str<'a>>>,
+    /// Token log probabilities, when asked for (`null` otherwise).
+    #[serde(default)]
+    pub(crate) logprobs: Option<Box<Value>>,
 }
 
 /// Rare fields are boxed so that a text delta stays small (at most 128 bytes, moved without a
@@ -186,6 +193,12 @@ pub(crate) struct WireUsage {
     /// OpenRouter's cost in credits (USD); Perplexity sends an object.
     #[serde(default)]
     pub(crate) cost: Option<Value>,
+    /// xAI's cost in ticks of 10^-10 USD.
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
+    pub(crate) cost_in_usd_ticks: Option<u64>,
+    /// Reasoning tokens outside `completion_tokens_details` (some servers put them here).
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
+    pub(crate) reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -2,6 +2,7 @@
 
 mod agent;
 mod common;
+mod fields;
 mod fixtures;
 mod http;
 mod metrics;

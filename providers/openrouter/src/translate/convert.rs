@@ -141,17 +141,25 @@ pub(super) fn convert_usage(wire: &WireUsage) -> Usage {
             .saturating_sub(cache_read.unwrap_or(0))
             .saturating_sub(cache_write.unwrap_or(0))
     });
-    let cost_usd = wire.cost.as_ref().and_then(|cost| match cost {
-        Value::Number(n) => n.as_f64(),
-        Value::Object(map) => map.get("total_cost").and_then(Value::as_f64),
-        _ => None,
-    });
+    let cost_usd = wire
+        .cost
+        .as_ref()
+        .and_then(|cost| match cost {
+            Value::Number(n) => n.as_f64(),
+            Value::Object(map) => map.get("total_cost").and_then(Value::as_f64),
+            _ => None,
+        })
+        .or_else(|| wire.cost_in_usd_ticks.map(|ticks| ticks as f64 / 1e10));
     Usage {
         input,
         output: wire.completion_tokens,
         cache_read,
         cache_write,
-        reasoning: wire.completion_tokens_details.as_ref().and_then(|d| d.reasoning_tokens),
+        reasoning: wire
+            .completion_tokens_details
+            .as_ref()
+            .and_then(|d| d.reasoning_tokens)
+            .or(wire.reasoning_tokens),
         cost_usd,
     }
 }

@@ -67,6 +67,8 @@ pub(super) struct State {
     next_suffix: HashMap<String, u64>,
     usage: Usage,
     sources: Sources,
+    /// The primary choice's log probabilities so far, by list (`content`, `refusal`...).
+    logprobs: serde_json::Map<String, Value>,
     /// The latest text block, which sources annotate.
     last_text: Option<usize>,
     extras: Vec<ExtraChoice>,
@@ -97,6 +99,7 @@ impl State {
             next_suffix: HashMap::new(),
             usage: Usage::default(),
             sources: Sources::default(),
+            logprobs: serde_json::Map::new(),
             last_text: None,
             extras: Vec::new(),
             extra_by_index: HashMap::new(),
@@ -190,6 +193,15 @@ impl State {
                 self.extra_choice(choice);
             }
         }
+        // Venice reports the cost beside the usage.
+        let usage = match chunk.cost.as_deref().and_then(|c| c.get("usd")).and_then(Value::as_f64) {
+            Some(cost) => {
+                let mut usage = usage.unwrap_or_default();
+                usage.cost_usd = usage.cost_usd.or(Some(cost));
+                Some(usage)
+            }
+            None => usage,
+        };
         if chunk.citations.is_some() || chunk.search_results.is_some() {
             let citations = chunk.citations.as_deref().map_or(&[][..], Vec::as_slice);
             let results = chunk.search_results.as_deref().map_or(&[][..], Vec::as_slice);
@@ -305,6 +317,19 @@ impl State {
     fn primary_choice(&mut self, choice: &Choice<'_>, out: &mut impl EventBuffer) -> Result<(), ProviderError> {
         if let Some(delta) = &choice.delta {
             self.primary_delta(delta, out);
+        }
+        if let Some(Value::Object(lists)) = choice.logprobs.as_deref() {
+            for (key, value) in lists {
+                if let Value::Array(items) = value {
+                    let list = self
+                        .logprobs
+                        .entry(key.clone())
+                        .or_insert_with(|| Value::Array(Vec::new()));
+                    if let Value::Array(list) = list {
+                        list.extend(items.iter().cloned());
+                    }
+                }
+            }
         }
         if let Some(reason) = boxed_text(&choice.finish_reason) {
             if reason == "error" {
@@ -539,6 +564,14 @@ impl State {
                 "finish_reason": extra.finish,
             });
             let provider = NAME.to_string();
+            self.emit(out, Event::Opaque { index, provider, data });
+        }
+        if !self.logprobs.is_empty() {
+            let index = self.new_block();
+            let mut data = std::mem::take(&mut self.logprobs);
+            data.insert("type".into(), Value::from("logprobs"));
+            let provider = NAME.to_string();
+            let data = Value::Object(data);
             self.emit(out, Event::Opaque { index, provider, data });
         }
         let reason = finish_reason(self.finish.as_deref(), self.refusal, self.tool_calls_made);
