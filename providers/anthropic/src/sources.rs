@@ -152,7 +152,7 @@ mod tests {
         let sources = result_sources(&search, 2, "anthropic", &mut next);
         let urls: Vec<_> = sources
             .iter()
-            .map(|s| (s.id.as_str(), s.as_url().unwrap(), s.index))
+            .map(|s| (s.id.as_str(), s.as_url().unwrap_or_default(), s.index))
             .collect();
         assert_eq!(urls, vec![("1", "https://a.example", 2), ("2", "https://b.example", 2)]);
 
