@@ -49,14 +49,15 @@
 //!   citation's wire object back on its text block, and [`request`] sends the citations of the
 //!   Anthropic kinds (dropping other providers' annotations) and drops the counts. The older
 //!   `Opaque {"type": "text_citations"}` of stored conversations is still accepted.
-//! - Structured output (`context.output_schema`): natively (`output_format` `json_schema` with the
-//!   `structured-outputs-2025-11-13` beta) for the models of [`NATIVE_STRUCTURED_OUTPUT_MODELS`],
-//!   else through a tool named after the schema, forced unless host tools are offered too (then
+//! - Structured output (`context.output_schema`): natively (`output_config.format` `json_schema`,
+//!   generally available, no beta header) for Claude 4.5 and later ([`claude_version`] at least
+//!   [`NATIVE_STRUCTURED_OUTPUT_SINCE`]), else through a tool named after the schema, forced unless host tools are offered too (then
 //!   `tool_choice: any`) or thinking is on (then offered, with a warning); the `structured_output`
 //!   option picks one way for every model. The tool's `input_json_delta`s become `TextDelta`s of
 //!   its block, no tool call is emitted, and the `tool_use` stop it causes alone is `Stop`, so
 //!   both ways deliver the object as the final text block ([`patchbay_core::object`]). A model
-//!   name the list does not know gets the tool, which works everywhere; set `"native"` for it.
+//!   name that says no Claude version (a gateway's alias) gets the tool, which works everywhere;
+//!   set `"native"` for it.
 //! - `model_context_window_exceeded` ends with `Length`; `pause_turn` with `Other("pause_turn")`.
 //! - A response that stops inside a tool call's input (max tokens) ends with a `Protocol` error
 //!   rather than a `ToolCall` with broken input.
@@ -91,7 +92,7 @@ pub use config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, DEFAULT_VERSION};
 pub use error::{Error, http_error, kind_for_error_type};
 pub use provider::AnthropicProvider;
 pub use request::{
-    DEFAULT_MAX_TOKENS, NATIVE_STRUCTURED_OUTPUT_MODELS, RequestParts, STRUCTURED_OUTPUTS_BETA, StructuredOutput,
+    DEFAULT_MAX_TOKENS, NATIVE_STRUCTURED_OUTPUT_SINCE, RequestParts, StructuredOutput, claude_version,
     build_request, build_request_with, tool_result_block,
 };
 pub use translate::{RawEvent, StreamTranslator, Translator, finish_reason};

@@ -15,8 +15,8 @@
 //!   (server tools such as web search); `betas` (a list) is sent as the `anthropic-beta` header.
 //! - Context fields a stateless API cannot use (`session`, `env`) produce a warning.
 //! - Structured output (`context.output_schema`), by [`StructuredOutput`]: natively as
-//!   `output_format: {type: "json_schema", schema}` with the beta
-//!   [`STRUCTURED_OUTPUTS_BETA`], or through a tool named after the schema whose input is the
+//!   `output_config: {format: {type: "json_schema", schema}}` (generally available, no beta
+//!   header; the older beta `output_format` is deprecated), or through a tool named after the schema whose input is the
 //!   object ([`RequestParts::output_tool`] tells the translator to turn its input into text).
 //!   The tool is forced (`tool_choice: {type: "tool"}`) when there are no host tools, and
 //!   `any` when there are (the model may call them first, then answers through the tool); with
@@ -34,28 +34,39 @@ use serde_json::{Map, Value, json};
 
 use crate::NAME;
 
-/// The beta flag of Anthropic's native structured outputs.
-pub const STRUCTURED_OUTPUTS_BETA: &str = "structured-outputs-2025-11-13";
+/// The oldest Claude version with native structured outputs: Anthropic lists them as generally
+/// available for the 4.5 models and every later one (Haiku 4.5, Sonnet 4.5 and 4.6, Opus 4.5 and
+/// 4.6 when this was written).
+pub const NATIVE_STRUCTURED_OUTPUT_SINCE: (u32, u32) = (4, 5);
 
-/// Model name prefixes that take native structured outputs ([`StructuredOutput::Auto`]).
-pub const NATIVE_STRUCTURED_OUTPUT_MODELS: [&str; 5] = [
-    "claude-sonnet-4-5",
-    "claude-opus-4-1",
-    "claude-opus-4-5",
-    "claude-haiku-4-5",
-    "claude-sonnet-4-6",
-];
+/// The version of a Claude model name (`claude-sonnet-4-5-20250929` is 4.5, `claude-opus-4-20250514`
+/// 4.0, `claude-3-7-sonnet-latest` 3.7); `None` for a name that is not a Claude model's.
+pub fn claude_version(model: &str) -> Option<(u32, u32)> {
+    let rest = model.strip_prefix("claude-")?;
+    let numbers: Vec<u32> = rest
+        .split('-')
+        .skip_while(|part| part.parse::<u32>().is_err())
+        .take_while(|part| part.len() <= 2)
+        .map_while(|part| part.parse().ok())
+        .collect();
+    match numbers.as_slice() {
+        [major, minor, ..] => Some((*major, *minor)),
+        [major] => Some((*major, 0)),
+        [] => None,
+    }
+}
 
 /// How a structured-output request is sent (the `structured_output` option).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum StructuredOutput {
-    /// Native for models whose name starts with one of [`NATIVE_STRUCTURED_OUTPUT_MODELS`]
-    /// (the models Anthropic lists for structured outputs), a tool for any other model.
+    /// Native for Claude models of version [`NATIVE_STRUCTURED_OUTPUT_SINCE`] or later (by
+    /// [`claude_version`]), a tool for any other model (older ones, or a name that says no
+    /// version, as behind a gateway).
     #[default]
     Auto,
-    /// Always `output_format` with the beta header (a model without it answers `400`).
+    /// Always `output_config.format` (a model without it answers `400`).
     Native,
     /// Always the forced tool (works on every model that takes tools).
     Tool,
@@ -65,7 +76,7 @@ impl StructuredOutput {
     /// Whether a request for `model` goes native.
     pub fn is_native(self, model: &str) -> bool {
         match self {
-            Self::Auto => NATIVE_STRUCTURED_OUTPUT_MODELS.iter().any(|p| model.starts_with(p)),
+            Self::Auto => claude_version(model).is_some_and(|version| version >= NATIVE_STRUCTURED_OUTPUT_SINCE),
             Self::Native => true,
             Self::Tool => false,
         }
@@ -133,14 +144,12 @@ pub fn build_request_with(
     }
     warnings.extend(unsupported_context(context));
     let mut output_tool = None;
-    let mut output_betas = Vec::new();
     if let Some(schema) = &context.output_schema {
         if structured.is_native(model) {
             body.insert(
-                "output_format".into(),
-                json!({ "type": "json_schema", "schema": schema.schema }),
+                "output_config".into(),
+                json!({ "format": { "type": "json_schema", "schema": schema.schema } }),
             );
-            output_betas.push(STRUCTURED_OUTPUTS_BETA.to_string());
         } else {
             output_tool = Some(force_output_tool(
                 schema,
@@ -152,8 +161,7 @@ pub fn build_request_with(
             )?);
         }
     }
-    let mut betas = merge_provider_options(context, &mut body, &mut wire_tools)?;
-    betas.extend(output_betas);
+    let betas = merge_provider_options(context, &mut body, &mut wire_tools)?;
     if !wire_tools.is_empty() {
         body.insert("tools".into(), Value::Array(wire_tools));
     }

@@ -3,7 +3,7 @@
 
 use patchbay_anthropic::replay::replay;
 use patchbay_anthropic::{
-    DEFAULT_MAX_TOKENS, RequestParts, STRUCTURED_OUTPUTS_BETA, StructuredOutput, build_request, build_request_with,
+    DEFAULT_MAX_TOKENS, RequestParts, StructuredOutput, build_request, build_request_with,
     tool_result_block,
 };
 use patchbay_conformance::mock::anthropic::AnthropicWire;
@@ -324,10 +324,11 @@ fn structured_output_is_native_for_the_models_that_take_it() {
         RequestContext::new(),
     );
     assert_eq!(
-        parts.body["output_format"],
-        json!({"type": "json_schema", "schema": patchbay_conformance::weather_schema().schema})
+        parts.body["output_config"],
+        json!({"format": {"type": "json_schema", "schema": patchbay_conformance::weather_schema().schema}})
     );
-    assert_eq!(parts.betas, [STRUCTURED_OUTPUTS_BETA]);
+    assert!(parts.betas.is_empty(), "generally available: no beta header");
+    assert!(parts.body.get("output_format").is_none(), "the deprecated beta field is not sent");
     assert_eq!(parts.output_tool, None);
     assert!(parts.body.get("tools").is_none() && parts.body.get("tool_choice").is_none());
     let forced = structured(
@@ -336,7 +337,29 @@ fn structured_output_is_native_for_the_models_that_take_it() {
         &ToolSet::new(),
         RequestContext::new(),
     );
-    assert!(forced.body.get("output_format").is_some());
+    assert!(forced.body.get("output_config").is_some());
+}
+
+#[test]
+fn claude_versions_are_read_from_model_names() {
+    use patchbay_anthropic::claude_version;
+    for (model, version) in [
+        ("claude-sonnet-4-5-20250929", Some((4, 5))),
+        ("claude-haiku-4-5", Some((4, 5))),
+        ("claude-opus-4-6", Some((4, 6))),
+        ("claude-opus-4-20250514", Some((4, 0))),
+        ("claude-opus-4-1", Some((4, 1))),
+        ("claude-3-7-sonnet-latest", Some((3, 7))),
+        ("claude-3-5-haiku-20241022", Some((3, 5))),
+        ("claude-sonnet-5", Some((5, 0))),
+        ("conformance-model", None),
+        ("claude-instant", None),
+    ] {
+        assert_eq!(claude_version(model), version, "{model}");
+    }
+    let native = |model| StructuredOutput::Auto.is_native(model);
+    assert!(native("claude-opus-4-6") && native("claude-sonnet-5") && native("claude-haiku-4-5-20251001"));
+    assert!(!native("claude-opus-4-1") && !native("claude-3-7-sonnet-latest") && !native("my-gateway-alias"));
 }
 
 #[test]
