@@ -45,10 +45,13 @@
 //! - Citations arrive as `Source` events of their text block, as they stream ([`sources`] says
 //!   how each kind maps), and web search results and fetched pages as `Source`s of their result
 //!   block; server tool counts arrive as `Opaque {"type": "server_tool_usage"}` (core's `Usage`
-//!   has no field for them). Both go back to the API correctly: core's `ContentBuilder` puts each
-//!   citation's wire object back on its text block, and [`request`] sends the citations of the
-//!   Anthropic kinds (dropping other providers' annotations) and drops the counts. The older
-//!   `Opaque {"type": "text_citations"}` of stored conversations is still accepted.
+//!   has no field for them), and the stop sequence that fired and a refusal's `stop_details` as
+//!   `Opaque {"type": "stop_details"}`. All go back to the API correctly: core's
+//!   `ContentBuilder` puts each citation's wire object back on its text block, and [`request`]
+//!   sends the citations of the Anthropic kinds (dropping other providers' annotations) and
+//!   drops the counts and the stop details. The older `Opaque {"type": "text_citations"}` of
+//!   stored conversations is still accepted. [`fields`] lists what becomes of every wire field
+//!   seen in the recorded streams.
 //! - Structured output (`context.output_schema`): natively (`output_config.format` `json_schema`,
 //!   generally available, no beta header) for Claude 4.5 and later ([`claude_version`] at least
 //!   [`NATIVE_STRUCTURED_OUTPUT_SINCE`]), else through a tool named after the schema, forced unless host tools are offered too (then
@@ -87,6 +90,11 @@ pub mod request;
 pub mod sources;
 pub mod translate;
 pub mod wire;
+
+/// What each wire field becomes: every field of every recorded stream, mapped to an event or
+/// knowingly ignored with the reason (the `fields` test proves each row by changing the field).
+#[doc = include_str!("../FIELDS.md")]
+pub mod fields {}
 
 pub use config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, DEFAULT_VERSION};
 pub use error::{Error, http_error, kind_for_error_type};

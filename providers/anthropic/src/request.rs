@@ -486,7 +486,7 @@ fn push_opaque(out: &mut Vec<Value>, data: &Value) {
                 last["citations"] = citations;
             }
         }
-        Some("server_tool_usage" | "unknown_event") => {}
+        Some("server_tool_usage" | "stop_details" | "unknown_event") => {}
         _ => out.push(data.clone()),
     }
 }

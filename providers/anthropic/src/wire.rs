@@ -174,6 +174,18 @@ pub struct WireUsage {
     /// Server tool use counts (`web_search_requests`...).
     #[serde(default)]
     pub server_tool_use: Option<Value>,
+    /// The breakdown of the output tokens (`thinking_tokens`).
+    #[serde(default)]
+    pub output_tokens_details: Option<OutputTokensDetails>,
+}
+
+/// The breakdown of [`WireUsage::output_tokens`].
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[non_exhaustive]
+pub struct OutputTokensDetails {
+    /// The output tokens spent thinking (included in `output_tokens`).
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
+    pub thinking_tokens: Option<u64>,
 }
 
 impl WireUsage {
@@ -184,6 +196,7 @@ impl WireUsage {
             output: self.output_tokens,
             cache_read: self.cache_read_input_tokens,
             cache_write: self.cache_creation_input_tokens,
+            reasoning: self.output_tokens_details.and_then(|d| d.thinking_tokens),
             ..patchbay_core::Usage::default()
         }
     }

@@ -4,6 +4,7 @@
 mod citations;
 mod common;
 mod config;
+mod fields;
 mod fixtures;
 mod metrics;
 mod provider;

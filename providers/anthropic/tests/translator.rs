@@ -272,3 +272,77 @@ fn output_tool_beside_a_host_call_keeps_tool_use_and_a_whole_block_is_one_delta(
     );
     assert_eq!(finish_of(&events), Some(&FinishReason::ToolUse));
 }
+
+#[test]
+fn thinking_tokens_are_the_reasoning_usage() {
+    let (events, error) = run(&[
+        START,
+        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":40,"output_tokens_details":{"thinking_tokens":25}}}"#,
+        r#"{"type":"message_stop"}"#,
+    ]);
+    assert!(error.is_none(), "{error:?}");
+    let Some(Event::Finish { usage, .. }) = events.last() else {
+        panic!("no Finish: {events:?}");
+    };
+    assert_eq!((usage.output, usage.reasoning), (Some(40), Some(25)));
+}
+
+#[test]
+fn stop_details_and_the_stop_sequence_reach_the_host_and_never_go_back() {
+    let refusal = json!({"type": "refusal", "category": "cyber", "explanation": "Blocked under the usage policy.",
+        "recommended_model": "claude-other"});
+    let delta = json!({"type": "message_delta", "delta": {"stop_reason": "refusal", "stop_sequence": null,
+        "stop_details": refusal}, "usage": {"output_tokens": 3}})
+    .to_string();
+    let text = r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"No."}}"#;
+    let (events, error) = run(&[
+        START,
+        text,
+        r#"{"type":"content_block_stop","index":0}"#,
+        &delta,
+        r#"{"type":"message_stop"}"#,
+    ]);
+    assert!(error.is_none(), "{error:?}");
+    let opaque: Vec<&Value> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Opaque { data, .. } => Some(data),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(opaque, [&json!({"type": "stop_details", "stop_details": refusal})]);
+    assert_eq!(finish_of(&events), Some(&FinishReason::Refusal));
+
+    // The stop sequence that fired; no `stop_details` object, no empty sequence.
+    let fired = r#"{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"END","stop_details":null},"usage":{"output_tokens":3}}"#;
+    let (events, _) = run(&[START, fired, r#"{"type":"message_stop"}"#]);
+    assert!(events.iter().any(
+        |e| matches!(e, Event::Opaque { data, .. } if *data == json!({"type": "stop_details", "stop_sequence": "END"}))
+    ));
+    let plain = r#"{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":"","stop_details":null},"usage":{"output_tokens":3}}"#;
+    let (events, _) = run(&[START, plain, r#"{"type":"message_stop"}"#]);
+    assert!(!events.iter().any(|e| matches!(e, Event::Opaque { .. })), "{events:?}");
+
+    // The answer goes back as its text alone.
+    let (events, _) = run(&[
+        START,
+        text,
+        r#"{"type":"content_block_stop","index":0}"#,
+        &delta,
+        r#"{"type":"message_stop"}"#,
+    ]);
+    let mut builder = patchbay_core::kit::ContentBuilder::default();
+    events.iter().for_each(|e| builder.push(e));
+    let messages = [
+        patchbay_core::Message::user("Hi."),
+        patchbay_core::Message::new(patchbay_core::Role::Assistant, builder.finish()),
+        patchbay_core::Message::user("Why?"),
+    ];
+    let request = patchbay_anthropic::build_request(&messages, &patchbay_core::ToolSet::new(), "m", None, 1024)
+        .expect("request builds");
+    assert_eq!(
+        request.body["messages"][1]["content"],
+        json!([{"type": "text", "text": "No."}])
+    );
+    assert!(request.warnings.is_empty(), "{:?}", request.warnings);
+}

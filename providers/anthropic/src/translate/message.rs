@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::blocks::tool_input;
-use super::{Open, Translator};
+use super::{Open, RawEvent, Translator};
 use crate::NAME;
 use crate::wire::{Block, StreamEvent};
 
@@ -69,8 +69,10 @@ impl Translator {
         Ok(())
     }
 
-    /// The stop reason and the cumulative usage of a `message_delta`.
-    pub(super) fn message_delta(&mut self, event: StreamEvent<'_>) {
+    /// The stop reason and the cumulative usage of a `message_delta`, and what the wire says
+    /// about the stop beyond its reason (the stop sequence that fired, a refusal's
+    /// `stop_details`) as one `Opaque {"type": "stop_details"}`.
+    pub(super) fn message_delta(&mut self, event: StreamEvent<'_>, raw: RawEvent<'_>) {
         if let Some(reason) = event
             .delta
             .as_ref()
@@ -91,6 +93,18 @@ impl Translator {
                     data,
                 });
             }
+        }
+        if let Some(data) = raw
+            .value()
+            .and_then(|mut v| v.get_mut("delta").map(Value::take))
+            .and_then(stop_details)
+        {
+            let index = self.next_index();
+            self.emit(Event::Opaque {
+                index,
+                provider: NAME.into(),
+                data,
+            });
         }
     }
 
@@ -135,6 +149,26 @@ impl Translator {
         self.done = true;
         Ok(())
     }
+}
+
+/// `{"type": "stop_details", "stop_sequence", "stop_details"}` from a `message_delta`'s delta,
+/// with the fields it has (a non-empty stop sequence, a `stop_details` object); `None` if neither.
+fn stop_details(mut delta: Value) -> Option<Value> {
+    let mut data = serde_json::Map::new();
+    if let Some(sequence) = delta
+        .get_mut("stop_sequence")
+        .filter(|s| s.as_str().is_some_and(|s| !s.is_empty()))
+    {
+        data.insert("stop_sequence".into(), sequence.take());
+    }
+    if let Some(details) = delta.get_mut("stop_details").filter(|d| d.is_object()) {
+        data.insert("stop_details".into(), details.take());
+    }
+    if data.is_empty() {
+        return None;
+    }
+    data.insert("type".into(), "stop_details".into());
+    Some(Value::Object(data))
 }
 
 fn has_nonzero(counts: &Value) -> bool {

@@ -21,12 +21,14 @@
 //!   `TextDelta`s of the block (the structured-output contract of `patchbay_core::object`), no
 //!   tool call; a `tool_use` stop reason caused by it alone → `Stop`.
 //!
-//! `message_delta` usage is cumulative; server tool counts arrive as one
-//! `Opaque {"type": "server_tool_usage"}`. Stop reasons: `end_turn` and `stop_sequence` → `Stop`,
-//! `max_tokens` and `model_context_window_exceeded` → `Length`, `tool_use` → `ToolUse`,
-//! `refusal` → `Refusal`, anything else (`pause_turn`...) → `Other(raw)`. An `error` event is a
-//! typed error; a stream that ends before `message_stop` is a `Protocol` error, and so is a
-//! response that stops inside a tool call's input.
+//! `message_delta` usage is cumulative (`output_tokens_details.thinking_tokens` is
+//! `Usage::reasoning`); server tool counts arrive as one `Opaque {"type": "server_tool_usage"}`,
+//! and the stop sequence that fired and the `stop_details` of a refusal (category, explanation,
+//! fallback credit) as one `Opaque {"type": "stop_details"}`. Stop reasons: `end_turn` and
+//! `stop_sequence` → `Stop`, `max_tokens` and `model_context_window_exceeded` → `Length`,
+//! `tool_use` → `ToolUse`, `refusal` → `Refusal`, anything else (`pause_turn`...) →
+//! `Other(raw)`. An `error` event is a typed error; a stream that ends before `message_stop` is
+//! a `Protocol` error, and so is a response that stops inside a tool call's input.
 //!
 //! Layout: this module holds the public types and the dispatch over wire events
 //! ([`Translator::push_event`]); `blocks` the content block handlers (start, delta, stop);
@@ -381,7 +383,7 @@ impl Translator {
                 self.stop_block(index)
             }
             "message_delta" => {
-                self.message_delta(event);
+                self.message_delta(event, raw);
                 Ok(())
             }
             "message_stop" => self.message_stop(),
