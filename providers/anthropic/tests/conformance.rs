@@ -4,18 +4,21 @@
 //! against the same mock is the conformance crate's `cli` test: it tests the mock, not this
 //! crate.)
 //!
-//! The scenario model is not one [`NATIVE_STRUCTURED_OUTPUT_MODELS`](patchbay_anthropic::NATIVE_STRUCTURED_OUTPUT_MODELS)
-//! names, so `structured_output` goes through the forced tool, and the mock answers the way a
-//! model forced to use it does ([`AnthropicToolOutputWire`]).
+//! The scenario model says no Claude version, so `structured_output` goes through the forced
+//! tool, and the mock answers the way a model forced to use it does
+//! ([`AnthropicToolOutputWire`]). A second target, `anthropic-native`, asks the native way
+//! (`output_config.format`, the `structured_output: native` option) and gets the JSON as plain
+//! text; it runs once per frame.
 
 use std::sync::Arc;
 
-use patchbay_anthropic::{AnthropicConfig, AnthropicProvider, NAME};
+use patchbay_anthropic::{AnthropicConfig, AnthropicProvider, NAME, StructuredOutput};
 use patchbay_conformance::mock::Chunking;
 use patchbay_conformance::mock::anthropic::{AnthropicToolOutputWire, AnthropicWire};
-use patchbay_conformance::{Fixture, Target, run_suite};
+use patchbay_conformance::{Fixture, Target, trials};
 
 fn main() {
+    let baseline = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance-baseline.toml");
     let target = Target::new(NAME, |case| async move {
         let server = match &case.scenario.output_schema {
             Some(schema) => case.mock(AnthropicToolOutputWire::new(schema.name.clone())).await?,
@@ -26,6 +29,17 @@ fn main() {
         Ok(Fixture::new(provider).with_guard(server))
     })
     .with_chunkings([Chunking::PerFrame, Chunking::Random { seed: 7, max: 23 }])
-    .with_baseline_file(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance-baseline.toml"));
-    run_suite(target)
+    .with_baseline_file(baseline);
+    let native = Target::new("anthropic-native", |case| async move {
+        let server = case.mock(AnthropicWire).await?;
+        let mut config = AnthropicConfig::new("test-key").with_base_url(server.url());
+        config.structured_output = StructuredOutput::Native;
+        let provider = Arc::new(AnthropicProvider::new(config)?);
+        Ok(Fixture::new(provider).with_guard(server))
+    })
+    .with_baseline_file(baseline);
+    let args = libtest_mimic::Arguments::from_args();
+    let mut all = trials(&target);
+    all.extend(trials(&native));
+    libtest_mimic::run(&args, all).exit()
 }
