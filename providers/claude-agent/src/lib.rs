@@ -84,7 +84,10 @@
 //!   patchbay-anthropic's translator and the full `assistant` lines are used only for messages
 //!   without partials; a model message followed by another is a `StepFinished`; `result` gives
 //!   `Finish` (usage summed per message, `total_cost_usd` as cost) or a typed error from
-//!   `api_error_status` (429 `RateLimited`, 529 `Overloaded`...) with turn and tool.
+//!   `api_error_status` (429 `RateLimited`, 529 `Overloaded`...) with turn and tool, the API's
+//!   error type as provider code and the failed call's request id; a run that fails after output
+//!   reports its usage and cost so far as a last `Usage` first. [`fields`] lists what becomes of
+//!   every field of the CLI's recorded lines, and which are ignored and why.
 //!   `api_retry`, `permission_denied` and other system lines are `Started` warnings before the first
 //!   output and `Opaque` events after it; `status` / `thinking_tokens` are progress (trace log).
 //! - **Tools**: `mcp__<host server>__<tool>` calls are host tools (`executed_by: Host`, host name);
@@ -139,6 +142,12 @@ mod requests;
 mod run;
 pub mod session;
 pub mod translate;
+
+/// What each field of the CLI's stdout lines becomes: every field of the recorded transcripts,
+/// mapped to an event or knowingly ignored with the reason (the `fields` test proves each row by
+/// changing the field).
+#[doc = include_str!("../FIELDS.md")]
+pub mod fields {}
 
 pub use config::{
     CLI_ENV, ClaudeAgentConfig, DEFAULT_HOST_SERVER, HostTools, PEERS_ENV, SettingSource, SystemPrompt, find_cli,

@@ -6,6 +6,7 @@
 mod support;
 
 mod fake;
+mod fields;
 mod pool;
 mod secrets;
 mod stop;

@@ -451,3 +451,28 @@ fn structured_output_only_in_the_result_becomes_the_final_text_block() {
         .collect();
     assert_eq!(texts, [(0, "Checking."), (1, r#"{"city":"Paris"}"#)]);
 }
+
+#[test]
+fn a_run_that_fails_after_output_still_reports_its_usage_and_cost() {
+    let (events, error) = translate("truncated_stream");
+    let error = error.expect("the run fails");
+    assert_eq!(error.status(), Some(500));
+    check_lifecycle(&events, Some(&error));
+    let Some(Event::Usage(usage)) = events.last() else {
+        panic!("no last Usage: {events:?}");
+    };
+    assert_eq!(usage.cost_usd, Some(0.0001));
+    assert!(usage.input.is_some(), "{usage:?}");
+}
+
+#[test]
+fn an_api_error_carries_its_type_and_the_failed_calls_request_id() {
+    let (events, error) = translate("rate_limited_then_fine");
+    let error = error.expect("the first turn fails");
+    assert_eq!(error.kind(), ErrorKind::RateLimited);
+    assert_eq!(error.status(), Some(429));
+    assert_eq!(error.facts().provider_code.as_deref(), Some("rate_limit_error"));
+    assert_eq!(error.request_id(), Some("req_mock"));
+    // Nothing began: a bare error a retry layer may retry, with no usage before it.
+    assert!(events.is_empty(), "{events:?}");
+}

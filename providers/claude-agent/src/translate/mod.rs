@@ -16,7 +16,9 @@
 //!   when it ran in-process);
 //! - a model message that ends and is followed by another is a `StepFinished` with that
 //!   message's usage; `result` ends the run with `Finish` (usage summed over messages, cost from
-//!   `total_cost_usd`) or a typed error (`api_error_status` mapped like HTTP, turn and tool set);
+//!   `total_cost_usd`) or a typed error (`api_error_status` mapped like HTTP, `api_error_type` its
+//!   provider code, the failed API call's request id, turn and tool set), after a last `Usage`
+//!   with the cost so far when output had begun;
 //! - structured output (`--json-schema`): the CLI's own `StructuredOutput` tool carries the
 //!   object; its input streams as `TextDelta`s of its block (no tool call), its `tool_result`
 //!   ("Structured output provided successfully") is dropped, and the `result` line's
@@ -87,6 +89,8 @@ pub struct Translator {
     /// Calls whose id came with the request before the call was translated.
     running: HashSet<String>,
     synthetic: Vec<String>,
+    /// The API request id of the last failed call, from the CLI's API error message.
+    api_request_id: Option<String>,
     /// With structured output asked for: whether the object came, and the output tool's call ids.
     output: Option<OutputState>,
     /// One past the highest block index emitted in the current step.
@@ -127,6 +131,7 @@ impl Translator {
             orphans: Vec::new(),
             running: HashSet::new(),
             synthetic: Vec::new(),
+            api_request_id: None,
             output: None,
             next_index: 0,
             recorder: MetricsRecorder::start(),

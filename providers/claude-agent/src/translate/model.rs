@@ -157,6 +157,10 @@ impl Translator {
             return Ok(());
         }
         if message.get("model").and_then(Value::as_str) == Some("<synthetic>") {
+            // An API error the CLI turned into a message: its request id names the failed call.
+            if let Some(id) = line.get("request_id").and_then(Value::as_str) {
+                self.api_request_id = Some(id.to_string());
+            }
             for block in message.get("content").and_then(Value::as_array).into_iter().flatten() {
                 if let Some(text) = block.get("text").and_then(Value::as_str) {
                     self.synthetic.push(text.to_string());

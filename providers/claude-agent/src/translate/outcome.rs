@@ -52,6 +52,7 @@ impl Translator {
             _ => None,
         };
         if reason.is_none() && (is_error || subtype.starts_with("error")) {
+            self.usage_before_error(line);
             return Err(self.result_error(line, subtype));
         }
         let reason = reason
@@ -84,6 +85,26 @@ impl Translator {
         self.queue.push_back(Event::Finish { reason, usage, metrics });
         self.done = true;
         Ok(())
+    }
+
+    /// A run that ends in an error after output still reports what it used: the usage the
+    /// messages reported (the `result`'s own when they reported none) with the run's
+    /// `total_cost_usd`, as a last `Usage`. A run that failed before any output stays a bare
+    /// error (a retry layer may retry it).
+    fn usage_before_error(&mut self, line: &Value) {
+        if !self.started {
+            return;
+        }
+        let mut usage = self.finished_usage.sum(&self.current_usage);
+        if usage.is_empty()
+            && let Some(total) = line.get("usage")
+        {
+            usage = usage_of(total);
+        }
+        usage.cost_usd = line.get("total_cost_usd").and_then(Value::as_f64).or(usage.cost_usd);
+        if !usage.is_empty() {
+            self.emit(Event::Usage(usage));
+        }
     }
 
     /// The `result`'s `structured_output` as the final text block, unless the output tool's
@@ -135,6 +156,12 @@ impl Translator {
         let mut error = ProviderError::new(kind, text);
         if let Some(status) = status {
             error = error.with_status(status);
+        }
+        if let Some(code) = line.get("api_error_type").and_then(Value::as_str) {
+            error = error.with_provider_code(code);
+        }
+        if let Some(id) = &self.api_request_id {
+            error = error.with_request_id(id.clone());
         }
         error
     }
