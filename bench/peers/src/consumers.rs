@@ -1,0 +1,331 @@
+//! Every reader of the loopback streams, each returning the text it got so the harness can
+//! check that nobody dropped or mangled any of it.
+//!
+//! - the typed serde baseline: reqwest bytes, lines split with memchr, each `data:` line parsed
+//!   once with serde_json into a small borrowed struct (the least a typed Rust reader does);
+//! - patchbay's providers through `Provider::create_response` (HTTP, SSE framing, translation,
+//!   events, the provider's span and limits: the full path a user takes);
+//! - async-openai, genai and rig-core through their streaming chat calls.
+//!
+//! The baseline and patchbay readers take a `gate`: a future awaited once, right after the
+//! first text arrives (the many-streams bench holds every stream open there); the translation
+//! bench passes `None`.
+
+use std::borrow::Cow;
+use std::future::Future;
+
+use futures::StreamExt;
+use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
+use patchbay_core::{Event, Message, Provider, Signal, ToolSet};
+use patchbay_openrouter::{OpenRouterConfig, OpenRouterProvider};
+use serde::Deserialize;
+
+/// Any consumer's failure.
+pub type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// Which wire a consumer reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// OpenAI chat completions.
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl Wire {
+    /// Column name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Wire::OpenAi => "OpenAI wire",
+            Wire::Anthropic => "Anthropic wire",
+        }
+    }
+
+    /// The path a raw reader posts to.
+    pub fn path(self) -> &'static str {
+        match self {
+            Wire::OpenAi => "/v1/chat/completions",
+            Wire::Anthropic => "/v1/messages",
+        }
+    }
+}
+
+/// The HTTP client of the baseline (and of the raw reads of the first-event bench): built as
+/// patchbay builds its own, so the difference measured is patchbay's layer, not client setup.
+pub fn http_client() -> reqwest::Client {
+    patchbay_http::client_builder().build().expect("reqwest client")
+}
+
+/// Install ring as rustls' process-wide provider: reqwest is built with `rustls-no-provider`
+/// (patchbay's choice), and the peers' own clients need a provider even for plain HTTP.
+pub fn install_crypto() {
+    let _ = patchbay_http::rustls::crypto::ring::default_provider().install_default();
+}
+
+async fn pass<F: Future<Output = ()>>(gate: &mut Option<F>) {
+    if let Some(gate) = gate.take() {
+        gate.await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The baseline
+
+#[derive(Deserialize)]
+struct OpenAiChunk<'a> {
+    #[serde(borrow)]
+    choices: Vec<OpenAiChoice<'a>>,
+}
+
+#[derive(Deserialize)]
+struct OpenAiChoice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<OpenAiDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct OpenAiDelta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct AnthropicChunk<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    delta: Option<AnthropicDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct AnthropicDelta<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+/// Append the text of one `data:` payload (the baseline's parse).
+pub fn baseline_line(wire: Wire, data: &[u8], text: &mut String) -> Result<(), Failure> {
+    match wire {
+        Wire::OpenAi => {
+            if data == b"[DONE]" {
+                return Ok(());
+            }
+            let chunk: OpenAiChunk<'_> = serde_json::from_slice(data)?;
+            for choice in chunk.choices {
+                if let Some(content) = choice.delta.and_then(|delta| delta.content) {
+                    text.push_str(&content);
+                }
+            }
+        }
+        Wire::Anthropic => {
+            let chunk: AnthropicChunk<'_> = serde_json::from_slice(data)?;
+            if chunk.kind == "content_block_delta" {
+                if let Some(delta) = chunk.delta.and_then(|delta| delta.text) {
+                    text.push_str(&delta);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The typed serde baseline: POST to `base` + the wire's path, read the body with reqwest,
+/// split lines, parse each `data:` line once.
+pub async fn baseline<F: Future<Output = ()>>(
+    http: &reqwest::Client,
+    base: &str,
+    wire: Wire,
+    mut gate: Option<F>,
+) -> Result<String, Failure> {
+    let mut response = http
+        .post(format!("{base}{}", wire.path()))
+        .header("content-type", "application/json")
+        .body(r#"{"model":"bench","max_tokens":1024,"messages":[{"role":"user","content":"bench"}],"stream":true}"#)
+        .send()
+        .await?
+        .error_for_status()?;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut text = String::new();
+    while let Some(chunk) = response.chunk().await? {
+        buf.extend_from_slice(&chunk);
+        let mut start = 0;
+        while let Some(offset) = memchr::memchr(b'\n', &buf[start..]) {
+            let line = &buf[start..start + offset];
+            start += offset + 1;
+            if let Some(data) = line.strip_prefix(b"data: ") {
+                baseline_line(wire, data, &mut text)?;
+            }
+        }
+        buf.drain(..start);
+        if !text.is_empty() {
+            pass(&mut gate).await;
+        }
+    }
+    Ok(text)
+}
+
+// ---------------------------------------------------------------------------------------------
+// patchbay
+
+/// Both patchbay providers for the server at `base`.
+pub struct Patchbay {
+    /// `patchbay-openrouter` (OpenAI-compatible chat completions).
+    pub openrouter: OpenRouterProvider,
+    /// `patchbay-anthropic`.
+    pub anthropic: AnthropicProvider,
+}
+
+impl Patchbay {
+    /// Providers pointed at `base` (`http://127.0.0.1:PORT`).
+    pub fn new(base: &str) -> Self {
+        Patchbay {
+            openrouter: OpenRouterProvider::new(OpenRouterConfig::new(format!("{base}/v1")).with_api_key("bench"))
+                .expect("openrouter provider"),
+            anthropic: AnthropicProvider::new(AnthropicConfig::new("bench").with_base_url(base))
+                .expect("anthropic provider"),
+        }
+    }
+
+    /// The full provider path for `wire`.
+    pub async fn read<F: Future<Output = ()>>(&self, wire: Wire, gate: Option<F>) -> Result<String, Failure> {
+        match wire {
+            Wire::OpenAi => provider_text(&self.openrouter, "bench", gate).await,
+            Wire::Anthropic => provider_text(&self.anthropic, "claude-bench", gate).await,
+        }
+    }
+}
+
+/// `create_response`, then every event; the text deltas joined. An error event fails.
+pub async fn provider_text<F: Future<Output = ()>>(
+    provider: &impl Provider,
+    model: &str,
+    mut gate: Option<F>,
+) -> Result<String, Failure> {
+    let messages = [Message::user("bench")];
+    let mut stream = provider
+        .create_response(&messages, &ToolSet::new(), model, &Signal::new(), None)
+        .await?;
+    let mut text = String::new();
+    while let Some(event) = stream.next().await {
+        if let Event::TextDelta { text: delta, .. } = event? {
+            text.push_str(&delta);
+            pass(&mut gate).await;
+        }
+    }
+    Ok(text)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The peers
+
+/// The peers' clients, each pointed at the server at `base`.
+pub struct Peers {
+    async_openai: async_openai::Client<async_openai::config::OpenAIConfig>,
+    genai_openai: genai::Client,
+    genai_anthropic: genai::Client,
+    rig_openai: rig_core::Model<rig_core::providers::openai::wire::Chat>,
+    rig_anthropic: rig_core::Model<rig_core::providers::anthropic::wire::Messages>,
+}
+
+/// The peer libraries, by name and version (as locked in Cargo.lock).
+pub const PEERS: [&str; 3] = ["async-openai 0.43.0", "genai 0.7.2", "rig-core 0.44.0"];
+
+fn genai_client(base: &str, kind: genai::adapter::AdapterKind) -> genai::Client {
+    let endpoint = format!("{base}/v1/");
+    let resolver = genai::resolver::ServiceTargetResolver::from_resolver_fn(
+        move |target: genai::ServiceTarget| -> Result<genai::ServiceTarget, genai::resolver::Error> {
+            Ok(genai::ServiceTarget {
+                endpoint: genai::resolver::Endpoint::from_owned(endpoint.clone()),
+                auth: genai::resolver::AuthData::from_single("bench"),
+                model: genai::ModelIden::new(kind, target.model.model_name),
+            })
+        },
+    );
+    genai::Client::builder()
+        .with_service_target_resolver(resolver)
+        .build()
+        .expect("genai client")
+}
+
+impl Peers {
+    /// Clients for `base` (`http://127.0.0.1:PORT`).
+    pub fn new(base: &str) -> Self {
+        use rig_core::providers::{anthropic, openai};
+        let async_openai = async_openai::Client::with_config(
+            async_openai::config::OpenAIConfig::new()
+                .with_api_base(format!("{base}/v1"))
+                .with_api_key("bench"),
+        );
+        Peers {
+            async_openai,
+            genai_openai: genai_client(base, genai::adapter::AdapterKind::OpenAI),
+            genai_anthropic: genai_client(base, genai::adapter::AdapterKind::Anthropic),
+            rig_openai: openai::OpenAIConfig::new("bench")
+                .with_base_url(format!("{base}/v1"))
+                .client()
+                .chat("bench"),
+            rig_anthropic: anthropic::AnthropicConfig::new("bench")
+                .with_base_url(base)
+                .client()
+                .completion("claude-bench"),
+        }
+    }
+
+    /// async-openai's `chat().create_stream` (OpenAI wire only).
+    pub async fn async_openai(&self) -> Result<String, Failure> {
+        use async_openai::types::chat::{ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequestArgs};
+        let request = CreateChatCompletionRequestArgs::default()
+            .model("bench")
+            .messages([ChatCompletionRequestUserMessageArgs::default()
+                .content("bench")
+                .build()?
+                .into()])
+            .build()?;
+        let mut stream = self.async_openai.chat().create_stream(request).await?;
+        let mut text = String::new();
+        while let Some(chunk) = stream.next().await {
+            for choice in chunk?.choices {
+                if let Some(content) = choice.delta.content {
+                    text.push_str(&content);
+                }
+            }
+        }
+        Ok(text)
+    }
+
+    /// genai's `exec_chat_stream` with its OpenAI or Anthropic adapter.
+    pub async fn genai(&self, wire: Wire) -> Result<String, Failure> {
+        use genai::chat::{ChatMessage, ChatRequest, ChatStreamEvent};
+        let (client, model) = match wire {
+            Wire::OpenAi => (&self.genai_openai, "bench"),
+            Wire::Anthropic => (&self.genai_anthropic, "claude-bench"),
+        };
+        let request = ChatRequest::new(vec![ChatMessage::user("bench")]);
+        let mut stream = client.exec_chat_stream(model, request, None).await?.stream;
+        let mut text = String::new();
+        while let Some(event) = stream.next().await {
+            if let ChatStreamEvent::Chunk(chunk) = event? {
+                text.push_str(&chunk.content);
+            }
+        }
+        Ok(text)
+    }
+
+    /// rig-core's `Model::stream` on its chat-completions or Messages wire.
+    pub async fn rig(&self, wire: Wire) -> Result<String, Failure> {
+        use rig_core::completion::CompletionRequest;
+        use rig_core::streaming::{Item, StreamEvent};
+        let request = CompletionRequest::new("bench").max_tokens(1024);
+        let mut stream = match wire {
+            Wire::OpenAi => self.rig_openai.stream(request)?,
+            Wire::Anthropic => self.rig_anthropic.stream(request)?,
+        };
+        let mut text = String::new();
+        while let Some(item) = stream.next().await {
+            if let Item::Event(StreamEvent::Text { text: delta, .. }) = item? {
+                text.push_str(&delta);
+            }
+        }
+        Ok(text)
+    }
+}
