@@ -115,6 +115,18 @@ fn matches(pattern: &str, path: &str) -> bool {
     }
 }
 
+/// Frames written back as an SSE body (`data: <frame>` and a blank line each), for translators
+/// that read bytes.
+pub fn sse_body(frames: &[String]) -> Vec<u8> {
+    let mut body = Vec::with_capacity(frames.iter().map(|f| f.len() + 8).sum());
+    for frame in frames {
+        body.extend_from_slice(b"data: ");
+        body.extend_from_slice(frame.as_bytes());
+        body.extend_from_slice(b"\n\n");
+    }
+    body
+}
+
 /// What a translation of one recording gave: each response's events and error kind.
 pub type Outcomes = Vec<(Vec<Event>, Option<ErrorKind>)>;
 

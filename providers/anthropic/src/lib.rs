@@ -100,8 +100,8 @@ pub use config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, DEFAULT_VERSION};
 pub use error::{Error, http_error, kind_for_error_type};
 pub use provider::AnthropicProvider;
 pub use request::{
-    DEFAULT_MAX_TOKENS, NATIVE_STRUCTURED_OUTPUT_SINCE, RequestParts, StructuredOutput, claude_version,
-    build_request, build_request_with, tool_result_block,
+    DEFAULT_MAX_TOKENS, NATIVE_STRUCTURED_OUTPUT_SINCE, RequestParts, StructuredOutput, build_request,
+    build_request_with, claude_version, tool_result_block,
 };
 pub use translate::{RawEvent, StreamTranslator, Translator, finish_reason};
 

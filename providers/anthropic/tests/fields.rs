@@ -3,7 +3,7 @@
 //! conformance's field audit proves both claims by changing each field and watching the events.
 
 use patchbay_anthropic::replay::replay;
-use patchbay_conformance::fields::{FieldAudit, FieldTable};
+use patchbay_conformance::fields::{FieldAudit, FieldTable, sse_body};
 use patchbay_conformance::fixtures;
 use serde_json::Value;
 
@@ -13,13 +13,7 @@ fn every_field_of_every_recording_is_mapped_or_knowingly_ignored() {
     let files = fixtures::files("anthropic");
     assert!(files.len() >= 80, "the recorded Anthropic streams are missing");
     let audit = FieldAudit::new(table, files, |frames| {
-        let mut body = String::new();
-        for frame in frames {
-            body.push_str("data: ");
-            body.push_str(frame);
-            body.push_str("\n\n");
-        }
-        replay(body.as_bytes())
+        replay(&sse_body(frames))
             .into_iter()
             .map(|r| (r.events, r.error.map(|e| e.kind())))
             .collect()

@@ -3,8 +3,7 @@
 
 use patchbay_anthropic::replay::replay;
 use patchbay_anthropic::{
-    DEFAULT_MAX_TOKENS, RequestParts, StructuredOutput, build_request, build_request_with,
-    tool_result_block,
+    DEFAULT_MAX_TOKENS, RequestParts, StructuredOutput, build_request, build_request_with, tool_result_block,
 };
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::{Fixture, Target, snapshot_requests};
@@ -328,7 +327,10 @@ fn structured_output_is_native_for_the_models_that_take_it() {
         json!({"format": {"type": "json_schema", "schema": patchbay_conformance::weather_schema().schema}})
     );
     assert!(parts.betas.is_empty(), "generally available: no beta header");
-    assert!(parts.body.get("output_format").is_none(), "the deprecated beta field is not sent");
+    assert!(
+        parts.body.get("output_format").is_none(),
+        "the deprecated beta field is not sent"
+    );
     assert_eq!(parts.output_tool, None);
     assert!(parts.body.get("tools").is_none() && parts.body.get("tool_choice").is_none());
     let forced = structured(

@@ -2,7 +2,7 @@
 //! or listed as ignored, with its reason, in `FIELDS.md` (the crate docs show it), and
 //! conformance's field audit proves both claims by changing each field and watching the events.
 
-use patchbay_conformance::fields::{FieldAudit, FieldTable};
+use patchbay_conformance::fields::{FieldAudit, FieldTable, sse_body};
 use patchbay_conformance::fixtures;
 use patchbay_openrouter::translate::{Framing, Translator};
 
@@ -13,13 +13,7 @@ fn every_field_of_every_recording_is_mapped_or_knowingly_ignored() {
     let table = FieldTable::from_markdown(include_str!("../FIELDS.md")).expect("FIELDS.md parses");
     let files = FAMILIES.into_iter().flat_map(fixtures::files).collect();
     let audit = FieldAudit::new(table, files, |frames| {
-        let mut body = String::new();
-        for frame in frames {
-            body.push_str("data: ");
-            body.push_str(frame);
-            body.push_str("\n\n");
-        }
-        let (events, error) = Translator::new(Framing::Sse).translate_all([body.as_bytes()]);
+        let (events, error) = Translator::new(Framing::Sse).translate_all([&sse_body(frames)[..]]);
         vec![(events, error.map(|e| e.kind()))]
     })
     .with_kind_of(|_| String::new());
