@@ -20,6 +20,8 @@ pub const CLI_ENV: &str = "PATCHBAY_CLAUDE_CLI";
 pub const PEERS_ENV: &str = "PATCHBAY_PEERS";
 /// The name of the in-process MCP server carrying host tools (`mcp__host__<tool>`).
 pub const DEFAULT_HOST_SERVER: &str = "host";
+/// How long an unused spare CLI waits before it is replaced by a fresh one, by default.
+pub const DEFAULT_SPARE_MAX_AGE: Duration = Duration::from_secs(600);
 
 /// How the call's host tools reach the CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -127,6 +129,12 @@ pub struct ClaudeAgentConfig {
     pub record_stdout: Option<PathBuf>,
     /// Keep a finished run's CLI alive this long for the next `Resume` of its session.
     pub keep_alive: Option<Duration>,
+    /// How many CLIs to keep started ahead of demand for new sessions (see the crate docs,
+    /// "Spares"). `0`, the default, starts none.
+    pub spares: usize,
+    /// How long an unused spare may wait before it is stopped and replaced by a fresh one
+    /// (what the CLI read at its start may change: settings, the date). `None`: no limit.
+    pub spare_max_age: Option<Duration>,
 }
 
 impl Default for ClaudeAgentConfig {
@@ -153,6 +161,8 @@ impl Default for ClaudeAgentConfig {
             extra_args: Vec::new(),
             record_stdout: None,
             keep_alive: None,
+            spares: 0,
+            spare_max_age: Some(DEFAULT_SPARE_MAX_AGE),
         }
     }
 }
@@ -286,6 +296,19 @@ impl ClaudeAgentConfig {
     /// Keep finished CLIs alive for `idle` so the next `Resume` of their session reuses them.
     pub fn with_keep_alive(mut self, idle: Duration) -> Self {
         self.keep_alive = Some(idle);
+        self
+    }
+
+    /// Keep `count` CLIs started ahead of demand for the next new sessions of the latest new
+    /// session's launch (see the crate docs, "Spares"). Each costs an idle process.
+    pub fn with_spares(mut self, count: usize) -> Self {
+        self.spares = count;
+        self
+    }
+
+    /// Replace an unused spare by a fresh one after `age` (`None`: never).
+    pub fn with_spare_max_age(mut self, age: Option<Duration>) -> Self {
+        self.spare_max_age = age;
         self
     }
 

@@ -141,6 +141,7 @@ mod redact;
 mod requests;
 mod run;
 pub mod session;
+mod spares;
 pub mod translate;
 
 /// What each field of the CLI's stdout lines becomes: every field of the recorded transcripts,
@@ -150,7 +151,8 @@ pub mod translate;
 pub mod fields {}
 
 pub use config::{
-    CLI_ENV, ClaudeAgentConfig, DEFAULT_HOST_SERVER, HostTools, PEERS_ENV, SettingSource, SystemPrompt, find_cli,
+    CLI_ENV, ClaudeAgentConfig, DEFAULT_HOST_SERVER, DEFAULT_SPARE_MAX_AGE, HostTools, PEERS_ENV, SettingSource,
+    SystemPrompt, find_cli,
 };
 pub use error::Error;
 pub use provider::ClaudeAgentProvider;

@@ -40,6 +40,8 @@ struct Options {
     #[serde(default)]
     extra_args: Vec<String>,
     keep_alive_ms: Option<u64>,
+    spares: Option<usize>,
+    spare_max_age_ms: Option<u64>,
 }
 
 /// `config` with `options` on top (`null` and `{}` change nothing).
@@ -84,6 +86,10 @@ fn apply(mut config: ClaudeAgentConfig, options: Options) -> ClaudeAgentConfig {
     config.extra_args.extend(options.extra_args);
     if let Some(idle) = options.keep_alive_ms {
         config.keep_alive = (idle > 0).then(|| ms(idle));
+    }
+    set(&mut config.spares, options.spares);
+    if let Some(age) = options.spare_max_age_ms {
+        config.spare_max_age = (age > 0).then(|| ms(age));
     }
     config
 }
@@ -156,6 +162,21 @@ mod tests {
         assert_eq!(config.cancel_grace, Duration::from_millis(100));
         assert_eq!(config.init_timeout, Duration::from_secs(9));
         assert_eq!(config.keep_alive, None);
+    }
+
+    #[test]
+    fn spares_are_a_count_and_zero_turns_their_age_limit_off() {
+        let config = overlay(ClaudeAgentConfig::new(), &json!({ "spares": 2, "spare_max_age_ms": 0 }))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((config.spares, config.spare_max_age), (2, None));
+        let config =
+            overlay(ClaudeAgentConfig::new(), &json!({ "spare_max_age_ms": 1500 })).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (config.spares, config.spare_max_age),
+            (0, Some(Duration::from_millis(1500)))
+        );
+        let (key, _) = refused(json!({ "spares": -1 }));
+        assert_eq!(key.as_deref(), Some("spares"));
     }
 
     #[test]

@@ -109,6 +109,11 @@ impl CliProcess {
         self.in_turn = in_turn;
     }
 
+    /// Set how long each step of a stop waits (a spare serves the grace of the call taking it).
+    pub(crate) fn set_grace(&mut self, grace: Grace) {
+        self.grace = grace;
+    }
+
     /// The process id (also the process group id).
     pub(crate) fn pid(&self) -> Option<i32> {
         self.pid

@@ -1,6 +1,7 @@
 //! [`ClaudeAgentProvider`]: plans the launch ([`LaunchPlan`]), reuses a kept-alive CLI or
 //! spawns one, and hands it to the run loop.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,11 +18,12 @@ use tokio::sync::mpsc;
 use crate::NAME;
 use crate::config::{ClaudeAgentConfig, HostTools, find_cli};
 use crate::error::Error;
-use crate::launch::{Call, LaunchPlan, Place};
+use crate::launch::{Call, LaunchPlan, Place, PlanFile};
 use crate::pool::{Parked, Pool};
 use crate::process::{CliProcess, Grace};
 use crate::run::{Bridge, Report, Start, run};
 use crate::session::SessionArgs;
+use crate::spares::{Key, Spares, Template};
 use crate::translate::Translator;
 
 /// The Claude Code CLI as a patchbay provider (see the crate docs).
@@ -30,6 +32,7 @@ pub struct ClaudeAgentProvider {
     config: ClaudeAgentConfig,
     info: ProviderInfo,
     pool: Arc<Pool>,
+    spares: Arc<Spares>,
 }
 
 impl ClaudeAgentProvider {
@@ -52,6 +55,7 @@ impl ClaudeAgentProvider {
             config,
             info: ProviderInfo::new(NAME, capabilities),
             pool: Arc::new(Pool::default()),
+            spares: Arc::new(Spares::default()),
         })
     }
 
@@ -63,6 +67,11 @@ impl ClaudeAgentProvider {
     /// How many finished CLIs wait for their session's next turn (see `keep_alive`).
     pub fn idle_processes(&self) -> usize {
         self.pool.len()
+    }
+
+    /// How many spare CLIs are started and wait for a new session (see `spares`).
+    pub fn spare_processes(&self) -> usize {
+        self.spares.ready()
     }
 
     /// Plan the run, reuse a kept-alive CLI or spawn one, and start the run loop.
@@ -87,10 +96,28 @@ impl ClaudeAgentProvider {
                 .map(|guard| guard.server_config(config.host_server_name.clone())),
         };
         let mut plan = LaunchPlan::new(&config, call, &place);
-        let (process, reused) = match self.reusable(&config, &plan) {
-            Some(parked) => (parked.process, Some(parked.keep)),
-            None => (spawn(&program, &plan, &config)?, None),
+        let grace = Grace {
+            finished: config.stop_grace,
+            cancel: config.cancel_grace,
         };
+        let spare_key = spare_key(&config, call, &plan, &program);
+        let (process, reused) = match (self.reusable(&config, &plan), &spare_key) {
+            (Some(parked), _) => (parked.process, Some(parked.keep)),
+            (None, Some(key)) => match self.spares.take(key) {
+                Some(mut spare) => {
+                    spare.process.set_grace(grace);
+                    let keep: Box<dyn std::any::Any + Send> = Box::new(spare.dir);
+                    (spare.process, Some(keep))
+                }
+                None => (spawn(&program, &plan, &config)?, None),
+            },
+            (None, None) => (spawn(&program, &plan, &config)?, None),
+        };
+        if let Some(key) = spare_key {
+            // This launch is the one spares are kept for now; replace the one just taken.
+            let template = Template::new(key, &plan, dir.path(), grace, config.init_timeout);
+            self.spares.learn(template, config.spares, config.spare_max_age);
+        }
         tracing::info!(model = call.model, pid = process.pid(), session = ?plan.session, reused = reused.is_some(), "claude-agent run started");
         let translator = translator(&config, call, &mut plan);
         let bridge = Arc::new(Bridge {
@@ -111,7 +138,7 @@ impl ClaudeAgentProvider {
                 .map(|idle| (self.pool.clone(), plan.fingerprint, idle)),
         };
         let keep: Box<dyn std::any::Any + Send> = match reused {
-            // A reused CLI keeps the files it was started with.
+            // A reused CLI (kept alive or spare) keeps the files it was started with.
             Some(old) => Box::new((old, dir, context_guard)),
             None => Box::new((dir, context_guard)),
         };
@@ -204,17 +231,62 @@ fn translator(config: &ClaudeAgentConfig, call: &Call<'_>, plan: &mut LaunchPlan
         .with_output_tool(call.context.output_schema.is_some())
 }
 
+/// Which spares may serve this call: a new session without a fixed id, with spares wanted,
+/// no host tools (an in-process server is answered by its call; an HTTP one carries the call's
+/// context id) and no stdout recording (the spare's `initialize` answer would be missing).
+fn spare_key(config: &ClaudeAgentConfig, call: &Call<'_>, plan: &LaunchPlan, program: &Path) -> Option<Key> {
+    let eligible = config.spares > 0
+        && plan.session == SessionArgs::New(None)
+        && call.tools.is_empty()
+        && config.record_stdout.is_none();
+    eligible.then(|| Key {
+        fingerprint: plan.fingerprint,
+        program: program.to_path_buf(),
+        max_line: config.max_line_bytes,
+    })
+}
+
+/// What a CLI is started with (a plan's, or a spare template's with its own files).
+pub(crate) struct Launch<'a> {
+    pub(crate) args: &'a [String],
+    pub(crate) env: &'a BTreeMap<String, String>,
+    pub(crate) inherit_env: bool,
+    pub(crate) cwd: Option<&'a Path>,
+    pub(crate) files: &'a [PlanFile],
+}
+
 /// Write the plan's files and start the CLI.
 fn spawn(program: &Path, plan: &LaunchPlan, config: &ClaudeAgentConfig) -> Result<CliProcess, Error> {
-    for file in &plan.files {
+    let launch = Launch {
+        args: &plan.args,
+        env: &plan.env,
+        inherit_env: plan.inherit_env,
+        cwd: plan.cwd.as_deref(),
+        files: &plan.files,
+    };
+    let grace = Grace {
+        finished: config.stop_grace,
+        cancel: config.cancel_grace,
+    };
+    spawn_launch(program, &launch, grace, config.max_line_bytes)
+}
+
+/// Write the launch's files and start the CLI.
+pub(crate) fn spawn_launch(
+    program: &Path,
+    launch: &Launch<'_>,
+    grace: Grace,
+    max_line: usize,
+) -> Result<CliProcess, Error> {
+    for file in launch.files {
         std::fs::write(&file.path, &file.text).map_err(|source| Error::Io {
             what: file.what,
             source,
         })?;
     }
     let mut command = Command::new(program);
-    command.args(&plan.args);
-    if !plan.inherit_env {
+    command.args(launch.args);
+    if !launch.inherit_env {
         command.env_clear();
         for key in ["PATH", "HOME", "TMPDIR", "LANG"] {
             if let Some(value) = std::env::var_os(key) {
@@ -223,17 +295,13 @@ fn spawn(program: &Path, plan: &LaunchPlan, config: &ClaudeAgentConfig) -> Resul
         }
     }
     command.env_remove("CLAUDECODE");
-    for (key, value) in &plan.env {
+    for (key, value) in launch.env {
         if key != "CLAUDECODE" {
             command.env(key, value);
         }
     }
-    if let Some(dir) = &plan.cwd {
+    if let Some(dir) = launch.cwd {
         command.current_dir(dir);
     }
-    let grace = Grace {
-        finished: config.stop_grace,
-        cancel: config.cancel_grace,
-    };
-    CliProcess::spawn(command, &program.display().to_string(), config.max_line_bytes, grace)
+    CliProcess::spawn(command, &program.display().to_string(), max_line, grace)
 }

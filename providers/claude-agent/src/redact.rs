@@ -75,6 +75,8 @@ impl fmt::Debug for ClaudeAgentConfig {
             extra_args,
             record_stdout,
             keep_alive,
+            spares,
+            spare_max_age,
         } = self;
         f.debug_struct("ClaudeAgentConfig")
             .field("cli_path", cli_path)
@@ -98,6 +100,8 @@ impl fmt::Debug for ClaudeAgentConfig {
             .field("extra_args", &Args(extra_args))
             .field("record_stdout", record_stdout)
             .field("keep_alive", keep_alive)
+            .field("spares", spares)
+            .field("spare_max_age", spare_max_age)
             .finish()
     }
 }

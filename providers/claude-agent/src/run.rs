@@ -25,7 +25,7 @@ use crate::translate::Translator;
 pub(crate) type Report = (String, Value, ToolResult);
 
 /// The id of our `initialize` request.
-const INIT_ID: &str = "patchbay_init";
+pub(crate) const INIT_ID: &str = "patchbay_init";
 
 /// What the control requests of a run are answered with.
 pub(crate) struct Bridge {

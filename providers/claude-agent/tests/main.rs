@@ -9,5 +9,6 @@ mod fake;
 mod fields;
 mod pool;
 mod secrets;
+mod spares;
 mod stop;
 mod translate;
