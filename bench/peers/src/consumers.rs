@@ -119,10 +119,10 @@ pub fn baseline_line(wire: Wire, data: &[u8], text: &mut String) -> Result<(), F
         }
         Wire::Anthropic => {
             let chunk: AnthropicChunk<'_> = serde_json::from_slice(data)?;
-            if chunk.kind == "content_block_delta" {
-                if let Some(delta) = chunk.delta.and_then(|delta| delta.text) {
-                    text.push_str(&delta);
-                }
+            if chunk.kind == "content_block_delta"
+                && let Some(delta) = chunk.delta.and_then(|delta| delta.text)
+            {
+                text.push_str(&delta);
             }
         }
     }

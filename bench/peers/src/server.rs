@@ -172,7 +172,8 @@ pub fn spawn_thread(routes: Routes) -> SocketAddr {
                 .expect("server runtime");
             runtime.block_on(async move {
                 let listener = listen(([127, 0, 0, 1], 0).into()).expect("binds loopback");
-                tx.send(listener.local_addr().expect("bound address")).expect("reports its address");
+                tx.send(listener.local_addr().expect("bound address"))
+                    .expect("reports its address");
                 serve(listener, routes).await;
             });
         })
@@ -202,7 +203,9 @@ fn parse_head(bytes: &[u8]) -> io::Result<Head> {
         len: bytes.len(),
     };
     for line in lines {
-        let Some((name, value)) = line.split_once(':') else { continue };
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
         let value = value.trim();
         if name.eq_ignore_ascii_case("content-length") {
             head.content_length = value.parse().map_err(|_| io::Error::other("bad content-length"))?;

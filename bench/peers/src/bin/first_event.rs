@@ -117,23 +117,27 @@ fn requests() -> usize {
     }
 }
 
+/// `a - b`, signed.
+fn signed(a: Duration, b: Duration) -> String {
+    if a >= b {
+        format!("+{}", show(a - b))
+    } else {
+        format!("-{}", show(b - a))
+    }
+}
+
 fn row(label: &str, wire: Wire, raw: &Samples, ours: &Samples) {
-    let (raw50, raw99, ours50, ours99) = (
-        raw.median(),
-        raw.percentile(99.0),
-        ours.median(),
-        ours.percentile(99.0),
-    );
+    let (raw50, raw99, ours50, ours99) = (raw.median(), raw.percentile(99.0), ours.median(), ours.percentile(99.0));
     println!(
-        "| {label} | {} | {} | {} | {} | {} | +{} ({:.2}x) | +{} ({:.2}x) |",
+        "| {label} | {} | {} | {} | {} | {} | {} ({:.2}x) | {} ({:.2}x) |",
         wire.name(),
         show(raw50),
         show(ours50),
         show(raw99),
         show(ours99),
-        show(ours50.saturating_sub(raw50)),
+        signed(ours50, raw50),
         ratio(ours50, raw50),
-        show(ours99.saturating_sub(raw99)),
+        signed(ours99, raw99),
         ratio(ours99, raw99),
     );
 }
@@ -141,7 +145,10 @@ fn row(label: &str, wire: Wire, raw: &Samples, ours: &Samples) {
 fn main() {
     consumers::install_crypto();
     let requests = requests();
-    let base = format!("http://{}", server::spawn_thread(Routes::new(DELTAS, Chunking::PerFrame)));
+    let base = format!(
+        "http://{}",
+        server::spawn_thread(Routes::new(DELTAS, Chunking::PerFrame))
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -171,7 +178,9 @@ fn main() {
         "### Time to first event over raw reqwest: {requests} requests per reader, {}\n",
         machine()
     );
-    println!("| measured up to | wire | raw p50 | patchbay p50 | raw p99 | patchbay p99 | added at p50 | added at p99 |");
+    println!(
+        "| measured up to | wire | raw p50 | patchbay p50 | raw p99 | patchbay p99 | added at p50 | added at p99 |"
+    );
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
     for (raw_slot, ours_slot, wire) in [(0, 1, Wire::OpenAi), (2, 3, Wire::Anthropic)] {
         row(

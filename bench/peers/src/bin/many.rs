@@ -158,7 +158,11 @@ async fn run_streams(name: &str, wire: Wire, options: &Options, nofile: u64) -> 
     let expected: Arc<str> = wire::text(options.deltas).into();
     // One stream first, so what is set up once per process is in the memory before.
     let warm = reader.read(&options.base, wire, std::future::ready(())).await;
-    assert_eq!(warm.expect("a first stream").as_str(), &*expected, "{name}: warm-up text");
+    assert_eq!(
+        warm.expect("a first stream").as_str(),
+        &*expected,
+        "{name}: warm-up text"
+    );
     let rss_before_kib = status_kib("VmRSS").unwrap_or(0);
     assert!(reset_hwm(), "cannot reset VmHWM through /proc/self/clear_refs");
 
@@ -244,8 +248,14 @@ fn start_server(options: &Options) -> (Server, String) {
         .expect("server process");
     let stdout = child.stdout.take().expect("server stdout");
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("server says where it listens");
-    let base = line.trim().strip_prefix("listening ").expect("listening line").to_string();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("server says where it listens");
+    let base = line
+        .trim()
+        .strip_prefix("listening ")
+        .expect("listening line")
+        .to_string();
     (Server(child), base)
 }
 
@@ -336,7 +346,10 @@ fn orchestrate(mut options: Options) {
         "Descriptor limit in the client process: {} (soft raised to the hard limit). Server: a separate process, one SSE frame per write.\n",
         runs[0].first().map(|r| r.nofile).unwrap_or(0)
     );
-    println!("| reader | wire | peak per stream (median of {}) | / baseline | at hold per stream | / baseline | held open at once | failures | wall time (median) |", options.rounds);
+    println!(
+        "| reader | wire | peak per stream (median of {}) | / baseline | at hold per stream | / baseline | held open at once | failures | wall time (median) |",
+        options.rounds
+    );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut all_ok = true;
     let mut base_peak = 0.0;

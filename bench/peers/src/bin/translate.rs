@@ -8,6 +8,8 @@
 //! on the bytes in memory.
 //!
 //! `cargo run --release --bin translate [-- --rounds N --deltas N]` (defaults 15, 50000).
+//! `--profile openai|anthropic` runs only that translator in memory, `--rounds` times, for a
+//! sampling profiler (`perf record -g`).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -77,20 +79,35 @@ impl Readers {
 struct Options {
     rounds: usize,
     deltas: usize,
+    /// `--profile openai|anthropic`: only run that translator in memory, `rounds` times (for
+    /// `perf record`).
+    profile: Option<Wire>,
 }
 
 fn options() -> Options {
     let mut options = Options {
         rounds: 15,
         deltas: 50_000,
+        profile: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
         let value = pair.get(1).and_then(|v| v.parse().ok());
+        match (pair[0].as_str(), pair.get(1).map(String::as_str)) {
+            ("--profile", Some("openai")) => {
+                options.profile = Some(Wire::OpenAi);
+                continue;
+            }
+            ("--profile", Some("anthropic")) => {
+                options.profile = Some(Wire::Anthropic);
+                continue;
+            }
+            _ => {}
+        }
         match (pair[0].as_str(), value) {
             ("--rounds", Some(n)) => options.rounds = n,
             ("--deltas", Some(n)) => options.deltas = n,
-            _ => panic!("usage: translate [--rounds N] [--deltas N]"),
+            _ => panic!("usage: translate [--rounds N] [--deltas N] [--profile openai|anthropic]"),
         }
     }
     options
@@ -102,7 +119,12 @@ type Key = (Reader, Wire);
 fn pairs() -> Vec<Key> {
     [Wire::OpenAi, Wire::Anthropic]
         .into_iter()
-        .flat_map(|wire| Reader::ALL.into_iter().filter(move |r| r.reads(wire)).map(move |r| (r, wire)))
+        .flat_map(|wire| {
+            Reader::ALL
+                .into_iter()
+                .filter(move |r| r.reads(wire))
+                .map(move |r| (r, wire))
+        })
         .collect()
 }
 
@@ -155,7 +177,11 @@ fn measure(chunking: Chunking, options: &Options, expected: &str) -> Vec<(Key, S
 }
 
 fn table(chunking: Chunking, samples: &[(Key, Samples)]) {
-    println!("\n#### {} ({} interleaved rounds)\n", chunking.name(), samples[0].1.len());
+    println!(
+        "\n#### {} ({} interleaved rounds)\n",
+        chunking.name(),
+        samples[0].1.len()
+    );
     println!("| reader | wire | min | min / baseline | median | median / baseline |");
     println!("|---|---|---:|---:|---:|---:|");
     for wire in [Wire::OpenAi, Wire::Anthropic] {
@@ -276,7 +302,10 @@ fn translate_in_memory(wire: Wire, chunks: &[&[u8]]) -> String {
 }
 
 fn in_memory(options: &Options, expected: &str) {
-    println!("\n#### In memory, no HTTP (64 KiB chunks, {} interleaved rounds)\n", options.rounds);
+    println!(
+        "\n#### In memory, no HTTP (64 KiB chunks, {} interleaved rounds)\n",
+        options.rounds
+    );
     println!("| wire | baseline parse min | patchbay translator min | ratio (min) | ratio (median) |");
     println!("|---|---:|---:|---:|---:|");
     for wire in [Wire::OpenAi, Wire::Anthropic] {
@@ -285,8 +314,18 @@ fn in_memory(options: &Options, expected: &str) {
             Wire::Anthropic => wire::anthropic(options.deltas),
         };
         let chunks: Vec<&[u8]> = body.as_bytes().chunks(64 * 1024).collect();
-        assert_eq!(parse_in_memory(wire, &chunks), expected, "baseline parse, {}", wire.name());
-        assert_eq!(translate_in_memory(wire, &chunks), expected, "translator, {}", wire.name());
+        assert_eq!(
+            parse_in_memory(wire, &chunks),
+            expected,
+            "baseline parse, {}",
+            wire.name()
+        );
+        assert_eq!(
+            translate_in_memory(wire, &chunks),
+            expected,
+            "translator, {}",
+            wire.name()
+        );
         let (mut base, mut ours) = (Samples::default(), Samples::default());
         for _ in 0..options.rounds {
             let started = Instant::now();
@@ -307,10 +346,26 @@ fn in_memory(options: &Options, expected: &str) {
     }
 }
 
+/// Only patchbay's translator for `wire`, in memory, `rounds` times: a steady loop to sample.
+fn profile(wire: Wire, options: &Options, expected: &str) {
+    let body = match wire {
+        Wire::OpenAi => wire::openai(options.deltas),
+        Wire::Anthropic => wire::anthropic(options.deltas),
+    };
+    let chunks: Vec<&[u8]> = body.as_bytes().chunks(64 * 1024).collect();
+    for _ in 0..options.rounds {
+        assert_eq!(translate_in_memory(wire, &chunks), expected);
+    }
+}
+
 fn main() {
     consumers::install_crypto();
     let options = options();
     let expected = wire::text(options.deltas);
+    if let Some(wire) = options.profile {
+        profile(wire, &options, &expected);
+        return;
+    }
     println!(
         "### Stream translation: {} text deltas per stream, {} ({})\n",
         options.deltas,
