@@ -1,0 +1,67 @@
+//! The Anthropic translator on raw bytes: `patchbay_anthropic::StreamTranslator` driven as the
+//! provider drives it (whole, and cut at a fuzzer-chosen point: the same events and error),
+//! `push_bytes` + `finish` (the same again), `Translator::push_value` on the frames parsed as
+//! JSON (no panic), and `replay` (no panic). Whatever the translator emits keeps the lifecycle
+//! rules it owns.
+//!
+//! Input: byte 0 picks SSE or SSE-or-JSON-lines framing and whether a structured-output tool is
+//! set, byte 1 the split point; the rest is the body.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use patchbay_anthropic::{StreamTranslator, Translator, replay};
+use patchbay_core::kit::{Framer, Framing};
+use patchbay_fuzz::{TRANSLATOR_RULES, check_lifecycle, drive, outcome, split_at_selector};
+
+fn translator(mode: u8) -> StreamTranslator {
+    let mut inner = Translator::new().with_model("fuzz-model");
+    if mode & 2 != 0 {
+        inner = inner.with_output_tool("json_output");
+    }
+    let stream = StreamTranslator::new(inner);
+    if mode & 1 != 0 { stream.json_lines() } else { stream }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let [mode, split, body @ ..] = data else {
+        return;
+    };
+    let (events, error) = drive(&mut translator(*mode), &[body]);
+    check_lifecycle(&events, error.as_ref(), TRANSLATOR_RULES);
+    let whole = outcome(events, error.as_ref());
+
+    let (events, error) = drive(&mut translator(*mode), &split_at_selector(body, *split));
+    check_lifecycle(&events, error.as_ref(), TRANSLATOR_RULES);
+    assert_eq!(whole, outcome(events, error.as_ref()), "cut at {split}/255");
+
+    // The push API (what tests and the replay use): the same events, the same error.
+    let mut pushed = translator(*mode);
+    let mut error = pushed.push_bytes(body).err();
+    if error.is_none() {
+        error = pushed.finish().err();
+    }
+    let events: Vec<_> = std::iter::from_fn(|| pushed.next_event()).collect();
+    assert_eq!(whole, outcome(events, error.as_ref()), "push_bytes");
+
+    // The CLI's path: already-parsed events.
+    let mut framer = Framer::new(if mode & 1 != 0 { Framing::SseOrJsonLines } else { Framing::Sse });
+    let mut values = Translator::new();
+    let mut error = None;
+    let _ = framer.push(body, |frame| {
+        if let Ok(value) = serde_json::from_slice(frame)
+            && let Err(e) = values.push_value(&value)
+        {
+            error.get_or_insert(e);
+        }
+        Ok(())
+    });
+    if let Err(e) = values.finish() {
+        error.get_or_insert(e);
+    }
+    let events: Vec<_> = values.drain().collect();
+    check_lifecycle(&events, error.as_ref(), TRANSLATOR_RULES);
+
+    for response in replay::replay(body) {
+        check_lifecycle(&response.events, response.error.as_ref(), TRANSLATOR_RULES);
+    }
+});
