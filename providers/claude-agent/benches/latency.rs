@@ -1,144 +1,176 @@
-//! One-turn and five-turn latency through this provider versus the Python Agent SDK's
-//! `query()`, on the same mock Messages server and the same CLI binary.
+//! A turn through this provider versus the Python Agent SDK (`claude-agent-sdk`), on the same
+//! mock Messages server and the same CLI binary, interleaved round by round:
+//! - **cold**: a new session's first turn on a new CLI (no spare, no keep-alive) vs `query()`;
+//! - **spare**: a new session's first turn taken by a spare CLI (`spares: 1`) vs `query()`;
+//! - **kept alive**: a resumed turn on a kept-alive CLI (`keep_alive`) vs a turn of an open
+//!   `ClaudeSDKClient`.
 //!
 //! `cargo bench -p patchbay-claude-agent --bench latency` (needs the peers of
-//! `.ci/peers/claude.sh`; set `BENCH_RUNS`, default 5). Prints medians and the ratio.
+//! `.ci/peers/claude.sh` with `PATCHBAY_BENCH=1` for the Python SDK; `BENCH_RUNS` rounds,
+//! default 15). Prints medians and ratios. Before each timed turn every spare is ready and no
+//! replacement is starting, so no measurement shares the CPU with a CLI starting in the
+//! background (spares help when new sessions come further apart than a CLI's start).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
-use patchbay_conformance::mock::MockServer;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
-use patchbay_core::{Message, ProviderExt, RequestContext, Session, Signal, ToolSet};
+use patchbay_conformance::mock::{MockServer, Serve};
+use patchbay_core::{Event, Message, Provider, RequestContext, Session, Signal, ToolSet};
 use patchbay_scripted::{Part, Response, Turn};
 
-fn median(values: &mut [f64]) -> f64 {
+fn median(values: &[f64]) -> f64 {
+    let mut values = values.to_vec();
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-async fn turn(provider: &ClaudeAgentProvider, prompt: &str, session: Option<String>) -> Option<String> {
+/// A turn's times in milliseconds: to its `Finish` (the answer) and to the stream's end (the
+/// CLI stopped, or parked when kept alive).
+#[derive(Clone, Copy)]
+struct Timed {
+    answer: f64,
+    done: f64,
+}
+
+/// One turn: its times and the session id, or `None` when it failed.
+async fn turn(provider: &ClaudeAgentProvider, session: Option<String>) -> Option<(Timed, Option<String>)> {
     let context = session.map(|id| RequestContext::new().with_session(Session::Resume { id }));
-    let response = provider
-        .generate(
-            &[Message::user(prompt)],
+    let start = Instant::now();
+    let ms = |since: Instant| since.elapsed().as_secs_f64() * 1000.0;
+    let stream = provider
+        .create_response(
+            &[Message::user("Say hello.")],
             &ToolSet::new(),
             "claude-bench",
             &Signal::new(),
             context.as_ref(),
         )
         .await;
-    match response {
-        Ok(response) => response.session_id,
+    let mut stream = match stream {
+        Ok(stream) => stream,
         Err(error) => {
             eprintln!("turn failed: {error}");
-            None
+            return None;
         }
-    }
-}
-
-/// Medians in milliseconds.
-struct Figures {
-    one: f64,
-    five: f64,
-    warm: f64,
-    five_kept: f64,
-}
-
-fn ms(start: Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1000.0
-}
-
-/// Five turns of one session (each after the first resumes it), timing each resumed turn into
-/// `warm` when given. Returns the whole time.
-async fn five_turns(provider: &ClaudeAgentProvider, mut warm: Option<&mut Vec<f64>>) -> f64 {
-    let start = Instant::now();
-    let mut session = turn(provider, "turn 1", None).await;
-    for i in 2..=5 {
-        let turn_start = Instant::now();
-        session = turn(provider, &format!("turn {i}"), session).await;
-        if let Some(warm) = warm.as_deref_mut() {
-            warm.push(ms(turn_start));
-        }
-    }
-    ms(start)
-}
-
-/// This provider: cold one- and five-turn runs, then kept alive (turn 1 cold, turns 2-5 reuse
-/// the CLI).
-async fn patchbay(config: ClaudeAgentConfig, runs: usize) -> Figures {
-    let provider = ClaudeAgentProvider::new(config.clone()).unwrap_or_else(|e| panic!("{e}"));
-    turn(&provider, "warm up", None).await;
-    let mut one = Vec::new();
-    for _ in 0..runs {
-        let start = Instant::now();
-        turn(&provider, "Say hello.", None).await;
-        one.push(ms(start));
-    }
-    let mut five = Vec::new();
-    for _ in 0..runs {
-        five.push(five_turns(&provider, None).await);
-    }
-    let kept =
-        ClaudeAgentProvider::new(config.with_keep_alive(Duration::from_secs(60))).unwrap_or_else(|e| panic!("{e}"));
-    let (mut warm, mut five_kept) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
-        five_kept.push(five_turns(&kept, Some(&mut warm)).await);
-    }
-    Figures {
-        one: median(&mut one),
-        five: median(&mut five),
-        warm: median(&mut warm),
-        five_kept: median(&mut five_kept),
-    }
-}
-
-/// The Python Agent SDK on the same mock and CLI (`benches/sdk_query.py`), if installed.
-fn python(peers: &Path, cli: &Path, url: &str, runs: usize) -> Option<Figures> {
-    let python = peers.join("claude-venv/bin/python");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/sdk_query.py");
-    let home = tempfile::tempdir().ok()?;
-    let output = Command::new(&python)
-        .arg(script)
-        .arg(cli)
-        .arg(url)
-        .arg(home.path())
-        .arg(runs.to_string())
-        .output();
-    let parsed = output.ok().and_then(|o| {
-        if !o.status.success() {
-            eprintln!("python sdk failed: {}", String::from_utf8_lossy(&o.stderr));
-        }
-        serde_json::from_slice::<serde_json::Value>(&o.stdout).ok()
-    });
-    let Some(parsed) = parsed else {
-        println!(
-            "claude-agent-sdk (Python): not available at {} (PATCHBAY_BENCH=1 bash .ci/peers/claude.sh)",
-            python.display()
-        );
-        return None;
     };
-    let list = |key: &str| -> f64 {
-        let mut values: Vec<f64> = parsed[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(serde_json::Value::as_f64)
-            .collect();
-        median(&mut values)
-    };
-    Some(Figures {
-        one: list("one_turn_ms"),
-        five: list("five_turn_ms"),
-        warm: list("warm_turn_ms"),
-        five_kept: list("five_turn_kept_alive_ms"),
-    })
+    let (mut answer, mut id) = (None, None);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(Event::Started { session_id, .. }) => id = session_id,
+            Ok(Event::Finish { .. }) => answer = Some(ms(start)),
+            Ok(_) => {}
+            Err(error) => {
+                eprintln!("turn failed: {error}");
+                return None;
+            }
+        }
+    }
+    let done = ms(start);
+    Some((
+        Timed {
+            answer: answer.unwrap_or(done),
+            done,
+        },
+        id,
+    ))
 }
 
-async fn bench(peers: PathBuf, cli: PathBuf, runs: usize) {
-    let answer = patchbay_conformance::mock::Serve::Turn(Turn::Respond(
+/// Wait (up to 30 s) until the provider's spare is ready.
+async fn spare_ready(provider: &ClaudeAgentProvider) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while provider.spare_processes() < 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    provider.spare_processes() >= 1
+}
+
+/// The Python SDK process (`benches/sdk_query.py`), answering one command at a time.
+struct Python {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Python {
+    fn start(peers: &Path, cli: &Path, url: &str, home: &Path) -> Option<Self> {
+        let python = peers.join("claude-venv/bin/python");
+        if !python.exists() {
+            println!(
+                "claude-agent-sdk (Python): not installed at {} (PATCHBAY_BENCH=1 bash .ci/peers/claude.sh)",
+                python.display()
+            );
+            return None;
+        }
+        let mut child = Command::new(&python)
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/benches/sdk_query.py"))
+            .arg(cli)
+            .arg(url)
+            .arg(home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .ok()?;
+        let stdin = child.stdin.take()?;
+        let stdout = BufReader::new(child.stdout.take()?);
+        Some(Self { child, stdin, stdout })
+    }
+
+    /// Run `command` (`cold` or `warm`): the turn's times.
+    fn run(&mut self, command: &str) -> Option<Timed> {
+        writeln!(self.stdin, "{command}").ok()?;
+        self.stdin.flush().ok()?;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).ok()?;
+        let mut numbers = line.split_whitespace().map(str::parse::<f64>);
+        let (Some(Ok(answer)), Some(Ok(done))) = (numbers.next(), numbers.next()) else {
+            return None;
+        };
+        Some(Timed { answer, done })
+    }
+}
+
+impl Drop for Python {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit");
+        let _ = self.stdin.flush();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Default)]
+struct Samples {
+    cold: Vec<Timed>,
+    spare: Vec<Timed>,
+    kept: Vec<Timed>,
+    sdk_cold: Vec<Timed>,
+    sdk_warm: Vec<Timed>,
+}
+
+fn push(into: &mut Vec<Timed>, value: Option<Timed>) {
+    if let Some(value) = value {
+        into.push(value);
+    }
+}
+
+/// The medians of the answer and done times.
+fn medians(samples: &[Timed]) -> (f64, f64) {
+    let answers: Vec<f64> = samples.iter().map(|t| t.answer).collect();
+    let dones: Vec<f64> = samples.iter().map(|t| t.done).collect();
+    (median(&answers), median(&dones))
+}
+
+async fn bench(peers: &Path, cli: &Path, runs: usize) {
+    let answer = Serve::Turn(Turn::Respond(
         Response::new(vec![Part::text("Hello from the mock.")]).with_usage(10, 5),
     ));
     let server = match MockServer::builder(AnthropicWire)
@@ -148,47 +180,92 @@ async fn bench(peers: PathBuf, cli: PathBuf, runs: usize) {
         .await
     {
         Ok(server) => server,
-        Err(error) => {
-            eprintln!("mock: {error}");
-            return;
-        }
+        Err(error) => return eprintln!("mock: {error}"),
     };
-    let Ok(home) = tempfile::tempdir() else {
-        eprintln!("no temp dir");
-        return;
+    let (Ok(home), Ok(sdk_home)) = (tempfile::tempdir(), tempfile::tempdir()) else {
+        return eprintln!("no temp dir");
     };
     let config = ClaudeAgentConfig::new()
-        .with_cli_path(&cli)
+        .with_cli_path(cli)
         .offline(&server.url(), home.path());
-    let rust = patchbay(config, runs).await;
-    println!(
-        "patchbay-claude-agent: one turn {:.0} ms, five turns {:.0} ms (median of {runs})",
-        rust.one, rust.five
-    );
-    println!(
-        "patchbay-claude-agent kept alive: warm turn {:.0} ms ({:.2}x of a cold turn), five turns {:.0} ms",
-        rust.warm,
-        rust.warm / rust.one,
-        rust.five_kept
-    );
-    let Some(py) = python(&peers, &cli, &server.url(), runs) else {
+    let build = |config: ClaudeAgentConfig| ClaudeAgentProvider::new(config).map_err(|e| eprintln!("{e}")).ok();
+    let (Some(cold), Some(spare), Some(kept)) = (
+        build(config.clone()),
+        build(config.clone().with_spares(1)),
+        build(config.with_keep_alive(Duration::from_secs(600))),
+    ) else {
         return;
     };
+    let mut python = Python::start(peers, cli, &server.url(), sdk_home.path());
+    // Warm up each path once (the spare provider learns its launch; the kept-alive CLI starts).
+    turn(&cold, None).await;
+    turn(&spare, None).await;
+    let mut session = turn(&kept, None).await.and_then(|(_, id)| id);
+    if let Some(python) = python.as_mut() {
+        python.run("cold");
+        python.run("warm");
+    }
+    let mut samples = Samples::default();
+    for _ in 0..runs {
+        // Every measurement starts with the spare ready and nothing starting.
+        spare_ready(&spare).await;
+        push(&mut samples.cold, turn(&cold, None).await.map(|(t, _)| t));
+        if let Some(python) = python.as_mut() {
+            push(&mut samples.sdk_cold, python.run("cold"));
+        }
+        if spare_ready(&spare).await {
+            push(&mut samples.spare, turn(&spare, None).await.map(|(t, _)| t));
+        }
+        spare_ready(&spare).await;
+        if let Some((timed, id)) = turn(&kept, session.clone()).await {
+            samples.kept.push(timed);
+            session = id.or(session);
+        }
+        if let Some(python) = python.as_mut() {
+            push(&mut samples.sdk_warm, python.run("warm"));
+        }
+    }
+    report(&samples, runs);
+}
+
+fn report(s: &Samples, runs: usize) {
     println!(
-        "claude-agent-sdk query(): one turn {:.0} ms, five turns {:.0} ms (median of {runs})",
-        py.one, py.five
+        "rounds: {runs} (samples: cold {}, spare {}, kept alive {}, sdk cold {}, sdk warm {})",
+        s.cold.len(),
+        s.spare.len(),
+        s.kept.len(),
+        s.sdk_cold.len(),
+        s.sdk_warm.len()
+    );
+    let (cold, spare, kept) = (medians(&s.cold), medians(&s.spare), medians(&s.kept));
+    println!(
+        "patchbay-claude-agent medians (to Finish / to the stream's end): cold {:.0} / {:.0} ms, \
+         spare {:.0} / {:.0} ms, kept alive {:.0} / {:.0} ms",
+        cold.0, cold.1, spare.0, spare.1, kept.0, kept.1
     );
     println!(
-        "claude-agent-sdk ClaudeSDKClient (kept alive): warm turn {:.0} ms, five turns {:.0} ms",
-        py.warm, py.five_kept
+        "patchbay to Finish: spare / cold {:.2}x, kept alive / cold {:.2}x",
+        spare.0 / cold.0,
+        kept.0 / cold.0
     );
+    if s.sdk_cold.is_empty() {
+        return;
+    }
+    let (sdk_cold, sdk_warm) = (medians(&s.sdk_cold), medians(&s.sdk_warm));
     println!(
-        "ratio patchbay / python: one turn {:.2}x, five turns {:.2}x, warm turn {:.2}x, five turns kept alive {:.2}x",
-        rust.one / py.one,
-        rust.five / py.five,
-        rust.warm / py.warm,
-        rust.five_kept / py.five_kept
+        "claude-agent-sdk medians (to ResultMessage / to the iteration's end): query() {:.0} / {:.0} ms, \
+         ClaudeSDKClient turn {:.0} / {:.0} ms",
+        sdk_cold.0, sdk_cold.1, sdk_warm.0, sdk_warm.1
     );
+    for (what, ours, theirs) in [("to the answer", 0, 0), ("to the end", 1, 1)] {
+        let pick = |pair: (f64, f64), i: usize| if i == 0 { pair.0 } else { pair.1 };
+        println!(
+            "ratio patchbay / python, {what}: cold {:.2}x, spare {:.2}x (target <= 0.3x), kept alive {:.2}x",
+            pick(cold, ours) / pick(sdk_cold, theirs),
+            pick(spare, ours) / pick(sdk_cold, theirs),
+            pick(kept, ours) / pick(sdk_warm, theirs)
+        );
+    }
 }
 
 fn main() {
@@ -204,13 +281,13 @@ fn main() {
     let runs: usize = std::env::var("BENCH_RUNS")
         .ok()
         .and_then(|r| r.parse().ok())
-        .unwrap_or(5);
+        .unwrap_or(15);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build();
     match runtime {
-        Ok(runtime) => runtime.block_on(bench(peers, cli, runs)),
+        Ok(runtime) => runtime.block_on(bench(&peers, &cli, runs)),
         Err(error) => eprintln!("no runtime: {error}"),
     }
 }

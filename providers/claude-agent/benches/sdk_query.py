@@ -1,16 +1,21 @@
-"""The Python Agent SDK's query() on the same mock and CLI, timed like the Rust bench.
+"""The Python Agent SDK on the same mock and CLI, driven turn by turn by the Rust bench so the
+runs interleave.
 
-Usage: python sdk_query.py <cli path> <mock url> <home dir> <runs>
-Prints one JSON line: {"one_turn_ms", "five_turn_ms", "warm_turn_ms", "five_turn_kept_alive_ms"}.
+Usage: python sdk_query.py <cli path> <mock url> <home dir>
+Reads commands on stdin, one a line, and answers each with two numbers: milliseconds to the
+turn's ResultMessage (the answer), and to the end of the turn's iteration (the CLI closed, for
+query()):
+  cold   one query() (a new CLI for one turn, as query() always does)
+  warm   one turn on a ClaudeSDKClient kept open (its CLI stays up between turns)
+  quit   close the client and exit
 """
 import asyncio
-import json
 import sys
 import time
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, query
 
-cli, url, home, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+cli, url, home = sys.argv[1], sys.argv[2], sys.argv[3]
 ENV = {
     "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "dummy",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
@@ -19,44 +24,33 @@ ENV = {
 }
 
 
-async def turn(prompt, resume=None):
-    options = ClaudeAgentOptions(cli_path=cli, env=ENV, model="claude-bench",
-                                 include_partial_messages=True, resume=resume)
-    session = None
-    async for message in query(prompt=prompt, options=options):
-        if isinstance(message, ResultMessage):
-            session = message.session_id
-    return session
+def options():
+    return ClaudeAgentOptions(cli_path=cli, env=ENV, model="claude-bench", include_partial_messages=True)
 
 
 async def main():
-    await turn("warm up")
-    one, five = [], []
-    for _ in range(runs):
+    client = ClaudeSDKClient(options=options())
+    await client.connect()
+    loop = asyncio.get_running_loop()
+    while True:
+        command = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
+        if command in ("", "quit"):
+            break
         start = time.perf_counter()
-        await turn("Say hello.")
-        one.append((time.perf_counter() - start) * 1000)
-    for _ in range(runs):
-        start = time.perf_counter()
-        session = await turn("turn 1")
-        for i in range(2, 6):
-            session = await turn(f"turn {i}", resume=session)
-        five.append((time.perf_counter() - start) * 1000)
-    # One kept-alive CLI for five turns (ClaudeSDKClient): warm turns 2-5.
-    warm, five_client = [], []
-    for _ in range(runs):
-        options = ClaudeAgentOptions(cli_path=cli, env=ENV, model="claude-bench", include_partial_messages=True)
-        start = time.perf_counter()
-        async with ClaudeSDKClient(options=options) as client:
-            for i in range(1, 6):
-                turn_start = time.perf_counter()
-                await client.query(f"turn {i}")
-                async for message in client.receive_response():
-                    pass
-                if i > 1:
-                    warm.append((time.perf_counter() - turn_start) * 1000)
-        five_client.append((time.perf_counter() - start) * 1000)
-    print(json.dumps({"one_turn_ms": one, "five_turn_ms": five, "warm_turn_ms": warm, "five_turn_kept_alive_ms": five_client}))
+        answer = None
+        if command == "cold":
+            messages = query(prompt="Say hello.", options=options())
+        elif command == "warm":
+            await client.query("Say hello.")
+            messages = client.receive_response()
+        else:
+            raise SystemExit("unknown command: " + command)
+        async for message in messages:
+            if isinstance(message, ResultMessage):
+                answer = time.perf_counter()
+        end = time.perf_counter()
+        print("%.3f %.3f" % (((answer or end) - start) * 1000, (end - start) * 1000), flush=True)
+    await client.disconnect()
 
 
 asyncio.run(main())

@@ -29,6 +29,8 @@
 //! | `init_timeout_ms` | integer | `60000` (above 0: it cannot be off) |
 //! | `extra_args` | array of strings | `[]`; appended (values never logged) |
 //! | `keep_alive_ms` | integer | off; `0` turns it off |
+//! | `spares` | integer | `0`: none (see "Spare CLIs" below) |
+//! | `spare_max_age_ms` | integer | `600000` (10 min); `0` turns the age limit off |
 //!
 //! The environment: `PATCHBAY_CLAUDE_CLI` ([`CLI_ENV`]) is `cli_path` (empty: unset; not valid
 //! Unicode: an [`Error::Env`]); `PATH` and `PATCHBAY_PEERS` ([`PEERS_ENV`]) are where the CLI is
@@ -117,6 +119,29 @@
 //!   sub-agents): the plan's fingerprint, a hash, so the pool holds no key. A warm turn then
 //!   costs ~50 ms instead of ~700 ms. Idle CLIs stop after the timeout or when the provider is
 //!   dropped. Only with in-process host tools.
+//! - **Spare CLIs** (`spares`, off by default): a new session's first turn otherwise waits for
+//!   the CLI to start (~0.4 s of a ~0.6 s turn). With `spares: n`, every new session's launch
+//!   is remembered and `n` CLIs are started ahead of demand with it, each sent `initialize` and
+//!   kept idle (stdin open) once it answered; the next new session whose launch matches takes
+//!   one (its user turn goes at once) and a replacement starts in the background. What must
+//!   match is the keep-alive rule (the plan's fingerprint: model, flags, environment, working
+//!   directory, system prompt, MCP servers, sub-agents, output schema, approval handler) plus
+//!   the program and the line cap. Only a new session without a fixed id takes one: `Resume`,
+//!   `Fork`, `New { id: Some(..) }` (the id is a start flag), calls with host tools (the
+//!   in-process server is answered by its call, the HTTP one carries the call's context) and
+//!   recording runs (`record_stdout`) start their own CLI. Spares follow the latest new
+//!   session's launch: a new session with another launch stops the old spares and starts
+//!   spares of its own, so the first new session of a launch is always cold. The real CLI
+//!   makes no API call and writes no session before its first user message (it reads its
+//!   settings, starts its MCP servers and answers `initialize`; checked in the `real` tests),
+//!   so a spare holds nothing of a session, and its session id is its own. A spare that
+//!   exited is never handed out (a cold start, no error); one unused for `spare_max_age`
+//!   (10 min) is stopped and replaced, since what the CLI read at its start (settings, MCP
+//!   servers' state) may have changed. A spare that fails to start is not retried until the
+//!   next new session. Each spare costs an idle CLI process (~160 MB resident for the real
+//!   one) and its MCP servers; dropping the provider stops every spare (stdin EOF, then
+//!   SIGTERM and SIGKILL, reaped) and cancels the ones still starting. Spares start on the
+//!   Tokio runtime of the call that taught the launch.
 //! - **Known CLI gaps** (`tests/conformance-baseline.toml`): the CLI continues after `max_tokens`
 //!   and `refusal`, and hides in-stream errors and truncated streams behind a retry, so those shared
 //!   scenarios end differently through it.
@@ -169,7 +194,7 @@ pub fn factory() -> patchbay_core::ProviderFactory {
         "the Claude Code CLI as an agent runtime; options: cli_path, env, inherit_env, max_line_bytes, \
          permission_mode, allowed_tools, disallowed_tools, tools, agents, system_prompt, host_tools, \
          host_server_name, max_turns, setting_sources, session_markers, stop_grace_ms, cancel_grace_ms, init_timeout_ms, \
-         extra_args, keep_alive_ms (on top of PATCHBAY_CLAUDE_CLI)",
+         extra_args, keep_alive_ms, spares, spare_max_age_ms (on top of PATCHBAY_CLAUDE_CLI)",
         build,
     )
 }

@@ -121,6 +121,7 @@ fn main() {
         a_dead_mock_is_a_transport_error_and_a_broken_one_a_typed_error,
         host_tools_over_http_get_the_context_and_keep_metadata,
         a_kept_alive_cli_serves_the_next_turn_of_its_session,
+        a_spare_serves_the_next_new_session_and_goes_with_the_provider,
     ]);
     all.push(peers::async_trial(
         "isolation::the_machines_settings_and_claude_md_apply_only_when_asked",

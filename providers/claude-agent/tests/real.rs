@@ -413,3 +413,99 @@ pub(crate) async fn a_kept_alive_cli_serves_the_next_turn_of_its_session() {
         "dropping the provider stops idle CLIs"
     );
 }
+
+/// The real CLI before its first user message makes no API call and writes no session, so a
+/// spare started ahead of demand serves a new session of its own: its id, the call's system
+/// prompt, and the spare gone with the provider.
+pub(crate) async fn a_spare_serves_the_next_new_session_and_goes_with_the_provider() {
+    let real = real(vec![text("One."), text("Two.")]).await;
+    let provider = ClaudeAgentProvider::new(real.config.clone().with_spares(1)).unwrap_or_else(|e| panic!("{e}"));
+    let context = RequestContext::new().with_system("Answer in two words.");
+    let (events, error) = collect(
+        &provider,
+        &[Message::user("zebra-question-one")],
+        &ToolSet::new(),
+        Some(&context),
+    )
+    .await;
+    assert!(error.is_none(), "{error:?}");
+    let first = session_of(&events).unwrap_or_else(|| panic!("no session"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while provider.spare_processes() != 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        provider.spare_processes(),
+        1,
+        "a spare started and answered `initialize`"
+    );
+    let posts = |real: &Real| real.server.requests().iter().filter(|r| r.method == "POST").count();
+    assert_eq!(posts(&real), 1, "the spare made no API call");
+    let sessions = real.home.path().join("projects");
+    let files = |dir: &Path| {
+        walk(dir)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .count()
+    };
+    assert_eq!(files(&sessions), 1, "the spare wrote no session");
+
+    let stream = provider
+        .create_response(
+            &[Message::user("second")],
+            &ToolSet::new(),
+            "claude-test",
+            &Signal::new(),
+            Some(&context),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(provider.spare_processes(), 0, "the new session took the spare");
+    let Recording { events, error } = Recording::collect(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(text_of(&events), "Two.");
+    let second = session_of(&events).unwrap_or_default();
+    assert!(!second.is_empty() && second != first, "a session of its own");
+    assert_eq!(files(&sessions), 2, "the spare's session was written at its first turn");
+    let last = real.server.requests().into_iter().rev().find(|r| r.method == "POST");
+    let body = last.map(|r| r.body).unwrap_or_default();
+    assert!(
+        body["system"].to_string().contains("Answer in two words."),
+        "the call's system prompt"
+    );
+    assert!(
+        !request_text(&body).contains("zebra-question-one"),
+        "no history of the other session: {}",
+        request_text(&body)
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while provider.spare_processes() != 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(provider.spare_processes(), 1, "the taken spare was replaced");
+    assert!(!pids_with_home(real.home.path()).is_empty());
+    drop(provider);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pids_with_home(real.home.path()).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        pids_with_home(real.home.path()),
+        Vec::<i32>::new(),
+        "no spare outlived the provider"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
