@@ -49,6 +49,21 @@ impl Samples {
     }
 }
 
+/// CPU time of the calling thread so far (what preemption by other processes does not inflate).
+pub fn thread_cpu() -> Duration {
+    cpu(rustix::time::ClockId::ThreadCPUTime)
+}
+
+/// CPU time of the whole process so far, every thread.
+pub fn process_cpu() -> Duration {
+    cpu(rustix::time::ClockId::ProcessCPUTime)
+}
+
+fn cpu(clock: rustix::time::ClockId) -> Duration {
+    let t = rustix::time::clock_gettime(clock);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
 /// `a / b` as a ratio.
 pub fn ratio(a: Duration, b: Duration) -> f64 {
     a.as_secs_f64() / b.as_secs_f64()
