@@ -316,6 +316,18 @@ fn to_serde(value: &jiter::JsonValue<'_>) -> Value {
         jiter::JsonValue::Null => Value::Null,
         jiter::JsonValue::Bool(b) => Value::Bool(*b),
         jiter::JsonValue::Int(i) => Value::Number((*i).into()),
+        // Past i64: a u64 when it fits, else the nearest f64, as serde_json reads such numbers.
+        jiter::JsonValue::BigInt(big) => {
+            let digits = big.to_string();
+            match digits.parse::<u64>() {
+                Ok(n) => Value::from(n),
+                Err(_) => digits
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(Number::from_f64)
+                    .map_or(Value::Null, Value::Number),
+            }
+        }
         jiter::JsonValue::Float(f) => Number::from_f64(*f).map_or(Value::Null, Value::Number),
         jiter::JsonValue::Str(s) => Value::String(s.to_string()),
         jiter::JsonValue::Array(items) => Value::Array(items.iter().map(to_serde).collect()),
@@ -500,6 +512,19 @@ mod tests {
         assert_eq!(parse_partial_json(r#"["é"#), Some(json!(["é"])));
         assert_eq!(parse_partial_json("  "), None);
         assert_eq!(parse_partial_json("nope"), None);
+    }
+
+    #[test]
+    fn partial_json_with_an_integer_past_i64_is_not_refused() {
+        // Found by the partial_json fuzz target: jiter without num-bigint refused the whole text.
+        assert_eq!(
+            parse_partial_json(r#"{"id": 18446744073709551615, "n": [1"#),
+            Some(json!({"id": u64::MAX, "n": [1]}))
+        );
+        assert_eq!(
+            parse_partial_json(r#"{"t": 25999999999999999999999"#),
+            Some(json!({"t": 2.6e22}))
+        );
     }
 
     #[test]

@@ -265,3 +265,35 @@ fn errors_display_their_facts() {
         assert!(text.contains(part), "{text}");
     }
 }
+
+/// Inputs the `partial_json` fuzz target (fuzz/) crashed on, kept as files: complete JSON must
+/// come back from `parse_partial_json` as the value serde_json reads (numbers compared as f64).
+#[test]
+fn partial_json_fuzz_regressions_read_complete_json_as_serde_does() {
+    fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+        use serde_json::Value;
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+            (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y)),
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len() && x.iter().all(|(key, x)| y.get(key).is_some_and(|y| same(x, y)))
+            }
+            _ => a == b,
+        }
+    }
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/regressions/partial_json");
+    let mut replayed = 0;
+    for entry in std::fs::read_dir(&folder).expect("the regressions folder") {
+        let path = entry.expect("a regression file").path();
+        let text = std::fs::read_to_string(&path).expect("a UTF-8 regression file");
+        let complete: serde_json::Value = serde_json::from_str(&text).expect("each regression is complete JSON");
+        let partial = patchbay_core::object::parse_partial_json(&text);
+        assert!(
+            partial.as_ref().is_some_and(|partial| same(partial, &complete)),
+            "{}: gave {partial:?}",
+            path.display()
+        );
+        replayed += 1;
+    }
+    assert!(replayed > 0, "no regression file in {}", folder.display());
+}
