@@ -292,7 +292,9 @@ pub fn object_text(text: &str) -> &str {
 
 /// The value a JSON prefix stands for so far: strings, arrays and objects still open are closed
 /// (a key without its value is left out), a number is taken as far as it goes. `None` when the
-/// text is not the start of a JSON value (or is empty, or ends inside a literal such as `tru`).
+/// text is not the start of a JSON value (or is empty, or ends inside a literal such as `tru`),
+/// or when it nests arrays and objects deeper than serde_json reads ([`MAX_PARTIAL_DEPTH`]): the
+/// final object is read by serde_json, so no partial object is one it would refuse.
 ///
 /// ```
 /// use patchbay_core::object::parse_partial_json;
@@ -308,11 +310,16 @@ pub fn parse_partial_json(text: &str) -> Option<Value> {
     }
     jiter::JsonValue::parse_with_config(text.as_bytes(), false, jiter::PartialMode::TrailingStrings)
         .ok()
-        .map(|value| to_serde(&value))
+        .and_then(|value| to_serde(&value, MAX_PARTIAL_DEPTH))
 }
 
-fn to_serde(value: &jiter::JsonValue<'_>) -> Value {
-    match value {
+/// The deepest nesting of arrays and objects [`parse_partial_json`] returns: serde_json's reader
+/// refuses a value nested deeper (its recursion limit of 128).
+pub const MAX_PARTIAL_DEPTH: usize = 127;
+
+/// The value as serde_json's, `None` when it nests more than `depth` arrays and objects.
+fn to_serde(value: &jiter::JsonValue<'_>, depth: usize) -> Option<Value> {
+    Some(match value {
         jiter::JsonValue::Null => Value::Null,
         jiter::JsonValue::Bool(b) => Value::Bool(*b),
         jiter::JsonValue::Int(i) => Value::Number((*i).into()),
@@ -330,15 +337,19 @@ fn to_serde(value: &jiter::JsonValue<'_>) -> Value {
         }
         jiter::JsonValue::Float(f) => Number::from_f64(*f).map_or(Value::Null, Value::Number),
         jiter::JsonValue::Str(s) => Value::String(s.to_string()),
-        jiter::JsonValue::Array(items) => Value::Array(items.iter().map(to_serde).collect()),
+        jiter::JsonValue::Array(items) => {
+            let inner = depth.checked_sub(1)?;
+            Value::Array(items.iter().map(|item| to_serde(item, inner)).collect::<Option<_>>()?)
+        }
         jiter::JsonValue::Object(fields) => {
+            let inner = depth.checked_sub(1)?;
             let mut map = Map::with_capacity(fields.len());
             for (key, value) in fields.iter() {
-                map.insert(key.to_string(), to_serde(value));
+                map.insert(key.to_string(), to_serde(value, inner)?);
             }
             Value::Object(map)
         }
-    }
+    })
 }
 
 /// Follows the text of a streamed response and yields the partial object of its current text
@@ -524,6 +535,24 @@ mod tests {
         assert_eq!(
             parse_partial_json(r#"{"t": 25999999999999999999999"#),
             Some(json!({"t": 2.6e22}))
+        );
+    }
+
+    #[test]
+    fn partial_json_nested_deeper_than_serde_json_reads_is_none() {
+        // Found by the partial_json fuzz target: jiter went deeper than serde_json, so a partial
+        // object could be one the final read refuses ("recursion limit exceeded").
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let deepest = nested(MAX_PARTIAL_DEPTH);
+        assert!(serde_json::from_str::<Value>(&deepest).is_ok());
+        assert!(parse_partial_json(&deepest).is_some());
+        assert!(parse_partial_json(&deepest[..MAX_PARTIAL_DEPTH + 3]).is_some());
+        let deeper = nested(MAX_PARTIAL_DEPTH + 1);
+        assert!(serde_json::from_str::<Value>(&deeper).is_err());
+        assert_eq!(parse_partial_json(&deeper), None);
+        assert_eq!(
+            parse_partial_json(&format!("{{\"a\": {}", &deeper[..MAX_PARTIAL_DEPTH])),
+            None
         );
     }
 
