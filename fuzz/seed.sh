@@ -57,7 +57,9 @@ for path in openai:
     put("openai_bytes", bytes([1 if json_lines(path) else 0, 128]) + body)
 
 for path in transcripts:
-    body = head(open(path, "rb").read(), 16 * 1024)
+    # The long control lines (tool lists, init) first would fill the seed: keep lines up to 2 KiB.
+    lines = [line for line in open(path, "rb").read().splitlines(keepends=True) if len(line) <= 2048]
+    body = head(b"".join(lines), 16 * 1024)
     put("claude_agent", bytes([0, 0, 63]) + body)
     put("claude_agent", bytes([1, 4, 7]) + body)
 

@@ -44,7 +44,11 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(whole, outcome(events, error.as_ref()), "push_bytes");
 
     // The CLI's path: already-parsed events.
-    let mut framer = Framer::new(if mode & 1 != 0 { Framing::SseOrJsonLines } else { Framing::Sse });
+    let mut framer = Framer::new(if mode & 1 != 0 {
+        Framing::SseOrJsonLines
+    } else {
+        Framing::Sse
+    });
     let mut values = Translator::new();
     let mut error = None;
     let _ = framer.push(body, |frame| {

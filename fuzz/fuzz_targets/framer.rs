@@ -29,7 +29,10 @@ fn pushed(framing: Framing, max: usize, chunks: &[&[u8]]) -> Frames {
         }) {
             return (frames, Some((error.kind(), error.limit())));
         }
-        assert!(decoder.pending() <= max.saturating_add(chunk.len()), "buffered past the cap");
+        assert!(
+            decoder.pending() <= max.saturating_add(chunk.len()),
+            "buffered past the cap"
+        );
     }
     let error = decoder
         .finish(|data| {
@@ -83,7 +86,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let whole = pushed(framing, max, &[body]);
     for frame in &whole.0 {
-        assert!(frame.len() <= max, "a frame of {} bytes passed a cap of {max}", frame.len());
+        assert!(
+            frame.len() <= max,
+            "a frame of {} bytes passed a cap of {max}",
+            frame.len()
+        );
         if framing == Framing::Lines {
             assert!(!frame.is_empty(), "an empty line was delivered");
             assert!(!frame.contains(&b'\n'), "a line holds a line end");

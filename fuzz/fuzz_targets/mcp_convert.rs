@@ -18,7 +18,11 @@ fn sent(result: &ToolResult) -> CallToolResult {
     let mcp = to_call_tool_result(result);
     let json = serde_json::to_string(&mcp).expect("a CallToolResult serializes");
     let back: CallToolResult = serde_json::from_str(&json).expect("what we send reads back");
-    assert_eq!(from_call_tool_result(back), from_call_tool_result(mcp.clone()), "changed on the wire: {json}");
+    assert_eq!(
+        from_call_tool_result(back),
+        from_call_tool_result(mcp.clone()),
+        "changed on the wire: {json}"
+    );
     mcp
 }
 
@@ -47,7 +51,11 @@ fuzz_target!(|data: &[u8]| {
         0 => {
             if let Ok(result) = serde_json::from_slice::<CallToolResult>(json) {
                 let received = from_call_tool_result(result.clone());
-                assert_eq!(received.content.len(), result.content.len(), "content pieces added or lost");
+                assert_eq!(
+                    received.content.len(),
+                    result.content.len(),
+                    "content pieces added or lost"
+                );
                 if result.is_error == Some(true) {
                     assert!(received.is_error(), "an MCP error became a success");
                 }

@@ -14,8 +14,16 @@ fuzz_target!(|data: &[u8]| {
     let [mode, split, body @ ..] = data else {
         return;
     };
-    let framing = if mode & 1 == 0 { Framing::Sse } else { Framing::JsonLines };
-    let rules: Vec<Rule> = TRANSLATOR_RULES.iter().copied().chain([Rule::ToolCallIdUnique]).collect();
+    let framing = if mode & 1 == 0 {
+        Framing::Sse
+    } else {
+        Framing::JsonLines
+    };
+    let rules: Vec<Rule> = TRANSLATOR_RULES
+        .iter()
+        .copied()
+        .chain([Rule::ToolCallIdUnique])
+        .collect();
 
     let (events, error) = Translator::new(framing).with_model("fuzz-model").translate_all([body]);
     check_lifecycle(&events, error.as_ref(), &rules);

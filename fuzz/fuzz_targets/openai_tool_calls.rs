@@ -86,8 +86,24 @@ enum Finish {
 
 /// Pieces of JSON objects, so that joined arguments are often (not always) complete JSON.
 const TOKENS: &[&str] = &[
-    "{", "}", "\"city\"", ":", "\"Paris\"", ",", "1", "[", "]", "\"", "{\"a\":1}", "{}", "null", "tr", "ue", " ",
-    "\"\\u00e9\"", "-0.5e3",
+    "{",
+    "}",
+    "\"city\"",
+    ":",
+    "\"Paris\"",
+    ",",
+    "1",
+    "[",
+    "]",
+    "\"",
+    "{\"a\":1}",
+    "{}",
+    "null",
+    "tr",
+    "ue",
+    " ",
+    "\"\\u00e9\"",
+    "-0.5e3",
 ];
 
 impl Word {
@@ -178,7 +194,11 @@ fn body(script: &Script, framing: Framing) -> Vec<u8> {
 }
 
 fuzz_target!(|script: Script| {
-    let rules: Vec<Rule> = TRANSLATOR_RULES.iter().copied().chain([Rule::ToolCallIdUnique]).collect();
+    let rules: Vec<Rule> = TRANSLATOR_RULES
+        .iter()
+        .copied()
+        .chain([Rule::ToolCallIdUnique])
+        .collect();
     let sse = body(&script, Framing::Sse);
     let (events, error) = Translator::new(Framing::Sse).translate_all([&sse[..]]);
     check_lifecycle(&events, error.as_ref(), &rules);
