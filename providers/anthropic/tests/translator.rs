@@ -346,3 +346,17 @@ fn stop_details_and_the_stop_sequence_reach_the_host_and_never_go_back() {
     );
     assert!(request.warnings.is_empty(), "{:?}", request.warnings);
 }
+
+#[test]
+fn a_block_index_started_again_after_its_stop_is_a_protocol_error() {
+    // Found by fuzzing: restarting a stopped tool_use index repeated its `ToolCall` and id.
+    let block = r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}}"#;
+    let stop = r#"{"type":"content_block_stop","index":0}"#;
+    let (events, error) = run(&[START, block, stop, block]);
+    let error = error.expect("the restart is refused");
+    assert_eq!(error.kind(), ErrorKind::Protocol);
+    assert!(error.to_string().contains("content block 0 started twice"), "{error}");
+    let calls = events.iter().filter(|e| matches!(e, Event::ToolCall { .. })).count();
+    assert_eq!(calls, 1);
+    assert!(validate(events.iter().map(Ok).chain([Err(&error)])).is_ok());
+}

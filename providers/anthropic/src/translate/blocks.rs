@@ -24,7 +24,9 @@ impl Translator {
                 "content block index {index} is beyond {MAX_BLOCKS}"
             )));
         }
-        if matches!(self.open_block(index), Some(open) if !matches!(open, Open::Done)) {
+        // A block index is used once per message, stopped or not: a restarted index would
+        // repeat its events (a second `ToolCall` with the same id, found by fuzzing).
+        if self.open_block(index).is_some() {
             return Err(Self::protocol(format!("content block {index} started twice")));
         }
         let open = match block.kind.as_ref() {
