@@ -5,7 +5,6 @@
 //! The fake CLI writes `argv-<pid>.json` once per process start, so the number of those files
 //! is the number of starts; it serves one transcript segment per user turn.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -57,28 +56,12 @@ fn fake(segments: &[String], keep: Duration) -> Fake {
 impl Fake {
     /// Pids of every CLI started so far, in start order.
     fn starts(&self) -> Vec<i32> {
-        let mut starts: Vec<(std::time::SystemTime, i32)> = std::fs::read_dir(self.state.path())
-            .map(|dir| dir.filter_map(Result::ok).collect::<Vec<_>>())
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|entry| {
-                let name = entry.file_name().into_string().ok()?;
-                let pid = name.strip_prefix("argv-")?.strip_suffix(".json")?.parse().ok()?;
-                Some((entry.metadata().ok()?.modified().ok()?, pid))
-            })
-            .collect();
-        starts.sort();
-        starts.into_iter().map(|(_, pid)| pid).collect()
+        support::fake_starts(self.state.path())
     }
 
     /// The messages the CLI `pid` read from stdin.
     fn stdin(&self, pid: i32) -> Vec<Value> {
-        let path: PathBuf = self.state.path().join(format!("stdin-{pid}.jsonl"));
-        std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
-            .collect()
+        support::fake_stdin(self.state.path(), pid)
     }
 
     async fn turn(&self, session: Option<&str>, model: &str) -> (Vec<Event>, Option<ProviderError>) {

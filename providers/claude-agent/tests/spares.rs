@@ -61,27 +61,12 @@ fn fake(greetings: &[&str], config: impl FnOnce(ClaudeAgentConfig) -> ClaudeAgen
 impl Fake {
     /// Pids of every CLI started so far, in start order.
     fn starts(&self) -> Vec<i32> {
-        let mut starts: Vec<(std::time::SystemTime, i32)> = std::fs::read_dir(self.state.path())
-            .map(|dir| dir.filter_map(Result::ok).collect::<Vec<_>>())
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|entry| {
-                let name = entry.file_name().into_string().ok()?;
-                let pid = name.strip_prefix("argv-")?.strip_suffix(".json")?.parse().ok()?;
-                Some((entry.metadata().ok()?.modified().ok()?, pid))
-            })
-            .collect();
-        starts.sort();
-        starts.into_iter().map(|(_, pid)| pid).collect()
+        support::fake_starts(self.state.path())
     }
 
     /// The messages the CLI `pid` read from stdin.
     fn stdin(&self, pid: i32) -> Vec<Value> {
-        std::fs::read_to_string(self.state.path().join(format!("stdin-{pid}.jsonl")))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
-            .collect()
+        support::fake_stdin(self.state.path(), pid)
     }
 
     /// The pids that read a user message.
