@@ -155,6 +155,46 @@ async fn tool_call_start_without_its_call_is_caught() {
     assert_eq!(rules, vec![Rule::ToolCallStartClosed]);
 }
 
+fn tool_result(id: &str, status: patchbay_core::ToolStatus) -> Event {
+    Event::ToolResult {
+        id: id.into(),
+        name: "get_weather".into(),
+        result: patchbay_core::ToolResult::with_status(status, "abandoned"),
+    }
+}
+
+#[tokio::test]
+async fn an_abandoned_tool_call_answered_as_aborted_is_closed() {
+    // An agent runtime that restarts a model message inside a tool call answers the started
+    // call with an `Aborted` result: no `ToolCall` can follow, and nothing is left open.
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(Event::ToolCallStart {
+            id: "c1".into(),
+            name: "get_weather".into(),
+        }),
+        Ok(tool_result("c1", patchbay_core::ToolStatus::Aborted)),
+        Ok(finish(FinishReason::Stop)),
+    ])
+    .await;
+    assert_eq!(rules, Vec::<Rule>::new());
+}
+
+#[tokio::test]
+async fn a_completed_result_for_a_call_whose_input_never_ended_is_caught() {
+    let rules = broken_rules(vec![
+        Ok(started()),
+        Ok(Event::ToolCallStart {
+            id: "c1".into(),
+            name: "get_weather".into(),
+        }),
+        Ok(tool_result("c1", patchbay_core::ToolStatus::Completed)),
+        Ok(finish(FinishReason::Stop)),
+    ])
+    .await;
+    assert_eq!(rules, vec![Rule::ToolResultAfterCall, Rule::ToolCallStartClosed]);
+}
+
 #[tokio::test]
 async fn text_emitted_twice_as_one_final_delta_is_caught() {
     // An agent runtime sending partial deltas and then the whole assistant message.

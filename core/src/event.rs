@@ -274,7 +274,9 @@ pub enum Event {
         /// The opaque data.
         data: String,
     },
-    /// A tool call began; its input follows as deltas.
+    /// A tool call began; its input follows as deltas. Its `ToolCall` follows once the input is
+    /// complete; an agent runtime that abandons the call first (it restarts the model message
+    /// after an API retry) answers it with a `ToolResult` of status `Aborted` instead.
     ToolCallStart {
         /// The call id.
         id: String,
@@ -299,7 +301,8 @@ pub enum Event {
         /// Who runs it.
         executed_by: ExecutedBy,
     },
-    /// A tool call finished (run by the host loop or by the provider).
+    /// A tool call finished (run by the host loop or by the provider), or a started call was
+    /// abandoned before its input was complete (status `Aborted`, no `ToolCall` before it).
     ToolResult {
         /// The call id.
         id: String,

@@ -20,6 +20,7 @@ use serde::Serialize;
 use crate::error::{ErrorKind, ProviderError};
 use crate::event::Event;
 use crate::source::{Location, Source, SourceTarget};
+use crate::tool::ToolStatus;
 
 /// Which rule a stream broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -39,11 +40,14 @@ pub enum Rule {
     /// A `ToolCall` is emitted only after its input is complete: no delta after it, and its
     /// input equals the streamed deltas.
     ToolCallAfterInput,
-    /// Every `ToolCallStart` is followed by its `ToolCall`, before the step ends.
+    /// Every `ToolCallStart` is followed by its `ToolCall` before the step ends, or, when an
+    /// agent runtime abandoned the call before its input was complete, by a `ToolResult` for it
+    /// with status `Aborted`.
     ToolCallStartClosed,
     /// A tool call id is used once per run.
     ToolCallIdUnique,
-    /// A `ToolResult` answers a `ToolCall` seen before.
+    /// A `ToolResult` answers a `ToolCall` seen before (or, with status `Aborted`, a
+    /// `ToolCallStart` whose call was abandoned).
     ToolResultAfterCall,
     /// The text of one block is never emitted twice: no block receives its whole text again
     /// as one delta, no two blocks of one step carry the same text, and a block is not
@@ -170,7 +174,7 @@ impl Validator {
             Event::ToolCallStart { id, .. } => self.tool_call_start(id),
             Event::ToolCallDelta { id, partial_json } => self.tool_call_delta(id, partial_json),
             Event::ToolCall { id, input, .. } => self.tool_call(id, input),
-            Event::ToolResult { id, .. } => self.tool_result(id),
+            Event::ToolResult { id, result, .. } => self.tool_result(id, result.status),
             Event::Source(source) => self.source(source),
             Event::McpConnected { .. } | Event::Usage(_) => {}
             Event::StepFinished { .. } => {
@@ -275,9 +279,16 @@ impl Validator {
         }
     }
 
-    /// A tool result: it must answer a call seen before.
-    fn tool_result(&mut self, id: &str) {
-        if !self.calls.contains(id) {
+    /// A tool result: it must answer a call seen before, or close an abandoned one (a started
+    /// call whose input never completed, answered as `Aborted`).
+    fn tool_result(&mut self, id: &str, status: ToolStatus) {
+        if self.calls.contains(id) {
+            return;
+        }
+        let abandoned = self.tools.get_mut(id).filter(|t| t.started && !t.done);
+        if let Some(state) = abandoned.filter(|_| status == ToolStatus::Aborted) {
+            state.done = true;
+        } else {
             self.violate(
                 Rule::ToolResultAfterCall,
                 format!("`ToolResult` for `{id}` without an earlier `ToolCall`"),

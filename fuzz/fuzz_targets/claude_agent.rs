@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use libfuzzer_sys::fuzz_target;
 use patchbay_claude_agent::Translator;
 use patchbay_claude_agent::lines::{DEFAULT_MAX_LINE, LineReader};
-use patchbay_core::{ProviderError, Rule};
+use patchbay_core::ProviderError;
 use patchbay_fuzz::{TRANSLATOR_RULES, check_lifecycle};
 use serde_json::Value;
 use tokio::io::{AsyncRead, ReadBuf};
@@ -102,13 +102,6 @@ fuzz_target!(|data: &[u8]| {
         events.extend(std::iter::from_fn(|| translator.next_event()));
     }
     if error.is_some() || translator.is_done() {
-        // Known, not fixed (fuzz/README.md, findings/): a model message that the CLI abandons
-        // inside a tool call (a new `message_start` comes) leaves its `ToolCallStart` open.
-        let rules: Vec<Rule> = TRANSLATOR_RULES
-            .iter()
-            .copied()
-            .filter(|rule| *rule != Rule::ToolCallStartClosed)
-            .collect();
-        check_lifecycle(&events, error.as_ref(), &rules);
+        check_lifecycle(&events, error.as_ref(), TRANSLATOR_RULES);
     }
 });

@@ -476,3 +476,83 @@ fn an_api_error_carries_its_type_and_the_failed_calls_request_id() {
     // Nothing began: a bare error a retry layer may retry, with no usage before it.
     assert!(events.is_empty(), "{events:?}");
 }
+
+/// A model message opened with a `Write` call whose input is still streaming (`t1`).
+fn message_with_open_tool_call() -> Vec<Value> {
+    vec![
+        json!({"type": "stream_event", "event": {"type": "message_start", "message": {"id": "m1", "model": "m", "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}}}),
+        json!({"type": "stream_event", "event": {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t1", "name": "Write", "input": {}}}}),
+        json!({"type": "stream_event", "event": {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"file_path\": \"a."}}}),
+    ]
+}
+
+fn success_result() -> Value {
+    json!({"type": "result", "subtype": "success", "is_error": false, "result": "Done.", "session_id": "s-1", "total_cost_usd": 0.001})
+}
+
+fn results_for<'a>(events: &'a [Event], call: &str) -> Vec<&'a patchbay_core::ToolResult> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolResult { id, result, .. } if id == call => Some(result),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_tool_call_abandoned_by_a_restarted_message_ends_as_aborted() {
+    // Found by the claude_agent fuzz target (fuzz/findings/claude-agent-tool-call-start-left-
+    // open-by-a-restarted-message): the CLI restarts a model message (an API retry) while a tool
+    // call's input streams; its `ToolCallStart` had reached the host and was left open.
+    let mut lines = vec![init()];
+    lines.extend(message_with_open_tool_call());
+    lines.extend(text_message("m2", "Done."));
+    lines.push(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "late"}]}}));
+    lines.push(success_result());
+    let (events, error) = translate_lines(&lines);
+    assert!(error.is_none(), "{error:?}");
+    check_lifecycle(&events, None);
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCall { id, .. } if id == "t1")),
+        "no ToolCall for an input that never completed: {events:?}"
+    );
+    let results = results_for(&events, "t1");
+    assert_eq!(results.len(), 1, "answered once, the late result dropped: {events:?}");
+    assert_eq!(results[0].status, ToolStatus::Aborted);
+    assert_eq!(results[0].metadata, Some(json!({"abandoned": true})));
+    assert!(results[0].text_content().contains("restarted"), "{:?}", results[0]);
+    assert_eq!(text_of(&events), "Done.");
+}
+
+#[test]
+fn a_cli_result_for_a_call_whose_input_never_completed_closes_it_as_aborted() {
+    let mut lines = vec![init()];
+    lines.extend(message_with_open_tool_call());
+    lines.push(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "done", "is_error": false}]}}));
+    lines.extend(text_message("m2", "Done."));
+    lines.push(success_result());
+    let (events, error) = translate_lines(&lines);
+    assert!(error.is_none(), "{error:?}");
+    check_lifecycle(&events, None);
+    let results = results_for(&events, "t1");
+    assert_eq!(results.len(), 1, "{events:?}");
+    assert_eq!(results[0].status, ToolStatus::Aborted);
+    assert_eq!(results[0].text_content(), "done", "the CLI's content is kept");
+}
+
+#[test]
+fn a_run_ending_inside_a_tool_call_answers_it_before_finish() {
+    let mut lines = vec![init()];
+    lines.extend(message_with_open_tool_call());
+    lines.push(success_result());
+    let (events, error) = translate_lines(&lines);
+    assert!(error.is_none(), "{error:?}");
+    check_lifecycle(&events, None);
+    let results = results_for(&events, "t1");
+    assert_eq!(results.len(), 1, "{events:?}");
+    assert!(results[0].text_content().contains("the run ended"), "{:?}", results[0]);
+    assert!(matches!(events.last(), Some(Event::Finish { .. })));
+}

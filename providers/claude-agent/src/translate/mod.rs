@@ -14,6 +14,11 @@
 //!   name); everything else the CLI runs itself (`executed_by: Provider`);
 //! - `user` tool results become `ToolResult` (the host tool's own result, metadata included,
 //!   when it ran in-process);
+//! - a tool call whose input never completed, because the CLI abandoned its model message (a
+//!   new `message_start` after an API retry, or the run ending), is answered with a `ToolResult`
+//!   of status `Aborted` (metadata `{"abandoned": true}`): its `ToolCallStart` was already
+//!   streamed to the host and no `ToolCall` can follow. A `tool_result` the CLI sends for such a
+//!   call closes it the same way, its content kept; a later one for it is dropped;
 //! - a model message that ends and is followed by another is a `StepFinished` with that
 //!   message's usage; `result` ends the run with `Finish` (usage summed over messages, cost from
 //!   `total_cost_usd`) or a typed error (`api_error_status` mapped like HTTP, `api_error_type` its
@@ -81,6 +86,10 @@ pub struct Translator {
     finished_usage: Usage,
     current_usage: Usage,
     tools: HashMap<String, (String, ExecutedBy)>,
+    /// Calls whose `ToolCallStart` went out and whose `ToolCall` has not, in order.
+    open_calls: Vec<String>,
+    /// Calls abandoned before their input was complete, answered as `Aborted`.
+    abandoned: HashSet<String>,
     host_calls: Vec<(String, String, Value)>,
     last_tool: Option<String>,
     host_results: HashMap<String, ToolResult>,
@@ -125,6 +134,8 @@ impl Translator {
             finished_usage: Usage::default(),
             current_usage: Usage::default(),
             tools: HashMap::new(),
+            open_calls: Vec::new(),
+            abandoned: HashSet::new(),
             host_calls: Vec::new(),
             last_tool: None,
             host_results: HashMap::new(),

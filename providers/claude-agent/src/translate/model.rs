@@ -1,7 +1,7 @@
 //! Model messages: `stream_event` partials through patchbay-anthropic's translator, and
 //! `assistant` lines translated from their blocks when no partials came; steps between them.
 
-use patchbay_core::{Event, ExecutedBy, FinishReason, ProviderError, Usage};
+use patchbay_core::{Event, ExecutedBy, FinishReason, ProviderError, ToolResult, ToolStatus, Usage};
 use serde_json::{Value, json};
 
 use super::Translator;
@@ -24,6 +24,7 @@ impl Translator {
                 && !old.is_done()
             {
                 tracing::warn!("a model message started before the previous one ended; dropping the rest of it");
+                self.abandon_open_calls("the model message was restarted");
             }
             self.flush_step();
             if let Some(id) = event.pointer("/message/id").and_then(Value::as_str) {
@@ -69,6 +70,7 @@ impl Translator {
             Event::ToolCallStart { id, name } => {
                 let (name, by) = self.map_tool_name(&name);
                 self.tools.insert(id.clone(), (name.clone(), by));
+                self.open_calls.push(id.clone());
                 self.emit(Event::ToolCallStart { id, name });
             }
             Event::ToolCall {
@@ -89,6 +91,7 @@ impl Translator {
     }
 
     fn call(&mut self, id: String, name: String, input: Value, by: ExecutedBy) {
+        self.open_calls.retain(|open| *open != id);
         self.tools.insert(id.clone(), (name.clone(), by));
         self.last_tool = Some(name.clone());
         if by == ExecutedBy::Host && !self.running.remove(&id) {
@@ -107,6 +110,28 @@ impl Translator {
             input,
             executed_by: by,
         });
+    }
+
+    /// Answers every call whose input never completed with an `Aborted` result: the CLI dropped
+    /// the message it belonged to (`why`), so its `ToolCall` will never come.
+    pub(super) fn abandon_open_calls(&mut self, why: &str) {
+        for id in std::mem::take(&mut self.open_calls) {
+            let text = format!("The call was abandoned before its input was complete: {why}.");
+            self.abandon(id, ToolResult::with_status(ToolStatus::Aborted, text));
+        }
+    }
+
+    /// Closes the started call `id` with `result` (status `Aborted`, marked abandoned).
+    pub(super) fn abandon(&mut self, id: String, mut result: ToolResult) {
+        self.open_calls.retain(|open| *open != id);
+        result.status = ToolStatus::Aborted;
+        result.metadata = Some(match result.metadata.take() {
+            Some(metadata) => json!({ "abandoned": true, "result": metadata }),
+            None => json!({ "abandoned": true }),
+        });
+        let name = self.tools.get(&id).map(|(name, _)| name.clone()).unwrap_or_default();
+        self.abandoned.insert(id.clone());
+        self.emit(Event::ToolResult { id, name, result });
     }
 
     /// A streamed `content_block_start` of the output tool: the object is on its way as text.

@@ -32,8 +32,17 @@ impl Translator {
                 // The CLI's acknowledgement of the structured output: not a host-visible call.
                 continue;
             }
-            let name = self.tools.get(&id).map(|(name, _)| name.clone()).unwrap_or_default();
+            if self.abandoned.contains(&id) {
+                tracing::debug!(id, "a tool result for a call abandoned before its input was complete");
+                continue;
+            }
             let result = self.host_results.remove(&id).unwrap_or_else(|| result_of(block));
+            if self.open_calls.contains(&id) {
+                // The CLI answers a call whose input never completed: it was abandoned.
+                self.abandon(id, result);
+                continue;
+            }
+            let name = self.tools.get(&id).map(|(name, _)| name.clone()).unwrap_or_default();
             self.start(None, None);
             self.emit(Event::ToolResult { id, name, result });
         }
@@ -41,6 +50,7 @@ impl Translator {
 
     pub(super) fn result(&mut self, line: &Value) -> Result<(), ProviderError> {
         self.close_unstreamed();
+        self.abandon_open_calls("the run ended");
         let subtype = line.get("subtype").and_then(Value::as_str).unwrap_or("");
         let is_error = line.get("is_error").and_then(Value::as_bool).unwrap_or(false);
         if let Some(id) = line.get("session_id").and_then(Value::as_str) {
