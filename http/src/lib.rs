@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod record;
 mod send;
 
 use std::sync::{Arc, OnceLock};

@@ -10,6 +10,8 @@ use patchbay_core::kit::{StreamLimits, parse_retry_after, read_error_body, redir
 use patchbay_core::{ErrorKind, ProviderError, Signal};
 use reqwest::header::{HeaderMap, LOCATION};
 
+use crate::record::Tape;
+
 /// A response with an error status, for the wire's own mapping to a [`ProviderError`].
 #[derive(Debug)]
 pub struct Failure<'a> {
@@ -58,6 +60,8 @@ pub fn request_id(headers: &HeaderMap) -> Option<String> {
 /// awaited under `signal` and the limits' read timeout; a `3xx` is refused (the key and the
 /// request must not reach another host); an error status's body is read (capped and bounded)
 /// and handed to `to_error`, the wire's mapping. Every error is tagged with `provider`.
+///
+/// [`Tape::send`](crate::record::Tape::send) is the same, recording the call.
 pub async fn send(
     request: reqwest::RequestBuilder,
     limits: &StreamLimits,
@@ -65,15 +69,32 @@ pub async fn send(
     provider: &'static str,
     to_error: impl FnOnce(Failure<'_>) -> ProviderError,
 ) -> Result<reqwest::Response, ProviderError> {
+    send_on(&Tape::off(), request, limits, signal, provider, to_error).await
+}
+
+/// [`send`] on a tape: the request is recorded before it goes out, the response's status and
+/// request id are noted, and an error status's body is recorded with a manifest line.
+pub(crate) async fn send_on(
+    tape: &Tape,
+    request: reqwest::RequestBuilder,
+    limits: &StreamLimits,
+    signal: &Signal,
+    provider: &'static str,
+    to_error: impl FnOnce(Failure<'_>) -> ProviderError,
+) -> Result<reqwest::Response, ProviderError> {
+    let (client, request) = request.build_split();
+    let request = request.map_err(|e| transport_error(e, "sending the request", provider))?;
+    tape.request(&request);
     let response = within(
         signal,
         limits.read_timeout,
         "waiting for the response headers",
-        request.send(),
+        client.execute(request),
     )
     .await
     .map_err(|e| e.with_provider(provider))?
     .map_err(|e| transport_error(e, "sending the request", provider))?;
+    tape.response(&response);
     let status = response.status();
     if status.is_redirection() {
         let location = response.headers().get(LOCATION).and_then(|v| v.to_str().ok());
@@ -85,7 +106,7 @@ pub async fn send(
     }
     let headers = response.headers().clone();
     let body = read_error_body(
-        body_stream(response, "reading the error body", provider),
+        tape.body_stream(response, "reading the error body", provider),
         limits,
         signal,
     )
@@ -98,11 +119,23 @@ pub async fn send(
     })
     .with_provider(provider);
     tracing::debug!(status = status.as_u16(), kind = %error.kind(), "request failed");
+    tape.failed(&error);
     Err(error)
 }
 
 /// The response body as chunks, a read failure as a typed [`transport_error`].
+///
+/// [`Tape::body_stream`](crate::record::Tape::body_stream) is the same, recording the body.
 pub fn body_stream(
+    response: reqwest::Response,
+    what: &'static str,
+    provider: &'static str,
+) -> impl Stream<Item = Result<Bytes, ProviderError>> + Send + 'static {
+    plain_body_stream(response, what, provider)
+}
+
+/// [`body_stream`] itself, which the recording tee wraps.
+pub(crate) fn plain_body_stream(
     response: reqwest::Response,
     what: &'static str,
     provider: &'static str,

@@ -2,4 +2,5 @@
 
 mod common;
 
+mod record;
 mod tls;

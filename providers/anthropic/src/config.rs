@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use patchbay_core::kit::{Secret, StreamLimits, read_options, redact_url};
@@ -64,6 +65,10 @@ pub struct AnthropicConfig {
     pub default_max_tokens: u32,
     /// How a structured-output request is sent (default [`StructuredOutput::Auto`]).
     pub structured_output: StructuredOutput,
+    /// Record every call (request without credentials, response body, manifest line) into this
+    /// folder, laid out like the shipped fixtures (default none; see
+    /// [`patchbay_http::record`]).
+    pub record_dir: Option<PathBuf>,
 }
 
 impl fmt::Debug for AnthropicConfig {
@@ -84,6 +89,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("request_timeout", &self.request_timeout)
             .field("default_max_tokens", &self.default_max_tokens)
             .field("structured_output", &self.structured_output)
+            .field("record_dir", &self.record_dir)
             .finish()
     }
 }
@@ -101,6 +107,7 @@ impl Default for AnthropicConfig {
             request_timeout: None,
             default_max_tokens: DEFAULT_MAX_TOKENS,
             structured_output: StructuredOutput::default(),
+            record_dir: None,
         }
     }
 }
@@ -146,6 +153,7 @@ struct Options {
     request_timeout_ms: Option<u64>,
     default_max_tokens: Option<u32>,
     structured_output: Option<StructuredOutput>,
+    record_dir: Option<PathBuf>,
 }
 
 /// What an option's value must be, for [`Error::BadOption`] (serde's own message quotes the
@@ -188,9 +196,9 @@ impl AnthropicConfig {
     }
 
     /// From the environment alone: `ANTHROPIC_API_KEY` (or `ANTHROPIC_AUTH_TOKEN` for bearer
-    /// auth), `ANTHROPIC_BASE_URL`, `ANTHROPIC_VERSION`, `ANTHROPIC_BETA` (comma-separated).
-    /// Unset or blank variables are ignored; one that is not Unicode, or a base URL that does
-    /// not parse, is an error.
+    /// auth), `ANTHROPIC_BASE_URL`, `ANTHROPIC_VERSION`, `ANTHROPIC_BETA` (comma-separated),
+    /// `PATCHBAY_RECORD_DIR` (record every call there). Unset or blank variables are ignored;
+    /// one that is not Unicode, or a base URL that does not parse, is an error.
     pub fn from_env() -> Result<Self, Error> {
         let mut config = Self::default();
         if let Some(key) = env("ANTHROPIC_API_KEY")? {
@@ -211,6 +219,9 @@ impl AnthropicConfig {
                 .map(|b| b.trim().to_string())
                 .filter(|b| !b.is_empty())
                 .collect();
+        }
+        if let Some(dir) = env(patchbay_http::record::RECORD_DIR_ENV)? {
+            config.record_dir = Some(dir.into());
         }
         Ok(config)
     }
@@ -271,6 +282,10 @@ impl AnthropicConfig {
         }
         if let Some(mode) = options.structured_output {
             config.structured_output = mode;
+        }
+        if let Some(dir) = options.record_dir {
+            // An empty string turns off what PATCHBAY_RECORD_DIR turned on.
+            config.record_dir = Some(dir).filter(|dir| !dir.as_os_str().is_empty());
         }
         Ok(config)
     }
@@ -345,6 +360,12 @@ impl AnthropicConfig {
     /// Set how structured output is asked for.
     pub fn with_structured_output(mut self, mode: StructuredOutput) -> Self {
         self.structured_output = mode;
+        self
+    }
+
+    /// Record every call into `dir` (see [`record_dir`](Self::record_dir)).
+    pub fn with_record_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.record_dir = Some(dir.into());
         self
     }
 }

@@ -29,6 +29,7 @@
 //! | `max_error_body_bytes` | bytes | 64 KiB | |
 //! | `default_max_tokens` | integer below 2^32 | [`DEFAULT_MAX_TOKENS`] (4096) | |
 //! | `structured_output` | `"auto"`, `"native"`, `"tool"` ([`StructuredOutput`]) | `"auto"` | |
+//! | `record_dir` | path, `""`: off | none | `PATCHBAY_RECORD_DIR` |
 //!
 //! Per call, `context.provider_options("anthropic")` is a different thing: a JSON object merged
 //! into the request body (see [`request`]).
@@ -79,6 +80,17 @@
 //! - Each call sends its request inside core's `patchbay.request{provider = "anthropic", model}`
 //!   span ([`request_span`](patchbay_core::kit::request_span)); the body size is a `debug`
 //!   event in it, and failures and refused redirects are `debug` events too.
+//! - Recording (`record_dir`, [`AnthropicConfig::with_record_dir`], or `PATCHBAY_RECORD_DIR` for
+//!   a config from the environment; the option wins over the variable, `""` turns it off, and
+//!   [`AnthropicConfig::new`] reads no variable): every call goes through a
+//!   [`patchbay_http::record::Tape`], which writes the response body as received to
+//!   `DIR/anthropic/recorded/<stem>.sse` (`.json` for a JSON answer or an error body), the request
+//!   without `x-api-key`, `authorization` and the configured headers to
+//!   `DIR/requests/anthropic/recorded/<stem>.json`, and a line of `DIR/MANIFEST.tsv` with the
+//!   scenario the events showed. The key, the bearer token and every configured header value are
+//!   replaced by `[redacted]` wherever they would appear. Replay a file with
+//!   `cargo run -p patchbay-replay -- --family anthropic FILE`; a failed write leaves the call as
+//!   it was (one warning).
 //! - `Debug` of the config and provider shows no key (keys are
 //!   [`kit::Secret`](patchbay_core::kit::Secret)), no header value, no URL credentials.
 
@@ -114,8 +126,8 @@ pub fn factory() -> patchbay_core::ProviderFactory {
         NAME,
         "Anthropic Messages API; options: api_key, auth_token, base_url, version, betas, headers, \
          connect_timeout_ms, read_timeout_ms, content_timeout_ms, request_timeout_ms, max_line_bytes, \
-         max_error_body_bytes, default_max_tokens, structured_output (on top of ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, \
-         ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, ANTHROPIC_BETA)",
+         max_error_body_bytes, default_max_tokens, structured_output, record_dir (on top of ANTHROPIC_API_KEY, \
+         ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, ANTHROPIC_BETA, PATCHBAY_RECORD_DIR)",
         build,
     )
 }

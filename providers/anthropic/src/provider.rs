@@ -7,6 +7,7 @@ use patchbay_core::{
     Capabilities, Event, EventStream, Limit, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal,
     ToolSet,
 };
+use patchbay_http::record::{Recorder, Tape};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use tracing::Instrument;
@@ -26,6 +27,7 @@ pub struct AnthropicProvider {
     client: reqwest::Client,
     url: reqwest::Url,
     headers: HeaderMap,
+    recorder: Option<Recorder>,
 }
 
 impl std::fmt::Debug for AnthropicProvider {
@@ -81,12 +83,14 @@ impl AnthropicProvider {
         }
         let client = builder.build().map_err(Error::Client)?;
         let capabilities = Capabilities::none().with_streaming().with_reasoning().with_images();
+        let recorder = config.record_dir.as_ref().map(|dir| recorder(dir, &config));
         Ok(Self {
             info: ProviderInfo::new(NAME, capabilities),
             config,
             client,
             url,
             headers,
+            recorder,
         })
     }
 
@@ -158,15 +162,33 @@ impl Provider for AnthropicProvider {
         let span = kit::request_span(NAME, model);
         tracing::debug!(parent: &span, bytes = body.len(), "sending the request");
         let limits = self.config.limits;
-        let response = patchbay_http::send(request.body(body), &limits, signal, NAME, |failure| {
-            http_error(failure.status, failure.headers, failure.body)
-        })
-        .instrument(span.clone())
-        .await?;
+        let tape = Tape::start(self.recorder.as_ref(), model);
+        let response = tape
+            .send(request.body(body), &limits, signal, NAME, |failure| {
+                http_error(failure.status, failure.headers, failure.body)
+            })
+            .instrument(span.clone())
+            .await?;
         let translator =
             StreamTranslator::new(translator.with_warnings(parts.warnings)).with_max_frame_bytes(limits.max_line_bytes);
-        Ok(kit::in_span(event_stream(response, translator, &limits, signal), span))
+        let events = event_stream(response, translator, &limits, signal, &tape);
+        Ok(kit::in_span(tape.watch(events), span))
     }
+}
+
+/// The recorder of a config's `record_dir`: family `anthropic`, and every credential and
+/// configured header value as a secret to keep out of the files.
+fn recorder(dir: &std::path::Path, config: &AnthropicConfig) -> Recorder {
+    let mut recorder =
+        Recorder::new(dir, NAME).with_recorded_by(concat!("patchbay-anthropic ", env!("CARGO_PKG_VERSION")));
+    match &config.auth {
+        Auth::ApiKey(secret) | Auth::Bearer(secret) => recorder = recorder.with_secret(secret.expose()),
+        Auth::None => {}
+    }
+    for (_, value) in &config.headers {
+        recorder = recorder.with_secret(value.as_str());
+    }
+    recorder
 }
 
 /// The request body as bytes.
@@ -185,6 +207,7 @@ fn event_stream(
     translator: StreamTranslator,
     limits: &StreamLimits,
     signal: &Signal,
+    tape: &Tape,
 ) -> EventStream {
     let request_id = patchbay_http::request_id(response.headers());
     let is_json = response
@@ -192,7 +215,7 @@ fn event_stream(
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
-    let body = patchbay_http::body_stream(response, "reading the stream", NAME);
+    let body = tape.body_stream(response, "reading the stream", NAME);
     if is_json {
         // A server that ignored `stream: true`: the whole message at once.
         let whole = WholeMessage {

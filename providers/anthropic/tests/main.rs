@@ -8,6 +8,7 @@ mod fields;
 mod fixtures;
 mod metrics;
 mod provider;
+mod record;
 mod requests;
 mod retry;
 mod translator;

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use patchbay_core::kit::{Secret, StreamLimits, read_options, redact_url};
@@ -91,6 +92,7 @@ pub struct OpenRouterConfig {
     pub(crate) response_format: ResponseFormat,
     pub(crate) connect_timeout: Option<Duration>,
     pub(crate) limits: StreamLimits,
+    pub(crate) record_dir: Option<PathBuf>,
 }
 
 impl fmt::Debug for OpenRouterConfig {
@@ -111,6 +113,7 @@ impl fmt::Debug for OpenRouterConfig {
             .field("response_format", &self.response_format)
             .field("connect_timeout", &self.connect_timeout)
             .field("limits", &self.limits)
+            .field("record_dir", &self.record_dir)
             .finish()
     }
 }
@@ -135,6 +138,7 @@ struct Options {
     content_timeout_ms: Option<u64>,
     max_line_bytes: Option<usize>,
     max_error_body_bytes: Option<usize>,
+    record_dir: Option<PathBuf>,
 }
 
 impl Options {
@@ -192,6 +196,7 @@ impl OpenRouterConfig {
             response_format: ResponseFormat::default(),
             connect_timeout: Some(Duration::from_secs(30)),
             limits: StreamLimits::default(),
+            record_dir: None,
         }
     }
 
@@ -208,8 +213,9 @@ impl OpenRouterConfig {
     /// The environment alone: `OPENAI_BASE_URL` picks the server (its key is
     /// `OPENROUTER_API_KEY` when it is OpenRouter, else `OPENAI_API_KEY`, optional for other
     /// servers); without it, `OPENROUTER_API_KEY` means OpenRouter and `OPENAI_API_KEY` means
-    /// OpenAI. Blank variables count as unset; no key for OpenRouter or OpenAI, a base URL that
-    /// is not http(s) or a variable that is not Unicode is an error.
+    /// OpenAI. `PATCHBAY_RECORD_DIR` records every call there. Blank variables count as unset;
+    /// no key for OpenRouter or OpenAI, a base URL that is not http(s) or a variable that is not
+    /// Unicode is an error.
     pub fn from_env() -> Result<Self, Error> {
         Self::from_options_in(&Value::Null, &process_var)
     }
@@ -265,6 +271,11 @@ impl OpenRouterConfig {
         if let Some(max) = options.max_error_body_bytes {
             config.limits = config.limits.with_max_error_body_bytes(max);
         }
+        config.record_dir = match options.record_dir {
+            // An empty string turns off what PATCHBAY_RECORD_DIR turned on.
+            Some(dir) => Some(dir).filter(|dir| !dir.as_os_str().is_empty()),
+            None => vars(patchbay_http::record::RECORD_DIR_ENV)?.map(PathBuf::from),
+        };
         config.validated()
     }
 
@@ -375,6 +386,19 @@ impl OpenRouterConfig {
     pub fn with_read_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.limits.read_timeout = timeout;
         self
+    }
+
+    /// Record every call into `dir`: the response body as received, the request without
+    /// credentials and a manifest line, laid out like the shipped fixtures (see
+    /// [`patchbay_http::record`]).
+    pub fn with_record_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.record_dir = Some(dir.into());
+        self
+    }
+
+    /// The folder calls are recorded into, if any.
+    pub fn record_dir(&self) -> Option<&std::path::Path> {
+        self.record_dir.as_deref()
     }
 
     /// The limits of a response.

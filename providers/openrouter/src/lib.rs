@@ -21,6 +21,7 @@
 //! | `content_timeout_ms` | integer, `0`: off | `900000` | - |
 //! | `max_line_bytes` | integer (at least 1) | `67108864` | - |
 //! | `max_error_body_bytes` | integer | `65536` | - |
+//! | `record_dir` | path, `""`: off | none | `PATCHBAY_RECORD_DIR` |
 //!
 //! # Decisions
 //! - **One constructor**: [`OpenRouterProvider::new`] takes an [`OpenRouterConfig`] made in
@@ -82,6 +83,18 @@
 //!   [`Driver`](patchbay_core::kit::Driver), inside [`request_span`](patchbay_core::kit::request_span).
 //! - **Redirects** are never followed: a `3xx` is a `Config` error naming the location (the key,
 //!   custom headers and the body must not reach another host).
+//! - **Recording** (`record_dir`, [`OpenRouterConfig::with_record_dir`], or
+//!   `PATCHBAY_RECORD_DIR` for a config from the environment; the option wins over the variable,
+//!   `""` turns it off, and [`OpenRouterConfig::new`] reads no variable): every call goes through
+//!   a [`patchbay_http::record::Tape`], which writes the response body as received to
+//!   `DIR/<family>/recorded/<stem>.sse` (`.json` for an error body), the request to
+//!   `DIR/requests/<family>/recorded/<stem>.json` and a line of `DIR/MANIFEST.tsv` with the
+//!   scenario the events showed. The family is the shipped fixtures' folder of the dialect:
+//!   `openrouter`, `openai-chat` (OpenAI) or `openai-compatible`. The key is a default header of
+//!   the client, so it is not in the request the recorder sees; it and every extra header value
+//!   are also replaced by `[redacted]` wherever they would appear. Replay a file with
+//!   `cargo run -p patchbay-replay -- --family openai FILE`; a failed write leaves the call as it
+//!   was (one warning).
 //! - **Secrets**: `Debug` and logs show no key, no header value (`HTTP-Referer` and `X-Title`
 //!   included: only whether they are set), no URL credentials.
 
@@ -132,8 +145,8 @@ pub fn factory() -> patchbay_core::ProviderFactory {
         NAME,
         "OpenAI-compatible chat completions (OpenRouter, OpenAI, any compatible server); options: base_url, \
          api_key, api_key_env, dialect, referer, title, headers, include_usage, connect_timeout_ms, read_timeout_ms, \
-         content_timeout_ms, max_line_bytes, max_error_body_bytes (on top of OPENROUTER_API_KEY / OPENAI_API_KEY / \
-         OPENAI_BASE_URL)",
+         content_timeout_ms, max_line_bytes, max_error_body_bytes, record_dir (on top of OPENROUTER_API_KEY / \
+         OPENAI_API_KEY / OPENAI_BASE_URL / PATCHBAY_RECORD_DIR)",
         build,
     )
 }

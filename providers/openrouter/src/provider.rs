@@ -10,13 +10,14 @@ use patchbay_core::{
     Capabilities, ErrorKind, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext,
     Signal, ToolSet,
 };
+use patchbay_http::record::{Recorder, Tape};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tracing::Instrument;
 
 use crate::NAME;
 use crate::api_error;
-use crate::config::OpenRouterConfig;
+use crate::config::{Dialect, OpenRouterConfig};
 use crate::error::Error;
 use crate::request;
 use crate::translate::{Framing, Translator};
@@ -29,6 +30,7 @@ pub struct OpenRouterProvider {
     config: OpenRouterConfig,
     endpoint: String,
     client: reqwest::Client,
+    recorder: Option<Recorder>,
 }
 
 impl fmt::Debug for OpenRouterProvider {
@@ -80,11 +82,13 @@ impl OpenRouterProvider {
         let config = config.validated()?;
         let client = client(&config)?;
         let capabilities = Capabilities::none().with_streaming().with_reasoning().with_images();
+        let recorder = config.record_dir.as_ref().map(|dir| recorder(dir, &config));
         Ok(Self {
             info: ProviderInfo::new(NAME, capabilities),
             endpoint: format!("{}/chat/completions", config.base_url),
             config,
             client,
+            recorder,
         })
     }
 
@@ -158,16 +162,18 @@ impl Provider for OpenRouterProvider {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream")
             .body(body);
-        let response = patchbay_http::send(request, &limits, signal, NAME, |failure| {
-            api_error::from_http(
-                failure.status,
-                failure.body,
-                failure.request_id(),
-                failure.retry_after(),
-            )
-        })
-        .instrument(span.clone())
-        .await?;
+        let tape = Tape::start(self.recorder.as_ref(), model);
+        let response = tape
+            .send(request, &limits, signal, NAME, |failure| {
+                api_error::from_http(
+                    failure.status,
+                    failure.body,
+                    failure.request_id(),
+                    failure.retry_after(),
+                )
+            })
+            .instrument(span.clone())
+            .await?;
         let request_id = patchbay_http::request_id(response.headers());
         let translator = Translating {
             translator: translator
@@ -176,7 +182,7 @@ impl Provider for OpenRouterProvider {
             out: VecDeque::new(),
         };
         let events = Driver::new(
-            patchbay_http::body_stream(response, "reading the stream", NAME),
+            tape.body_stream(response, "reading the stream", NAME),
             translator,
             signal,
         )
@@ -184,8 +190,28 @@ impl Provider for OpenRouterProvider {
         .with_provider(NAME)
         .with_request_id(request_id)
         .into_stream();
-        Ok(kit::in_span(events, span))
+        Ok(kit::in_span(tape.watch(events), span))
     }
+}
+
+/// The recorder of a config's `record_dir`: the fixture family of its dialect (`openrouter`,
+/// `openai-chat` for OpenAI, `openai-compatible` for other servers), the key and the extra
+/// header values as secrets to keep out of the files.
+fn recorder(dir: &std::path::Path, config: &OpenRouterConfig) -> Recorder {
+    let family = match config.dialect {
+        Dialect::OpenRouter => "openrouter",
+        Dialect::OpenAi => "openai-chat",
+        Dialect::Generic => "openai-compatible",
+    };
+    let mut recorder =
+        Recorder::new(dir, family).with_recorded_by(concat!("patchbay-openrouter ", env!("CARGO_PKG_VERSION")));
+    if let Some(key) = &config.api_key {
+        recorder = recorder.with_secret(key.expose());
+    }
+    for (_, value) in &config.headers {
+        recorder = recorder.with_secret(value.as_str());
+    }
+    recorder
 }
 
 /// The translator as core's driver feeds it: events queue in `out` and leave from the front.

@@ -7,5 +7,6 @@ mod fixtures;
 mod http;
 mod metrics;
 mod options;
+mod record;
 mod requests;
 mod translator;
