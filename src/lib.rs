@@ -42,3 +42,7 @@ pub use patchbay_mcp as mcp;
 /// Coding tools (feature `tools`).
 #[cfg(feature = "tools")]
 pub use patchbay_tools as tools;
+
+/// OpenTelemetry export of patchbay's GenAI spans and metrics (feature `otel`).
+#[cfg(feature = "otel")]
+pub use patchbay_otel as otel;

@@ -256,7 +256,7 @@ fn nothing_logged_at_trace_shows_a_secret() {
         runtime.block_on(traced_calls());
     });
     let logged = capture.text();
-    for seen in ["redirect refused", "request failed", "patchbay.request"] {
+    for seen in ["redirect refused", "request failed", "chat{otel.name=chat "] {
         assert!(logged.contains(seen), "the subscriber saw `{seen}`:\n{logged}");
     }
     assert_clean("the TRACE log", &logged);

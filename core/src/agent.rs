@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use tracing::Instrument;
 
 use crate::context::{Approval, ApprovalRequest, RequestContext};
 use crate::error::ProviderError;
@@ -88,6 +87,7 @@ pub struct Agent {
     context: RequestContext,
     sources: Vec<Arc<dyn ToolSource>>,
     max_steps: u32,
+    name: Option<String>,
 }
 
 impl fmt::Debug for Agent {
@@ -99,6 +99,7 @@ impl fmt::Debug for Agent {
             .field("context", &self.context)
             .field("sources", &self.sources.len())
             .field("max_steps", &self.max_steps)
+            .field("name", &self.name)
             .finish()
     }
 }
@@ -136,7 +137,15 @@ impl Agent {
             context: RequestContext::default(),
             sources: Vec::new(),
             max_steps: DEFAULT_MAX_STEPS,
+            name: None,
         }
+    }
+
+    /// Name the agent: its runs' `invoke_agent` spans carry it (`gen_ai.agent.name`, exported
+    /// as `invoke_agent {name}`).
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
     }
 
     /// Set the tools.
@@ -208,12 +217,12 @@ impl Agent {
         transcript: Option<std::sync::mpsc::Sender<Vec<Message>>>,
     ) -> EventStream {
         let agent = self.clone();
-        let span = tracing::info_span!("patchbay.run", provider = %agent.provider.info().name, model = %agent.model);
+        let span = crate::telemetry::agent_span(&agent.provider.info().name, &agent.model, agent.name.as_deref());
         let stream = async_stream::stream! {
             let mut run = RunState::new(agent, messages, transcript);
             run.attach_sources(&signal).await;
             for step in 0..run.max_steps {
-                let mut stream = match run.call_model(step, &signal, &span).await {
+                let mut stream = match run.call_model(step, &signal).await {
                     Ok(stream) => stream,
                     Err(error) => {
                         yield Err(error);
@@ -249,7 +258,7 @@ impl Agent {
                     return;
                 }
 
-                let results = run.run_host_calls(&turn.host_calls, step, &signal, &span).await;
+                let results = run.run_host_calls(&turn.host_calls, &signal).await;
                 let (result_blocks, events) = run.tool_results(&turn.host_calls, results);
                 for event in events {
                     yield Ok(event);
@@ -261,7 +270,9 @@ impl Agent {
                 yield Ok(run.next_step(step, reason, turn, result_blocks));
             }
         };
-        Box::pin(stream)
+        // Polled inside the run's span: model calls and tool executions are its children.
+        let recorder = crate::telemetry::SpanRecorder::new(span).without_time_to_first_chunk();
+        crate::kit::observed(Box::pin(stream), recorder)
     }
 }
 
@@ -307,6 +318,7 @@ impl RunState {
             context,
             sources,
             max_steps,
+            name: _,
         } = agent;
         Self {
             guards: Vec::new(),
@@ -346,10 +358,9 @@ impl RunState {
     }
 
     /// Start one model call on the conversation so far; a failure carries the step.
-    async fn call_model(&self, step: u32, signal: &Signal, span: &tracing::Span) -> Result<EventStream, ProviderError> {
+    async fn call_model(&self, step: u32, signal: &Signal) -> Result<EventStream, ProviderError> {
         self.provider
             .create_response(&self.messages, &self.tools, &self.model, signal, Some(&self.context))
-            .instrument(tracing::info_span!(parent: span, "patchbay.step", step))
             .await
             .map_err(|error| error.with_turn(step))
     }
@@ -453,18 +464,10 @@ impl RunState {
         }
     }
 
-    /// Run the turn's host tool calls, inside the run's span.
-    async fn run_host_calls(
-        &self,
-        calls: &[HostCall],
-        step: u32,
-        signal: &Signal,
-        span: &tracing::Span,
-    ) -> Vec<ToolResult> {
+    /// Run the turn's host tool calls (the run's stream is polled inside its span).
+    async fn run_host_calls(&self, calls: &[HostCall], signal: &Signal) -> Vec<ToolResult> {
         let base = self.context.tool_context(signal);
-        run_tools(&self.tools, calls, &base, &self.context, step)
-            .instrument(span.clone())
-            .await
+        run_tools(&self.tools, calls, &base, &self.context).await
     }
 
     /// The tool-result blocks for the next message and the `ToolResult` events, in call order.
@@ -516,7 +519,6 @@ async fn run_tools(
     calls: &[HostCall],
     base: &ToolContext,
     context: &RequestContext,
-    step: u32,
 ) -> Vec<ToolResult> {
     let mut approved = Vec::with_capacity(calls.len());
     for (id, name, input) in calls {
@@ -537,9 +539,10 @@ async fn run_tools(
         };
         approved.push((cx, decision));
     }
-    let runs = calls.iter().zip(approved).map(|((id, name, input), (cx, decision))| {
-        let span = tracing::info_span!("patchbay.tool", tool = %name, id = %id, step);
-        async move {
+    let runs = calls
+        .iter()
+        .zip(approved)
+        .map(|((_, name, input), (cx, decision))| async move {
             let input = match decision {
                 Approval::Allow => input.clone(),
                 Approval::AllowWithInput(edited) => edited,
@@ -552,8 +555,6 @@ async fn run_tools(
                 return ToolResult::aborted();
             }
             run_tool(tool.as_ref(), input, &cx).await
-        }
-        .instrument(span)
-    });
+        });
     futures::future::join_all(runs).await
 }

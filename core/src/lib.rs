@@ -15,6 +15,7 @@ mod retry;
 mod signal;
 mod sink;
 mod source;
+pub mod telemetry;
 mod tool;
 mod toolset;
 pub mod validate;

@@ -13,8 +13,9 @@
 //! - [`token_count`] reads a server's usage numbers so no value breaks a stream or a sum.
 //! - [`read_options`] reads a provider's JSON options, naming the key at fault and quoting no
 //!   value.
-//! - [`Secret`] holds a key so no `Debug` shows it; [`request_span`] is the one span name of a
-//!   model call, [`in_span`] polls an event stream inside it.
+//! - [`Secret`] holds a key so no `Debug` shows it; [`request_span_for`] is the one span of a
+//!   model call (OpenTelemetry GenAI attributes, see [`telemetry`](crate::telemetry)),
+//!   [`in_span`] polls an event stream inside it and fills in the response's attributes.
 //! - Helpers every provider needs: [`check_conversation`] (input checks before any I/O),
 //!   [`kind_for_status`] and [`parse_retry_after`] (HTTP errors), [`MetricsRecorder`] (the
 //!   `Finish` metrics), [`ContentBuilder`] (events back into content blocks), [`run_tool`]
@@ -34,7 +35,8 @@ pub use framing::{Framer, Framing, MAX_LINE_BYTES};
 pub use options::{OptionsError, read_options};
 pub use redact::{redact_serde_message, redact_url, redirect_error};
 pub use secret::Secret;
-pub use span::{in_span, request_span};
+pub(crate) use span::observed;
+pub use span::{in_span, record_error, request_span, request_span_for};
 
 pub use crate::error::kind_for_status;
 pub use crate::event::MetricsRecorder;

@@ -5,23 +5,53 @@ use std::task::{Context, Poll};
 
 use futures::Stream;
 
+use crate::context::RequestContext;
 use crate::error::ProviderError;
 use crate::event::Event;
+use crate::message::Message;
 use crate::provider::EventStream;
+use crate::telemetry::{SpanRecorder, chat_span};
 
-/// The span every provider opens around one model call: `patchbay.request{provider, model}`.
+/// The span every provider opens around one model call: `chat` (exported to OpenTelemetry as
+/// `chat {model}`), with the GenAI attributes of [`telemetry::chat_span`](crate::telemetry::chat_span)
+/// but no request parameters; prefer [`request_span_for`].
 ///
 /// ```
 /// let span = patchbay_core::kit::request_span("anthropic", "claude-sonnet-4-5");
 /// let _entered = span.enter();
 /// ```
 pub fn request_span(provider: &str, model: &str) -> tracing::Span {
-    tracing::info_span!("patchbay.request", provider = %provider, model = %model)
+    chat_span(provider, model, &[], None)
+}
+
+/// The span of one model call with the request's parameters (max tokens, sampling, the
+/// session's conversation id) and, while content is captured, its messages and system prompt.
+///
+/// ```
+/// use patchbay_core::Message;
+/// let span = patchbay_core::kit::request_span_for("mine", "m", &[Message::user("hi")], None);
+/// let _entered = span.enter();
+/// ```
+pub fn request_span_for(
+    provider: &str,
+    model: &str,
+    messages: &[Message],
+    context: Option<&RequestContext>,
+) -> tracing::Span {
+    chat_span(provider, model, messages, context)
+}
+
+/// Note on a model call's span that the call failed before its stream began, and return the
+/// error: `send(..).await.map_err(|e| record_error(&span, e))?`.
+pub fn record_error(span: &tracing::Span, error: ProviderError) -> ProviderError {
+    crate::telemetry::record_error(span, error)
 }
 
 /// `stream` polled inside `span`: whatever the provider logs while translating (and the
 /// driver's limit errors) belongs to the call's span although the host polls the stream later,
-/// outside it.
+/// outside it. The span's response attributes (response id and model, usage, finish reason,
+/// time to first chunk, `error.type`) are filled in from the items as they pass
+/// ([`SpanRecorder`]); the span ends when the stream is dropped.
 ///
 /// ```
 /// use futures::StreamExt;
@@ -33,12 +63,23 @@ pub fn request_span(provider: &str, model: &str) -> tracing::Span {
 /// # });
 /// ```
 pub fn in_span(stream: EventStream, span: tracing::Span) -> EventStream {
-    Box::pin(InSpan { inner: stream, span })
+    observed(stream, SpanRecorder::new(span))
+}
+
+/// `stream` polled inside the recorder's span, each item noted by the recorder.
+pub(crate) fn observed(stream: EventStream, recorder: SpanRecorder) -> EventStream {
+    let span = recorder.span().clone();
+    Box::pin(InSpan {
+        inner: stream,
+        span,
+        recorder,
+    })
 }
 
 struct InSpan {
     inner: EventStream,
     span: tracing::Span,
+    recorder: SpanRecorder,
 }
 
 impl Stream for InSpan {
@@ -47,6 +88,10 @@ impl Stream for InSpan {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
         let _entered = this.span.enter();
-        this.inner.as_mut().poll_next(cx)
+        let item = this.inner.as_mut().poll_next(cx);
+        if let Poll::Ready(Some(item)) = &item {
+            this.recorder.observe(item.as_ref());
+        }
+        item
     }
 }

@@ -1,6 +1,6 @@
 //! [`OllamaProvider`]: the thin I/O around the request plan and the translator.
 
-use patchbay_core::kit::{Driver, MetricsRecorder, check_conversation, kind_for_status, redact_url, request_span};
+use patchbay_core::kit::{Driver, MetricsRecorder, check_conversation, kind_for_status, record_error, redact_url, request_span_for};
 use patchbay_core::{
     Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
     async_trait,
@@ -112,8 +112,12 @@ impl Provider for OllamaProvider {
         let metrics = MetricsRecorder::start();
         check_conversation(messages, true).map_err(|e| e.with_provider(NAME))?;
         let plan = plan(messages, tools, model, context).map_err(|e| e.with_provider(NAME))?;
-        let span = request_span(NAME, model);
-        let response = self.send(&plan.body, signal).instrument(span.clone()).await?;
+        let span = request_span_for(NAME, model, messages, context);
+        let response = self
+            .send(&plan.body, signal)
+            .instrument(span.clone())
+            .await
+            .map_err(|e| record_error(&span, e))?;
         let limits = self.config.limits();
         let translator = OllamaTranslator::new(model, plan.warnings)
             .with_first_call(plan.first_call)

@@ -31,11 +31,12 @@
 //! | `keep_alive_ms` | integer | off; `0` turns it off |
 //! | `spares` | integer | `0`: none (see "Spare CLIs" below) |
 //! | `spare_max_age_ms` | integer | `600000` (10 min); `0` turns the age limit off |
+//! | `record_dir` | string (a folder) | `$PATCHBAY_RECORD_DIR` (overridden by the option); `""`: off (see "Recording" below) |
 //!
 //! The environment: `PATCHBAY_CLAUDE_CLI` ([`CLI_ENV`]) is `cli_path` (empty: unset; not valid
 //! Unicode: an [`Error::Env`]); `PATH` and `PATCHBAY_PEERS` ([`PEERS_ENV`]) are where the CLI is
-//! searched for at call time. A configuration from [`ClaudeAgentConfig::new`] reads no
-//! environment variable.
+//! searched for at call time; `PATCHBAY_RECORD_DIR` is `record_dir` (empty: unset). A
+//! configuration from [`ClaudeAgentConfig::new`] reads no environment variable.
 //!
 //! # Decisions
 //! - **Isolation**: every run passes `--setting-sources` (empty unless `setting_sources` names
@@ -75,8 +76,9 @@
 //!   `Protocol` error naming `Limit::LineLength`; the stderr tail and exit code are attached to
 //!   process errors.
 //! - **Span**: planning, spawning and every poll of the stream run inside
-//!   `patchbay.request{provider = "claude-agent", model}` ([`patchbay_core::kit::request_span`]);
-//!   in-process host tool runs are `patchbay.tool` spans inside it.
+//!   `chat{gen_ai.provider.name = "claude-agent", gen_ai.request.model}`
+//!   ([`patchbay_core::kit::request_span_for`]); in-process host tool runs are `execute_tool`
+//!   spans inside it.
 //! - **Secrets**: `Debug` of the configuration and the provider prints environment variable
 //!   names and the flags of `extra_args`, never their values; option errors do not quote the
 //!   values they refuse; no log line carries the environment, the command line or the MCP
@@ -129,7 +131,7 @@
 //!   the program and the line cap. Only a new session without a fixed id takes one: `Resume`,
 //!   `Fork`, `New { id: Some(..) }` (the id is a start flag), calls with host tools (the
 //!   in-process server is answered by its call, the HTTP one carries the call's context) and
-//!   recording runs (`record_stdout`) start their own CLI. Spares follow the latest new
+//!   recording runs (`record_stdout`, `record_dir`) start their own CLI. Spares follow the latest new
 //!   session's launch: a new session with another launch stops the old spares and starts
 //!   spares of its own, so the first new session of a launch is always cold. The real CLI
 //!   makes no API call and writes no session before its first user message (it reads its
@@ -142,6 +144,19 @@
 //!   one) and its MCP servers; dropping the provider stops every spare (stdin EOF, then
 //!   SIGTERM and SIGKILL, reaped) and cancels the ones still starting. Spares start on the
 //!   Tokio runtime of the call that taught the launch.
+//! - **Recording** (`record_dir`, [`ClaudeAgentConfig::with_record_dir`], or
+//!   `PATCHBAY_RECORD_DIR`): each call's stdout lines, as read (the lines `record_stdout` appends
+//!   to one file), go to `DIR/claude-agent/recorded/<stem>.jsonl` through patchbay-http's
+//!   [`Tape`](patchbay_http::record::Tape), with a line of `DIR/MANIFEST.tsv` (provider, model,
+//!   time, the scenario the events showed, server `claude CLI`) written when the events end. A
+//!   recorded file is a transcript the fake CLI of this crate's tests replays
+//!   (`FAKE_CLAUDE_TRANSCRIPT`) as it replays `tests/transcripts/<scenario>.jsonl` (run
+//!   `tests/transcripts/scrub.py` on it before committing one there); there is no request file,
+//!   since what the CLI is sent goes over its stdin. Every value of the configured `env` and
+//!   this process's `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN` and `CLAUDE_CODE_OAUTH_TOKEN`
+//!   (when inherited) are replaced by `[redacted]` wherever they would appear. A kept-alive CLI's
+//!   later turns are recorded without the `initialize` answer its first turn read. A failed write
+//!   leaves the call as it was (one warning). `record_stdout` works as before, beside it.
 //! - **Known CLI gaps** (`tests/conformance-baseline.toml`): the CLI continues after `max_tokens`
 //!   and `refusal`, and hides in-stream errors and truncated streams behind a retry, so those shared
 //!   scenarios end differently through it.
@@ -194,7 +209,8 @@ pub fn factory() -> patchbay_core::ProviderFactory {
         "the Claude Code CLI as an agent runtime; options: cli_path, env, inherit_env, max_line_bytes, \
          permission_mode, allowed_tools, disallowed_tools, tools, agents, system_prompt, host_tools, \
          host_server_name, max_turns, setting_sources, session_markers, stop_grace_ms, cancel_grace_ms, init_timeout_ms, \
-         extra_args, keep_alive_ms, spares, spare_max_age_ms (on top of PATCHBAY_CLAUDE_CLI)",
+         extra_args, keep_alive_ms, spares, spare_max_age_ms, record_dir (on top of PATCHBAY_CLAUDE_CLI, \
+         PATCHBAY_RECORD_DIR)",
         build,
     )
 }

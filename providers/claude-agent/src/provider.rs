@@ -6,11 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use patchbay_core::kit::{check_conversation, request_span};
+use patchbay_core::kit::{check_conversation, record_error, request_span_for};
 use patchbay_core::{
     Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, Tool,
     ToolContext, ToolResult, ToolSet, ToolSpec,
 };
+use patchbay_http::record::{Recorder, Tape};
 use serde_json::Value;
 use tokio::process::Command;
 use tokio::sync::mpsc;
@@ -33,6 +34,7 @@ pub struct ClaudeAgentProvider {
     info: ProviderInfo,
     pool: Arc<Pool>,
     spares: Arc<Spares>,
+    recorder: Option<Recorder>,
 }
 
 impl ClaudeAgentProvider {
@@ -52,6 +54,7 @@ impl ClaudeAgentProvider {
             .with_runs_tools()
             .with_sessions();
         Ok(Self {
+            recorder: config.record_dir.as_deref().map(|dir| recorder(dir, &config)),
             config,
             info: ProviderInfo::new(NAME, capabilities),
             pool: Arc::new(Pool::default()),
@@ -126,8 +129,16 @@ impl ClaudeAgentProvider {
             signal: signal.clone(),
             server: config.host_server_name.clone(),
         });
+        // The recorder of this call: the provider's, or one for a folder the call's options name.
+        let recorder = match (&config.record_dir, &self.recorder) {
+            (Some(dir), Some(own)) if own.dir() == dir.as_path() => Some(own.clone()),
+            (Some(dir), _) => Some(recorder(dir, &config)),
+            (None, _) => None,
+        };
+        let tape = Tape::start(recorder.as_ref(), call.model);
         let start = Start {
             record: config.record_stdout.clone(),
+            transcript: tape.body_sink("jsonl", "stdout lines of the Claude Code CLI (stream-json)"),
             initialize: plan.initialize,
             user: plan.user_turn,
             init_timeout: config.init_timeout,
@@ -142,7 +153,7 @@ impl ClaudeAgentProvider {
             Some(old) => Box::new((old, dir, context_guard)),
             None => Box::new((dir, context_guard)),
         };
-        Ok(run(process, translator, bridge, start, reports, keep))
+        Ok(tape.watch(run(process, translator, bridge, start, reports, keep)))
     }
 
     /// The kept-alive CLI of the session this plan resumes, if it was started the same way.
@@ -175,10 +186,33 @@ impl Provider for ClaudeAgentProvider {
             model,
             context: context.unwrap_or(&empty),
         };
-        let span = request_span(NAME, model);
-        let stream = span.in_scope(|| self.start(&call, signal))?;
+        let span = request_span_for(NAME, model, messages, context);
+        let stream = span
+            .in_scope(|| self.start(&call, signal))
+            .map_err(|e| record_error(&span, e))?;
         Ok(patchbay_core::kit::in_span(stream, span))
     }
+}
+
+/// Variables of this process whose values the CLI may be given and no recording may show.
+const SECRET_VARIABLES: [&str; 3] = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"];
+
+/// The recorder of a `record_dir`: family `claude-agent`, server `claude CLI`, and as secrets
+/// every value of the configured environment and, when the CLI inherits this process's
+/// environment, the credentials in it ([`SECRET_VARIABLES`]).
+fn recorder(dir: &Path, config: &ClaudeAgentConfig) -> Recorder {
+    let mut recorder = Recorder::new(dir, NAME)
+        .with_recorded_by(concat!("patchbay-claude-agent ", env!("CARGO_PKG_VERSION")))
+        .with_server("claude CLI");
+    for value in config.env.values() {
+        recorder = recorder.with_secret(value.as_str());
+    }
+    if config.inherit_env {
+        for value in SECRET_VARIABLES.iter().filter_map(|name| std::env::var(name).ok()) {
+            recorder = recorder.with_secret(value);
+        }
+    }
+    recorder
 }
 
 /// For host tools over HTTP: the call registered with patchbay-mcp's tool server, each tool
@@ -238,7 +272,8 @@ fn spare_key(config: &ClaudeAgentConfig, call: &Call<'_>, plan: &LaunchPlan, pro
     let eligible = config.spares > 0
         && plan.session == SessionArgs::New(None)
         && call.tools.is_empty()
-        && config.record_stdout.is_none();
+        && config.record_stdout.is_none()
+        && config.record_dir.is_none();
     eligible.then(|| Key {
         fingerprint: plan.fingerprint,
         program: program.to_path_buf(),

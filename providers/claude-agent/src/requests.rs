@@ -99,7 +99,6 @@ fn mcp_message(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, requ
             };
             let bridge = bridge.clone();
             let id = id.to_string();
-            let span = tracing::info_span!("patchbay.tool", tool = %name, call = ?call_id);
             let work = async move {
                 let mut cx = bridge.context.tool_context(&bridge.signal);
                 if let Some(call) = &call_id {
@@ -112,7 +111,8 @@ fn mcp_message(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, requ
                     record: call_id.map(|call| (call, result)),
                 }
             };
-            Reply::Later(Box::pin(work.instrument(span)))
+            // `run_tool` opens the call's `execute_tool` span, a child of the model call's.
+            Reply::Later(Box::pin(work.in_current_span()))
         }
     }
 }

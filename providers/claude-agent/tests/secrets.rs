@@ -191,8 +191,9 @@ async fn no_log_line_at_trace_shows_a_secret() {
     // Planning and spawning, and the stream's polls, run inside the request span.
     for line in ["claude-agent run started", "claude-agent run finished"] {
         assert!(
-            logs.lines()
-                .any(|l| l.contains(line) && l.contains("patchbay.request{provider=claude-agent model=m}")),
+            logs.lines().any(|l| l.contains(line)
+                && l.contains("chat{")
+                && l.contains("gen_ai.provider.name=claude-agent gen_ai.request.model=m")),
             "`{line}` in the request span:\n{logs}"
         );
     }

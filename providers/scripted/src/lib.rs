@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use patchbay_core::kit::{MetricsRecorder, check_conversation};
+use patchbay_core::kit::{MetricsRecorder, check_conversation, in_span, record_error, request_span_for};
 use patchbay_core::{
     Capabilities, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, OutputSchema, Provider,
     ProviderError, ProviderInfo, RequestContext, Signal, Source, ToolSet, Usage, Warning,
@@ -394,9 +394,10 @@ impl Provider for ScriptedProvider {
             return Err(ProviderError::cancelled());
         }
         self.record(messages, tools, model, context);
-        let (n, turn) = self.next_turn()?;
+        let span = request_span_for(self.info.name.as_str(), model, messages, context);
+        let (n, turn) = self.next_turn().map_err(|e| record_error(&span, e))?;
         let response = match turn {
-            Turn::Fail(error) => return Err(error.to_error()),
+            Turn::Fail(error) => return Err(record_error(&span, error.to_error())),
             Turn::Respond(response) => response,
         };
         let model = model.to_string();
@@ -406,7 +407,7 @@ impl Provider for ScriptedProvider {
             .and_then(RequestContext::unattached_mcp_servers)
             .into_iter()
             .collect();
-        Ok(Box::pin(async_stream::stream! {
+        let events = Box::pin(async_stream::stream! {
             let mut recorder = MetricsRecorder::start();
             let events = response_events(n, &response, model, warnings);
             for event in events {
@@ -435,7 +436,8 @@ impl Provider for ScriptedProvider {
                     yield Err(ProviderError::cancelled());
                 }
             }
-        }))
+        });
+        Ok(in_span(events, span))
     }
 }
 

@@ -1,0 +1,7 @@
+//! patchbay-otel's tests: spans and metrics through in-memory exporters, and one export over
+//! OTLP/HTTP to a loopback receiver.
+
+mod config;
+mod otlp;
+mod spans;
+mod support;
