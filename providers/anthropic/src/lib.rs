@@ -77,8 +77,8 @@
 //!   Cancelling the signal ends the stream with `Cancelled` and drops the connection.
 //! - Redirects are never followed: a `3xx` is a `Config` error naming the location (the key and
 //!   the request must not reach another host).
-//! - Each call sends its request inside core's `patchbay.request{provider = "anthropic", model}`
-//!   span ([`request_span`](patchbay_core::kit::request_span)); the body size is a `debug`
+//! - Each call sends its request inside core's `chat` span (OpenTelemetry GenAI attributes,
+//!   [`request_span_for`](patchbay_core::kit::request_span_for)); the body size is a `debug`
 //!   event in it, and failures and refused redirects are `debug` events too.
 //! - Recording (`record_dir`, [`AnthropicConfig::with_record_dir`], or `PATCHBAY_RECORD_DIR` for
 //!   a config from the environment; the option wins over the variable, `""` turns it off, and

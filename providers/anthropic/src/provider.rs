@@ -159,7 +159,7 @@ impl Provider for AnthropicProvider {
         }
         let body = encode_body(&parts.body)?;
         let request = self.request(&parts.betas);
-        let span = kit::request_span(NAME, model);
+        let span = kit::request_span_for(NAME, model, messages, context);
         tracing::debug!(parent: &span, bytes = body.len(), "sending the request");
         let limits = self.config.limits;
         let tape = Tape::start(self.recorder.as_ref(), model);
@@ -168,7 +168,8 @@ impl Provider for AnthropicProvider {
                 http_error(failure.status, failure.headers, failure.body)
             })
             .instrument(span.clone())
-            .await?;
+            .await
+            .map_err(|e| kit::record_error(&span, e))?;
         let translator =
             StreamTranslator::new(translator.with_warnings(parts.warnings)).with_max_frame_bytes(limits.max_line_bytes);
         let events = event_stream(response, translator, &limits, signal, &tape);

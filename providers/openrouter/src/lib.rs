@@ -80,7 +80,7 @@
 //!   (before the headers, between body reads, in an error body); `content_timeout` 15 min of
 //!   keep-alive comments (`: OPENROUTER PROCESSING`) without an event; `max_line_bytes` 64 MiB
 //!   per line; error bodies read up to 64 KiB. The stream is core's
-//!   [`Driver`](patchbay_core::kit::Driver), inside [`request_span`](patchbay_core::kit::request_span).
+//!   [`Driver`](patchbay_core::kit::Driver), inside [`request_span_for`](patchbay_core::kit::request_span_for).
 //! - **Redirects** are never followed: a `3xx` is a `Config` error naming the location (the key,
 //!   custom headers and the body must not reach another host).
 //! - **Recording** (`record_dir`, [`OpenRouterConfig::with_record_dir`], or

@@ -153,7 +153,7 @@ impl Provider for OpenRouterProvider {
                 .with_provider(NAME)
                 .with_source(e)
         })?;
-        let span = kit::request_span(NAME, model);
+        let span = kit::request_span_for(NAME, model, messages, context);
         let limits = self.config.limits;
         tracing::debug!(parent: &span, endpoint = %redact_url(&self.endpoint), bytes = body.len(), "sending chat completion request");
         let request = self
@@ -173,7 +173,8 @@ impl Provider for OpenRouterProvider {
                 )
             })
             .instrument(span.clone())
-            .await?;
+            .await
+            .map_err(|e| kit::record_error(&span, e))?;
         let request_id = patchbay_http::request_id(response.headers());
         let translator = Translating {
             translator: translator
