@@ -5,6 +5,7 @@
 //! cargo run --example chat -- --json "what is in this folder?"     # one JSON event per line
 //! cargo run --example chat --features anthropic -- --provider anthropic "hi"
 //! cargo run --example chat -- --schema examples/weather.schema.json "weather in Paris?"
+//! OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 cargo run --features otel --example chat -- "hi"
 //! ```
 //!
 //! Text is printed as it arrives, tool calls and their results as they happen, and a last line
@@ -15,6 +16,10 @@
 //! for with structured output (no tools): the object is printed each time it grows, then the
 //! object validated against the schema (in `--json` mode only the final object). Offline, the
 //! scripted model answers with a sample object it builds from the schema.
+//!
+//! Built with the `otel` feature, the run's spans and metrics go to the OTLP/HTTP collector that
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` names (message content only with
+//! `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -124,6 +129,54 @@ fn preview(result: &ToolResult, lines: usize) -> String {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    let telemetry = match start_telemetry() {
+        Ok(telemetry) => telemetry,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = chat().await;
+    stop_telemetry(telemetry).await;
+    code
+}
+
+/// With the `otel` feature and `OTEL_EXPORTER_OTLP_ENDPOINT` (or another `OTEL_*` endpoint
+/// variable) set: export the run's spans and metrics over OTLP/HTTP.
+#[cfg(feature = "otel")]
+fn start_telemetry() -> Result<Option<patchbay::otel::Telemetry>, String> {
+    patchbay::otel::init_from_env().map_err(|e| format!("OpenTelemetry: {e}"))
+}
+
+/// Built without the `otel` feature: say how to get it when an endpoint is set.
+#[cfg(not(feature = "otel"))]
+fn start_telemetry() -> Result<Option<()>, String> {
+    if std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some() {
+        eprintln!(
+            "(OTEL_EXPORTER_OTLP_ENDPOINT is set, but this build has no OpenTelemetry: cargo run --features otel --example chat -- ...)"
+        );
+    }
+    Ok(None)
+}
+
+/// Send what is left (the exporters block, so off the runtime's threads); a collector that is
+/// down is a warning, never a failed chat.
+#[cfg(feature = "otel")]
+async fn stop_telemetry(telemetry: Option<patchbay::otel::Telemetry>) {
+    let Some(telemetry) = telemetry else {
+        return;
+    };
+    match tokio::task::spawn_blocking(move || telemetry.shutdown()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => eprintln!("(OpenTelemetry export failed: {error})"),
+        Err(error) => eprintln!("(OpenTelemetry export stopped: {error})"),
+    }
+}
+
+#[cfg(not(feature = "otel"))]
+async fn stop_telemetry(_telemetry: Option<()>) {}
+
+async fn chat() -> ExitCode {
     let args = match parse_args() {
         Ok(args) => args,
         Err(message) => {
@@ -153,7 +206,9 @@ async fn main() -> ExitCode {
     if let Some(schema) = schema {
         return structured(provider.as_ref(), &model, &args, schema).await;
     }
-    let agent = Agent::new(provider, model).with_tools(coding_tools(Workspace::new(cwd)));
+    let agent = Agent::new(provider, model)
+        .with_name("chat")
+        .with_tools(coding_tools(Workspace::new(cwd)));
     let signal = Signal::new();
     cancel_on_ctrl_c(&signal);
 

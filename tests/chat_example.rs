@@ -197,3 +197,79 @@ pub(crate) mod against_mocks {
         chat_against(OpenAiWire, "openrouter", &env).await;
     }
 }
+
+/// The chat example built with `otel` exports its run to the collector that
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` names (a loopback receiver here: protobuf bodies carry span
+/// and metric names as plain bytes).
+#[cfg(feature = "otel")]
+pub(crate) fn chat_exports_spans_and_metrics_when_an_otlp_endpoint_is_set() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, Vec<u8>)>::new()));
+    let sink = received.clone();
+    std::thread::spawn(move || {
+        // One connection at a time, requests read by their content-length, each answered 200.
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
+                let mut length = 0;
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                        break;
+                    }
+                    if let Some((name, value)) = header.split_once(':')
+                        && name.eq_ignore_ascii_case("content-length")
+                    {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                if reader.read_exact(&mut body).is_err() {
+                    break;
+                }
+                sink.lock().expect("lock").push((path, body));
+                let reply = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                if reader.get_mut().write_all(reply).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let binary = chat_binary().path().to_path_buf();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = Command::new(binary)
+        .arg("what is in this folder?")
+        .current_dir(dir.path())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_SERVICE_NAME", "chat-example-test")
+        .output()
+        .expect("chat runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("export failed"), "{stderr}");
+    let received = received.lock().expect("lock");
+    let body_of = |path: &str| -> Vec<u8> {
+        received
+            .iter()
+            .filter(|(p, _)| p == path)
+            .flat_map(|(_, body)| body.clone())
+            .collect()
+    };
+    let contains = |haystack: &[u8], needle: &str| haystack.windows(needle.len()).any(|w| w == needle.as_bytes());
+    let traces = body_of("/v1/traces");
+    for name in ["invoke_agent chat", "chat scripted-demo", "execute_tool read", "chat-example-test"] {
+        assert!(contains(&traces, name), "`{name}` in the exported spans");
+    }
+    let metrics = body_of("/v1/metrics");
+    assert!(contains(&metrics, "gen_ai.client.operation.duration"), "the duration metric was exported");
+    assert!(!contains(&traces, "what is in this folder?"), "no message content unless asked for");
+}

@@ -33,6 +33,10 @@ fn main() {
             against_mocks::chat_runs_on_openrouter_against_the_mock,
         ]);
     }
+    #[cfg(feature = "otel")]
+    trials.extend(trials![trial, chat =>
+        chat_example::chat_exports_spans_and_metrics_when_an_otlp_endpoint_is_set,
+    ]);
     #[cfg(feature = "mcp")]
     {
         let serve: &Peer = &mcp_serve::mcp_serve_binary();

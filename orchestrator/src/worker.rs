@@ -261,6 +261,7 @@ fn agent_for(
     messages.push(Message::user(job.prompt.clone()));
     let context = context_for(inner, session, blueprint, resume_id);
     let mut agent = Agent::new(provider, blueprint.model.clone())
+        .with_name(blueprint.name.clone())
         .with_tools(tools_for(blueprint, session))
         .with_context(context);
     if !capabilities.runs_tools {

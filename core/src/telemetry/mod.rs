@@ -133,7 +133,7 @@ pub fn chat_span(provider: &str, model: &str, messages: &[Message], context: Opt
 fn record_request(span: &tracing::Span, context: &RequestContext) {
     let sampling = &context.sampling;
     if let Some(max) = sampling.max_tokens {
-        span.record("gen_ai.request.max_tokens", max);
+        span.record("gen_ai.request.max_tokens", i64::from(max));
     }
     if let Some(temperature) = sampling.temperature {
         span.record("gen_ai.request.temperature", f64::from(temperature));

@@ -125,24 +125,30 @@ impl SpanRecorder {
                 .into_iter()
                 .flatten()
                 .fold(0u64, u64::saturating_add);
-            span.record("gen_ai.usage.input_tokens", all);
+            span.record("gen_ai.usage.input_tokens", int(all));
         }
         if let Some(output) = usage.output {
-            span.record("gen_ai.usage.output_tokens", output);
+            span.record("gen_ai.usage.output_tokens", int(output));
         }
         if let Some(read) = usage.cache_read {
-            span.record("gen_ai.usage.cache_read.input_tokens", read);
+            span.record("gen_ai.usage.cache_read.input_tokens", int(read));
         }
         if let Some(write) = usage.cache_write {
-            span.record("gen_ai.usage.cache_creation.input_tokens", write);
+            span.record("gen_ai.usage.cache_creation.input_tokens", int(write));
         }
         if let Some(reasoning) = usage.reasoning {
-            span.record("gen_ai.usage.reasoning.output_tokens", reasoning);
+            span.record("gen_ai.usage.reasoning.output_tokens", int(reasoning));
         }
         if let Some(cost) = usage.cost_usd {
             span.record("patchbay.cost_usd", cost);
         }
     }
+}
+
+/// A count as a signed integer: OpenTelemetry attributes have no unsigned type, and
+/// `tracing-opentelemetry` would turn a `u64` field into text.
+fn int(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 /// An error kind as `error.type`: its name in snake case (`rate_limited`, `context_too_long`).
