@@ -127,6 +127,10 @@ pub struct ClaudeAgentConfig {
     pub extra_args: Vec<String>,
     /// Append every stdout line of the CLI to this file (transcripts for replay tests).
     pub record_stdout: Option<PathBuf>,
+    /// Record every call's stdout lines as a fixture in this folder
+    /// (`<dir>/claude-agent/recorded/<stem>.jsonl`, a line of `<dir>/MANIFEST.tsv`; see
+    /// [`patchbay_http::record`]). Default none; `PATCHBAY_RECORD_DIR` in [`Self::from_env`].
+    pub record_dir: Option<PathBuf>,
     /// Keep a finished run's CLI alive this long for the next `Resume` of its session.
     pub keep_alive: Option<Duration>,
     /// How many CLIs to keep started ahead of demand for new sessions (see the crate docs,
@@ -160,6 +164,7 @@ impl Default for ClaudeAgentConfig {
             init_timeout: Duration::from_secs(60),
             extra_args: Vec::new(),
             record_stdout: None,
+            record_dir: None,
             keep_alive: None,
             spares: 0,
             spare_max_age: Some(DEFAULT_SPARE_MAX_AGE),
@@ -176,7 +181,8 @@ impl ClaudeAgentConfig {
     /// The defaults with what the environment sets: `PATCHBAY_CLAUDE_CLI` ([`CLI_ENV`]) names
     /// the CLI program (`cli_path`; unset or empty: the CLI is searched for at each call, see
     /// [`find_cli`]). A value that is not valid Unicode is an [`Error::Env`] (the option of the
-    /// same meaning is a JSON string).
+    /// same meaning is a JSON string). `PATCHBAY_RECORD_DIR` (unset or empty: off) is
+    /// `record_dir`.
     pub fn from_env() -> Result<Self, Error> {
         Self::from_vars(|name| std::env::var_os(name))
     }
@@ -190,6 +196,9 @@ impl ClaudeAgentConfig {
                 reason: "not valid Unicode",
             })?;
             config.cli_path = Some(PathBuf::from(path));
+        }
+        if let Some(dir) = var(patchbay_http::record::RECORD_DIR_ENV).filter(|v| !v.is_empty()) {
+            config.record_dir = Some(PathBuf::from(dir));
         }
         Ok(config)
     }
@@ -315,6 +324,12 @@ impl ClaudeAgentConfig {
     /// Append every stdout line of the CLI to `path`.
     pub fn with_record_stdout(mut self, path: impl Into<PathBuf>) -> Self {
         self.record_stdout = Some(path.into());
+        self
+    }
+
+    /// Record every call as a fixture in `dir` (see [`ClaudeAgentConfig::record_dir`]).
+    pub fn with_record_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.record_dir = Some(dir.into());
         self
     }
 

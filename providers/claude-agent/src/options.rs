@@ -42,6 +42,7 @@ struct Options {
     keep_alive_ms: Option<u64>,
     spares: Option<usize>,
     spare_max_age_ms: Option<u64>,
+    record_dir: Option<PathBuf>,
 }
 
 /// `config` with `options` on top (`null` and `{}` change nothing).
@@ -90,6 +91,10 @@ fn apply(mut config: ClaudeAgentConfig, options: Options) -> ClaudeAgentConfig {
     set(&mut config.spares, options.spares);
     if let Some(age) = options.spare_max_age_ms {
         config.spare_max_age = (age > 0).then(|| ms(age));
+    }
+    if let Some(dir) = options.record_dir {
+        // An empty path turns off what `PATCHBAY_RECORD_DIR` turned on.
+        config.record_dir = Some(dir).filter(|dir| !dir.as_os_str().is_empty());
     }
     config
 }

@@ -74,6 +74,7 @@ impl fmt::Debug for ClaudeAgentConfig {
             init_timeout,
             extra_args,
             record_stdout,
+            record_dir,
             keep_alive,
             spares,
             spare_max_age,
@@ -99,6 +100,7 @@ impl fmt::Debug for ClaudeAgentConfig {
             .field("init_timeout", init_timeout)
             .field("extra_args", &Args(extra_args))
             .field("record_stdout", record_stdout)
+            .field("record_dir", record_dir)
             .field("keep_alive", keep_alive)
             .field("spares", spares)
             .field("spare_max_age", spare_max_age)

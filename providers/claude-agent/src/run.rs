@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use patchbay_core::{ErrorKind, Event, EventStream, ProviderError, RequestContext, Signal, ToolResult, ToolSet};
+use patchbay_http::record::BodySink;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -42,6 +43,8 @@ pub(crate) struct Start {
     /// Where to park the CLI after a finished turn, under which fingerprint, for how long.
     pub(crate) park: Option<(Arc<Pool>, Fingerprint, Duration)>,
     pub(crate) record: Option<PathBuf>,
+    /// The call's transcript in the recording folder (`record_dir`), if recording.
+    pub(crate) transcript: BodySink,
     pub(crate) initialize: Value,
     pub(crate) user: String,
     pub(crate) init_timeout: Duration,
@@ -186,7 +189,7 @@ impl Turn {
                 }
                 return Step::quiet();
             }
-            line = self.process.stdout.next_line() => read(line, self.start.record.as_deref()),
+            line = self.process.stdout.next_line() => read(line, self.start.record.as_deref(), &mut self.start.transcript),
         };
         match read {
             Read::Skip => Step::quiet(),
@@ -308,7 +311,7 @@ enum Read {
     Failed(Error),
 }
 
-fn read(line: Result<Option<&[u8]>, Error>, record: Option<&Path>) -> Read {
+fn read(line: Result<Option<&[u8]>, Error>, record: Option<&Path>, transcript: &mut BodySink) -> Read {
     let bytes = match line {
         Ok(Some(bytes)) => bytes.trim_ascii(),
         Ok(None) => return Read::End,
@@ -320,6 +323,8 @@ fn read(line: Result<Option<&[u8]>, Error>, record: Option<&Path>) -> Read {
     if let Some(path) = record {
         record_line(path, bytes);
     }
+    transcript.write(bytes);
+    transcript.write(b"\n");
     if bytes.first() != Some(&b'{') {
         let head = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]);
         tracing::debug!(line = %head, "skipping a non-JSON stdout line");

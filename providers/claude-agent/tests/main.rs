@@ -8,6 +8,7 @@ mod support;
 mod fake;
 mod fields;
 mod pool;
+mod record;
 mod secrets;
 mod spares;
 mod stop;
