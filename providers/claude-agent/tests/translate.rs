@@ -556,3 +556,22 @@ fn a_run_ending_inside_a_tool_call_answers_it_before_finish() {
     assert!(results[0].text_content().contains("the run ended"), "{:?}", results[0]);
     assert!(matches!(events.last(), Some(Event::Finish { .. })));
 }
+
+#[test]
+fn a_step_never_ends_with_a_call_left_open_and_its_late_input_is_dropped() {
+    // Found by the claude_agent fuzz target after the fix above: a whole `assistant` message of
+    // another id (no partials) ends a step while the streamed message still has a call open.
+    let mut lines = vec![init()];
+    lines.extend(message_with_open_tool_call());
+    for (id, text) in [("m-other", "Meanwhile."), ("m-third", "Done.")] {
+        lines.push(json!({"type": "assistant", "message": {"id": id, "model": "m", "content": [{"type": "text", "text": text}]}, "parent_tool_use_id": null}));
+    }
+    lines.push(json!({"type": "stream_event", "event": {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "txt\"}"}}}));
+    lines.push(success_result());
+    let (events, error) = translate_lines(&lines);
+    assert!(error.is_none(), "{error:?}");
+    check_lifecycle(&events, None);
+    let results = results_for(&events, "t1");
+    assert_eq!(results.len(), 1, "{events:?}");
+    assert_eq!(results[0].status, ToolStatus::Aborted);
+}

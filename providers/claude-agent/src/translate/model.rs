@@ -54,6 +54,12 @@ impl Translator {
     }
 
     fn message_event(&mut self, event: Event) {
+        if let Event::ToolCallDelta { id, .. } | Event::ToolCall { id, .. } = &event
+            && self.abandoned.contains(id)
+        {
+            tracing::debug!(id, "input of a call already answered as abandoned");
+            return;
+        }
         match event {
             Event::Started { response_id, model, .. } => self.start(response_id, Some(model)),
             Event::Usage(usage) => {
@@ -151,6 +157,8 @@ impl Translator {
     /// A model message ended earlier and another begins (or tools ran): that was a step.
     fn flush_step(&mut self) {
         if let Some((reason, usage)) = self.pending_step.take() {
+            // A step never ends with a call left open (a message the CLI dropped mid-call).
+            self.abandon_open_calls("the step ended first");
             self.next_index = 0;
             self.emit(Event::StepFinished {
                 step: self.step,
