@@ -83,7 +83,11 @@ async fn a_scripted_run_with_a_tool_call_is_an_agent_span_over_chat_and_tool_spa
         .iter()
         .find(|c| attribute(c, "gen_ai.response.finish_reasons").as_deref() == Some(r#"["tool_call"]"#))
         .expect("the tool-call step");
-    assert_eq!(value(first, "gen_ai.usage.input_tokens"), Some(&Value::I64(12)), "an integer attribute");
+    assert_eq!(
+        value(first, "gen_ai.usage.input_tokens"),
+        Some(&Value::I64(12)),
+        "an integer attribute"
+    );
     assert_eq!(attribute(first, "gen_ai.usage.output_tokens").as_deref(), Some("7"));
 
     let tool = span(&spans, "execute_tool get_weather");
@@ -159,6 +163,26 @@ async fn an_anthropic_run_against_the_mock_has_the_wire_facts_on_its_spans() {
     span(&spans, "execute_tool get_weather");
     let everything = format!("{spans:?}");
     assert!(!everything.contains("sk-ant-otel-secret"), "no key on any span");
+
+    // The mock reports the script's usage: 12 + 30 input tokens, 7 + 5 output tokens.
+    let tokens = memory.histogram("gen_ai.client.token.usage");
+    let sum_of = |kind: &str| -> f64 {
+        tokens
+            .iter()
+            .filter(|p| p.attribute("gen_ai.token.type").as_deref() == Some(kind))
+            .map(|p| p.sum)
+            .sum()
+    };
+    assert_eq!((sum_of("input"), sum_of("output")), (42.0, 12.0), "{tokens:?}");
+    assert!(
+        tokens
+            .iter()
+            .all(|p| p.attribute("gen_ai.provider.name").as_deref() == Some("anthropic"))
+    );
+    let durations = memory.histogram("gen_ai.client.operation.duration");
+    assert_eq!(durations.iter().map(|p| p.count).sum::<u64>(), 2, "{durations:?}");
+    let first_chunk = memory.histogram("gen_ai.client.operation.time_to_first_chunk");
+    assert_eq!(first_chunk.iter().map(|p| p.count).sum::<u64>(), 2, "{first_chunk:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
