@@ -266,10 +266,21 @@ pub(crate) fn chat_exports_spans_and_metrics_when_an_otlp_endpoint_is_set() {
     };
     let contains = |haystack: &[u8], needle: &str| haystack.windows(needle.len()).any(|w| w == needle.as_bytes());
     let traces = body_of("/v1/traces");
-    for name in ["invoke_agent chat", "chat scripted-demo", "execute_tool read", "chat-example-test"] {
+    for name in [
+        "invoke_agent chat",
+        "chat scripted-demo",
+        "execute_tool read",
+        "chat-example-test",
+    ] {
         assert!(contains(&traces, name), "`{name}` in the exported spans");
     }
     let metrics = body_of("/v1/metrics");
-    assert!(contains(&metrics, "gen_ai.client.operation.duration"), "the duration metric was exported");
-    assert!(!contains(&traces, "what is in this folder?"), "no message content unless asked for");
+    assert!(
+        contains(&metrics, "gen_ai.client.operation.duration"),
+        "the duration metric was exported"
+    );
+    assert!(
+        !contains(&traces, "what is in this folder?"),
+        "no message content unless asked for"
+    );
 }
