@@ -9,6 +9,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+use nix::unistd::Pid;
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
 use patchbay_conformance::{Recording, text_of};
 use patchbay_core::{
@@ -293,11 +295,15 @@ async fn a_spare_that_died_is_not_handed_out() {
     assert!(fake.new_session().await.starts_with("One!"));
     fake.settled(1, 2).await;
     let spare = fake.spare().await;
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(spare), nix::sys::signal::Signal::SIGKILL)
+    nix::sys::signal::kill(Pid::from_raw(spare), nix::sys::signal::Signal::SIGKILL)
         .unwrap_or_else(|e| panic!("kill {spare}: {e}"));
-    // Dead: a zombie (its parent has not looked yet) or gone.
+    // Dead as its parent (this process, where the provider runs) sees it: waitable, not yet
+    // reaped (WNOWAIT), or already reaped. A `Z` in /proc is not enough: the fake CLI is a
+    // Python process with two threads, and its leader shows as a zombie while the other thread
+    // is still exiting, when waitpid does not report it yet.
     let deadline = Instant::now() + WITHIN;
-    while std::fs::read_to_string(format!("/proc/{spare}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
+    while matches!(waitid(Id::Pid(Pid::from_raw(spare)), flags), Ok(WaitStatus::StillAlive))
         && Instant::now() < deadline
     {
         tokio::time::sleep(Duration::from_millis(20)).await;
