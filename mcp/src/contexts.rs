@@ -19,15 +19,21 @@ pub(crate) struct HostContext {
     pub(crate) extensions: Extensions,
     pub(crate) working_dir: Option<PathBuf>,
     pub(crate) tools: Option<ToolSet>,
+    /// The span current where the context was registered (an agent runtime's model call): the
+    /// parent of the spans of tool calls served under it, so they join the caller's trace
+    /// although the MCP request arrives on another task.
+    pub(crate) parent: Option<tracing::Span>,
 }
 
 impl HostContext {
     pub(crate) fn from_request(context: &RequestContext, tools: Option<ToolSet>) -> Self {
+        let current = tracing::Span::current();
         Self {
             metadata: context.metadata.clone(),
             extensions: context.extensions.clone(),
             working_dir: context.working_dir.clone(),
             tools,
+            parent: (!current.is_none()).then_some(current),
         }
     }
 }

@@ -663,7 +663,10 @@ impl ServerHandler for Handler {
             cx = cx.with_tool_use_id(id);
         }
         let input = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
-        let span = tracing::info_span!("patchbay.mcp.tool", tool = %name);
+        let span = match &host.parent {
+            Some(parent) => tracing::info_span!(parent: parent, "patchbay.mcp.tool", tool = %name),
+            None => tracing::info_span!("patchbay.mcp.tool", tool = %name),
+        };
         let result = run_tool(tool.as_ref(), input, &cx).instrument(span).await;
         let result = to_call_tool_result(&result);
         Ok(result.into())

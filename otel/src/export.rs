@@ -12,6 +12,9 @@ use tracing_subscriber::registry::LookupSpan;
 
 use crate::{Error, GenAiMetricsLayer, OtelConfig};
 
+/// What [`Telemetry::install`] exports when `RUST_LOG` is not set.
+pub const DEFAULT_FILTER: &str = "info,rmcp=warn";
+
 /// The name patchbay's tracer and meter carry (`otel.scope.name`).
 const SCOPE: &str = "patchbay";
 
@@ -103,13 +106,14 @@ impl Telemetry {
     }
 
     /// Install [`layer`](Self::layer) as the process's global `tracing` subscriber, filtered by
-    /// `RUST_LOG` (default `info`). Fails if a global subscriber is already set: then add
-    /// [`layer`](Self::layer) to yours instead.
+    /// `RUST_LOG` (default [`DEFAULT_FILTER`]: patchbay's spans, without rmcp's own per-session
+    /// spans). Fails if a global subscriber is already set: then add [`layer`](Self::layer) to
+    /// yours instead.
     pub fn install(&self) -> Result<(), Error> {
         use tracing_subscriber::layer::SubscriberExt;
         use tracing_subscriber::util::SubscriberInitExt;
         let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_FILTER));
         tracing_subscriber::registry()
             .with(self.layer().with_filter(filter))
             .try_init()

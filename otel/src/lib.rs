@@ -5,7 +5,7 @@ mod export;
 mod metrics;
 
 pub use config::{CAPTURE_CONTENT_VAR, OtelConfig};
-pub use export::Telemetry;
+pub use export::{DEFAULT_FILTER, Telemetry};
 pub use metrics::GenAiMetricsLayer;
 
 /// Re-exported so hosts build providers and exporters with the same versions.

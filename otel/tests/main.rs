@@ -2,6 +2,7 @@
 //! OTLP/HTTP to a loopback receiver.
 
 mod config;
+mod mcp;
 mod otlp;
 mod spans;
 mod support;
