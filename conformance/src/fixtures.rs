@@ -97,9 +97,46 @@ pub const MANIFEST_COLUMNS: [&str; 11] = [
 
 /// Read and parse `MANIFEST.tsv`; a wrong header or a short line is an error naming the line.
 pub fn manifest() -> Result<Vec<ManifestEntry>, String> {
-    let path = root().join("MANIFEST.tsv");
+    manifest_in(&root())
+}
+
+/// Read and parse the `MANIFEST.tsv` of a folder laid out like this one: a provider's recording
+/// folder (`PATCHBAY_RECORD_DIR`), or a third party's fixtures.
+pub fn manifest_in(dir: &Path) -> Result<Vec<ManifestEntry>, String> {
+    let path = dir.join("MANIFEST.tsv");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     parse_manifest(&text)
+}
+
+/// Every file below `dir`, at any depth, sorted; a missing folder is an empty list.
+pub fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for path in entries.flatten().map(|entry| entry.path()) {
+        if path.is_dir() {
+            found.extend(files_below(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Panics unless `dir` holds files and none of them holds `secret` anywhere in its bytes: what
+/// a recording test asserts of an API key.
+pub fn assert_no_secret_below(dir: &Path, secret: &str) {
+    let files = files_below(dir);
+    assert!(!files.is_empty(), "no file below {}", dir.display());
+    let holding: Vec<&PathBuf> = files
+        .iter()
+        .filter(|file| {
+            std::fs::read(file).is_ok_and(|bytes| bytes.windows(secret.len()).any(|w| w == secret.as_bytes()))
+        })
+        .collect();
+    assert!(holding.is_empty(), "these files hold the secret: {holding:?}");
 }
 
 /// Parse the text of a manifest (the header line, then one tab-separated line per file).

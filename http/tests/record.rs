@@ -2,34 +2,17 @@
 //! manifest line the conformance crate parses, and a folder that cannot be written costing only
 //! a warning.
 
-use std::path::Path;
-
 use futures::{StreamExt, TryStreamExt};
-use patchbay_conformance::fixtures::parse_manifest;
+use patchbay_conformance::fixtures::{assert_no_secret_below, files_below, manifest_in};
 use patchbay_conformance::logs::LogCapture;
 use patchbay_core::kit::StreamLimits;
 use patchbay_core::{Event, EventStream, FinishReason, ProviderError, Signal};
-use patchbay_http::record::{MANIFEST_FILE, Recorder, Tape};
+use patchbay_http::record::{Recorder, Tape};
 use patchbay_http::reqwest::header::HeaderValue;
 
 use crate::common::plain_server;
 
 const SECRET: &str = "sk-live-0123456789abcdef";
-
-/// Every file below `dir`, recursively.
-fn files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("a folder").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(files(&path));
-        } else {
-            found.push(path);
-        }
-    }
-    found.sort();
-    found
-}
 
 fn events(finish: bool) -> EventStream {
     let mut events = vec![
@@ -97,20 +80,12 @@ async fn a_recorded_call_keeps_the_body_and_no_secret() {
     };
     assert_eq!(body, b"HTTP/1.1");
 
-    let all = files(dir.path());
+    let all = files_below(dir.path());
     assert_eq!(all.len(), 3, "{all:?}");
-    for file in &all {
-        let bytes = std::fs::read(file).expect("readable");
-        assert!(
-            memchr::memmem::find(&bytes, SECRET.as_bytes()).is_none(),
-            "{} holds the key",
-            file.display()
-        );
-    }
+    assert_no_secret_below(dir.path(), SECRET);
     assert!(!capture.text().contains(SECRET), "{}", capture.text());
 
-    let manifest = std::fs::read_to_string(dir.path().join(MANIFEST_FILE)).expect("a manifest");
-    let entries = parse_manifest(&manifest).expect("the manifest parses");
+    let entries = manifest_in(dir.path()).expect("the manifest parses");
     assert_eq!(entries.len(), 1);
     let entry = &entries[0];
     assert!(entry.local_path.starts_with("anthropic/recorded/"), "{entry:?}");
@@ -178,8 +153,7 @@ async fn a_stream_dropped_early_is_recorded_as_dropped() {
     let mut watched = tape.watch(events(false));
     assert!(watched.next().await.is_some());
     drop(watched);
-    let manifest = std::fs::read_to_string(dir.path().join(MANIFEST_FILE)).expect("a manifest");
-    let entries = parse_manifest(&manifest).expect("the manifest parses");
+    let entries = manifest_in(dir.path()).expect("the manifest parses");
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].scenario, "dropped");
     assert_eq!(entries[0].format, "test body");

@@ -32,10 +32,11 @@ pub struct Telemetry {
 }
 
 impl Telemetry {
-    /// Build the OTLP/HTTP exporters of `config` (batched spans, periodic metrics) and turn
-    /// content capture on or off as the config says
-    /// ([`patchbay_core::telemetry::set_capture_content`]). Nothing is sent before the first
-    /// batch; a collector that is down costs a failed export, never a failed model call.
+    /// Build the OTLP/HTTP exporters of `config` (batched spans, periodic metrics), and turn
+    /// content capture on when the config asks for it
+    /// ([`patchbay_core::telemetry::set_capture_content`]; never turned off here, so a host that
+    /// turned it on keeps it). Nothing is sent before the first batch; a collector that is down
+    /// costs a failed export, never a failed model call.
     pub fn start(config: &OtelConfig) -> Result<Self, Error> {
         let client = http_client(config)?;
         let mut spans = SpanExporter::builder()
@@ -75,7 +76,9 @@ impl Telemetry {
             .with_reader(reader.build())
             .with_resource(resource)
             .build();
-        patchbay_core::telemetry::set_capture_content(config.capture_content);
+        if config.capture_content {
+            patchbay_core::telemetry::set_capture_content(true);
+        }
         Ok(Self {
             tracer_provider,
             meter_provider,

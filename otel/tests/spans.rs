@@ -10,7 +10,7 @@ use patchbay_core::ErrorKind;
 use patchbay_scripted::{Script, ScriptedError, ScriptedProvider, Turn};
 use serde_json::json;
 
-use crate::support::{Memory, attribute, names, run, serial, span, value, weather_script};
+use crate::support::{ANTHROPIC_KEY, Memory, anthropic, attribute, names, run, serial, span, value, weather_script};
 
 #[tokio::test]
 async fn a_scripted_run_with_a_tool_call_is_an_agent_span_over_chat_and_tool_spans() {
@@ -115,15 +115,8 @@ async fn a_scripted_run_with_a_tool_call_is_an_agent_span_over_chat_and_tool_spa
     );
     assert_eq!(point.attribute("error.type"), None);
     let tokens = memory.histogram("gen_ai.client.token.usage");
-    let sum_of = |kind: &str| -> f64 {
-        tokens
-            .iter()
-            .filter(|p| p.attribute("gen_ai.token.type").as_deref() == Some(kind))
-            .map(|p| p.sum)
-            .sum()
-    };
-    assert_eq!(sum_of("input"), 42.0, "{tokens:?}");
-    assert_eq!(sum_of("output"), 12.0, "{tokens:?}");
+    assert_eq!(memory.tokens("input"), 42.0, "{tokens:?}");
+    assert_eq!(memory.tokens("output"), 12.0, "{tokens:?}");
     let first_chunk = memory.histogram("gen_ai.client.operation.time_to_first_chunk");
     assert_eq!(first_chunk.iter().map(|p| p.count).sum::<u64>(), 2, "{first_chunk:?}");
 }
@@ -136,8 +129,7 @@ async fn an_anthropic_run_against_the_mock_has_the_wire_facts_on_its_spans() {
         .start()
         .await
         .expect("mock starts");
-    let config = patchbay_anthropic::AnthropicConfig::new("sk-ant-otel-secret").with_base_url(server.url());
-    let provider = Arc::new(patchbay_anthropic::AnthropicProvider::new(config).expect("config"));
+    let provider = anthropic(server.url());
     let memory = Memory::new();
     let text = memory
         .record(run(provider, "claude-test"))
@@ -162,18 +154,15 @@ async fn an_anthropic_run_against_the_mock_has_the_wire_facts_on_its_spans() {
     }
     span(&spans, "execute_tool get_weather");
     let everything = format!("{spans:?}");
-    assert!(!everything.contains("sk-ant-otel-secret"), "no key on any span");
+    assert!(!everything.contains(ANTHROPIC_KEY), "no key on any span");
 
     // The mock reports the script's usage: 12 + 30 input tokens, 7 + 5 output tokens.
     let tokens = memory.histogram("gen_ai.client.token.usage");
-    let sum_of = |kind: &str| -> f64 {
-        tokens
-            .iter()
-            .filter(|p| p.attribute("gen_ai.token.type").as_deref() == Some(kind))
-            .map(|p| p.sum)
-            .sum()
-    };
-    assert_eq!((sum_of("input"), sum_of("output")), (42.0, 12.0), "{tokens:?}");
+    assert_eq!(
+        (memory.tokens("input"), memory.tokens("output")),
+        (42.0, 12.0),
+        "{tokens:?}"
+    );
     assert!(
         tokens
             .iter()
@@ -197,8 +186,7 @@ async fn a_failing_run_sets_the_error_status_and_error_type() {
         .start()
         .await
         .expect("mock starts");
-    let config = patchbay_anthropic::AnthropicConfig::new("sk-ant-otel-secret").with_base_url(server.url());
-    let provider = Arc::new(patchbay_anthropic::AnthropicProvider::new(config).expect("config"));
+    let provider = anthropic(server.url());
     let memory = Memory::new();
     let error = memory
         .record(run(provider, "claude-test"))

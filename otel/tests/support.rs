@@ -56,6 +56,15 @@ impl Memory {
         self.spans.get_finished_spans().expect("spans")
     }
 
+    /// The sum of `gen_ai.client.token.usage` points of one token type (`input`, `output`).
+    pub(crate) fn tokens(&self, kind: &str) -> f64 {
+        self.histogram("gen_ai.client.token.usage")
+            .iter()
+            .filter(|p| p.attribute("gen_ai.token.type").as_deref() == Some(kind))
+            .map(|p| p.sum)
+            .sum()
+    }
+
     /// Every histogram point of the metric `name` (f64 or u64 values as f64).
     pub(crate) fn histogram(&self, name: &str) -> Vec<Point> {
         let mut points = Vec::new();
@@ -138,6 +147,15 @@ pub(crate) fn weather_script() -> Script {
         ),
         Turn::Respond(Response::new(vec![Part::text("Sunny in Paris.")]).with_usage(30, 5)),
     ])
+}
+
+/// The key the Anthropic provider of the tests sends (it must reach no span).
+pub(crate) const ANTHROPIC_KEY: &str = "sk-ant-otel-secret";
+
+/// An Anthropic provider against the mock at `url`.
+pub(crate) fn anthropic(url: String) -> Arc<dyn Provider> {
+    let config = patchbay_anthropic::AnthropicConfig::new(ANTHROPIC_KEY).with_base_url(url);
+    Arc::new(patchbay_anthropic::AnthropicProvider::new(config).expect("config"))
 }
 
 /// The `get_weather` tool.

@@ -2,10 +2,10 @@
 //! fixtures' layout, replay to the events of the live run, read as a fixture folder, and keep
 //! no key.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
-use patchbay_conformance::fixtures::{ManifestEntry, parse_manifest};
+use patchbay_conformance::fixtures::{assert_no_secret_below, manifest_in};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::{MockServer, Serve};
 use patchbay_conformance::{FixtureRun, Recording, SCENARIO_MODEL, Scenario, scenario_tools, scenarios};
@@ -45,38 +45,6 @@ async fn call(provider: &AnthropicProvider, scenario: &Scenario) -> Recording {
     .await
 }
 
-fn manifest(dir: &Path) -> Vec<ManifestEntry> {
-    let text = std::fs::read_to_string(dir.join("MANIFEST.tsv")).expect("a manifest");
-    parse_manifest(&text).expect("the manifest parses")
-}
-
-/// Every file below `dir`, recursively.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("a folder").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(files(&path));
-        } else {
-            found.push(path);
-        }
-    }
-    found
-}
-
-fn assert_no_key_in(dir: &Path) {
-    let all = files(dir);
-    assert!(!all.is_empty());
-    for file in all {
-        let bytes = std::fs::read(&file).expect("readable");
-        assert!(
-            !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
-            "{} holds the key",
-            file.display()
-        );
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_calls_replay_to_the_events_of_the_live_run() {
     let text = scenario("text_only");
@@ -93,7 +61,7 @@ async fn recorded_calls_replay_to_the_events_of_the_live_run() {
         assert!(recording.error.is_none(), "{:?}", recording.error);
     }
 
-    let entries = manifest(dir.path());
+    let entries = manifest_in(dir.path()).expect("the manifest parses");
     assert_eq!(entries.len(), 2, "{entries:?}");
     let expected_scenarios = ["text only", "single tool call; text + tool use"];
     for ((entry, live), scenario) in entries.iter().zip(&live).zip(expected_scenarios) {
@@ -142,7 +110,7 @@ async fn recorded_calls_replay_to_the_events_of_the_live_run() {
         .filter(|problem| !problem.contains("snapshot"))
         .collect();
     assert!(problems.is_empty(), "{problems:#?}");
-    assert_no_key_in(dir.path());
+    assert_no_secret_below(dir.path(), KEY);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -157,14 +125,14 @@ async fn a_rate_limited_call_is_recorded_with_its_error_body() {
     let provider = recording_provider(&server.url(), dir.path());
     let recording = call(&provider, &scenario("text_only")).await;
     assert_eq!(recording.error.as_ref().map(|e| e.kind()), Some(ErrorKind::RateLimited));
-    let entries = manifest(dir.path());
+    let entries = manifest_in(dir.path()).expect("the manifest parses");
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(entries[0].scenario, "error:RateLimited");
     assert!(entries[0].local_path.ends_with(".json"), "{entries:?}");
     assert!(entries[0].notes.contains("HTTP 429"), "{entries:?}");
     let recorded = std::fs::read(dir.path().join(&entries[0].local_path)).expect("the error body");
     assert_eq!(recorded, body.as_bytes());
-    assert_no_key_in(dir.path());
+    assert_no_secret_below(dir.path(), KEY);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

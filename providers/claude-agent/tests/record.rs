@@ -2,11 +2,11 @@
 //! transcript in the fixtures' layout with a manifest line, the fake CLI replays that transcript
 //! to the same events, the folder reads as a fixture folder, and no key reaches a file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider, Translator};
-use patchbay_conformance::fixtures::{ManifestEntry, parse_manifest};
+use patchbay_conformance::fixtures::{assert_no_secret_below, manifest_in};
 use patchbay_conformance::{FixtureRun, Recording, SCENARIO_MODEL, scenario_tools, scenarios};
 use patchbay_core::Signal;
 use serde_json::{Value, json};
@@ -44,38 +44,6 @@ async fn call(config: ClaudeAgentConfig, name: &str) -> Recording {
         None,
     )
     .await
-}
-
-fn manifest(dir: &Path) -> Vec<ManifestEntry> {
-    let text = std::fs::read_to_string(dir.join("MANIFEST.tsv")).unwrap_or_else(|e| panic!("a manifest: {e}"));
-    parse_manifest(&text).unwrap_or_else(|e| panic!("the manifest parses: {e}"))
-}
-
-/// Every file below `dir`, recursively.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(files(&path));
-        } else {
-            found.push(path);
-        }
-    }
-    found
-}
-
-fn assert_no_key_in(dir: &Path) {
-    let all = files(dir);
-    assert!(!all.is_empty());
-    for file in all {
-        let bytes = std::fs::read(&file).unwrap_or_default();
-        assert!(
-            !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
-            "{} holds the key",
-            file.display()
-        );
-    }
 }
 
 /// The line translator over a whole transcript, as the run loop feeds it.
@@ -120,7 +88,7 @@ async fn a_recorded_run_replays_through_the_fake_cli_to_the_same_events() {
         assert!(recorded.error.is_none(), "{name}: {:?}", recorded.error);
         live.push(recorded);
     }
-    let entries = manifest(dir.path());
+    let entries = manifest_in(dir.path()).expect("the manifest parses");
     assert_eq!(entries.len(), 2, "{entries:?}");
     for ((entry, live), (name, scenario)) in entries.iter().zip(&live).zip(cases) {
         assert_eq!(entry.scenario, scenario, "{entry:?}");
@@ -153,7 +121,7 @@ async fn a_recorded_run_replays_through_the_fake_cli_to_the_same_events() {
         .filter(|problem| !problem.contains("snapshot"))
         .collect();
     assert!(problems.is_empty(), "{problems:#?}");
-    assert_no_key_in(dir.path());
+    assert_no_secret_below(dir.path(), KEY);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -166,10 +134,10 @@ async fn a_key_the_cli_prints_is_not_recorded() {
     let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let recorded = call(config(&transcript, state.path()).with_record_dir(&dir), "text_only").await;
     assert!(recorded.text().contains(KEY), "the call itself is unchanged");
-    let entries = manifest(&dir);
+    let entries = manifest_in(&dir).expect("the manifest parses");
     let body = std::fs::read_to_string(dir.join(&entries[0].local_path)).unwrap_or_default();
     assert!(body.contains("[redacted]"), "{body}");
-    assert_no_key_in(&dir);
+    assert_no_secret_below(&dir, KEY);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -182,7 +150,7 @@ async fn record_stdout_still_appends_beside_a_record_dir() {
         .with_record_dir(work.path().join("recordings"));
     let recorded = call(config, "text_only").await;
     assert!(recorded.error.is_none(), "{:?}", recorded.error);
-    let entries = manifest(&work.path().join("recordings"));
+    let entries = manifest_in(&work.path().join("recordings")).expect("the manifest parses");
     let transcript = std::fs::read(work.path().join("recordings").join(&entries[0].local_path)).unwrap_or_default();
     assert_eq!(std::fs::read(&stdout).unwrap_or_default(), transcript);
 }

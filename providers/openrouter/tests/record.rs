@@ -2,9 +2,9 @@
 //! fixtures' layout (the family of the dialect), replay to the events of the live run, read as a
 //! fixture folder, and keep no key.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use patchbay_conformance::fixtures::{ManifestEntry, parse_manifest};
+use patchbay_conformance::fixtures::{assert_no_secret_below, manifest_in};
 use patchbay_conformance::mock::openai::OpenAiWire;
 use patchbay_conformance::mock::{MockServer, Serve};
 use patchbay_conformance::{
@@ -55,38 +55,6 @@ async fn call(provider: &OpenRouterProvider, scenario: &Scenario) -> Recording {
     .await
 }
 
-fn manifest(dir: &Path) -> Vec<ManifestEntry> {
-    let text = std::fs::read_to_string(dir.join("MANIFEST.tsv")).expect("a manifest");
-    parse_manifest(&text).expect("the manifest parses")
-}
-
-/// Every file below `dir`, recursively.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("a folder").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(files(&path));
-        } else {
-            found.push(path);
-        }
-    }
-    found
-}
-
-fn assert_no_key_in(dir: &Path) {
-    let all = files(dir);
-    assert!(!all.is_empty());
-    for file in all {
-        let bytes = std::fs::read(&file).expect("readable");
-        assert!(
-            !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
-            "{} holds the key",
-            file.display()
-        );
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_calls_replay_to_the_events_of_the_live_run() {
     let text = scenario("text_only");
@@ -99,7 +67,7 @@ async fn recorded_calls_replay_to_the_events_of_the_live_run() {
         assert!(recording.error.is_none(), "{:?}", recording.error);
     }
 
-    let entries = manifest(dir.path());
+    let entries = manifest_in(dir.path()).expect("the manifest parses");
     assert_eq!(entries.len(), 2, "{entries:?}");
     for ((entry, live), scenario) in entries.iter().zip(&live).zip(["text only", "parallel tool calls"]) {
         assert_eq!(entry.scenario, scenario, "{entry:?}");
@@ -138,7 +106,7 @@ async fn recorded_calls_replay_to_the_events_of_the_live_run() {
         .filter(|problem| !problem.contains("snapshot"))
         .collect();
     assert!(problems.is_empty(), "{problems:#?}");
-    assert_no_key_in(dir.path());
+    assert_no_secret_below(dir.path(), KEY);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -150,7 +118,7 @@ async fn each_dialect_records_into_its_fixture_family() {
         let recording = call(&recording_provider(&server.url(), dir.path(), dialect), &text).await;
         assert!(recording.error.is_none(), "{:?}", recording.error);
     }
-    let entries = manifest(dir.path());
+    let entries = manifest_in(dir.path()).expect("the manifest parses");
     assert_eq!(entries.len(), 2, "{entries:?}");
     assert!(
         entries[0].local_path.starts_with("openai-compatible/recorded/"),
@@ -160,7 +128,7 @@ async fn each_dialect_records_into_its_fixture_family() {
         entries[1].local_path.starts_with("openai-chat/recorded/"),
         "{entries:?}"
     );
-    assert_no_key_in(dir.path());
+    assert_no_secret_below(dir.path(), KEY);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,13 +139,13 @@ async fn a_rate_limited_call_is_recorded_with_its_error_body() {
     let provider = recording_provider(&server.url(), dir.path(), Dialect::OpenRouter);
     let recording = call(&provider, &scenario("text_only")).await;
     assert_eq!(recording.error.as_ref().map(|e| e.kind()), Some(ErrorKind::RateLimited));
-    let entries = manifest(dir.path());
+    let entries = manifest_in(dir.path()).expect("the manifest parses");
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(entries[0].scenario, "error:RateLimited");
     assert!(entries[0].local_path.ends_with(".json"), "{entries:?}");
     let recorded = std::fs::read(dir.path().join(&entries[0].local_path)).expect("the error body");
     assert_eq!(recorded, body.as_bytes());
-    assert_no_key_in(dir.path());
+    assert_no_secret_below(dir.path(), KEY);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
