@@ -113,11 +113,18 @@ impl Framer {
     /// most the cap plus one chunk is ever buffered.
     pub fn feed(&mut self, chunk: &[u8]) -> Result<(), ProviderError> {
         self.compact();
-        if self.buf.len() > self.max_bytes {
+        if self.unfinished_too_long() {
             return Err(line_too_long(self.max_bytes));
         }
         self.buf.extend_from_slice(chunk);
         Ok(())
+    }
+
+    /// Whether the unfinished line or frame is past the cap. A last `\r` is not counted: it may
+    /// be the first half of a CRLF line end, and the line it ends may be exactly the cap.
+    fn unfinished_too_long(&self) -> bool {
+        let end = self.buf.len() - usize::from(self.buf.last() == Some(&b'\r'));
+        end.saturating_sub(self.frame_start) > self.max_bytes
     }
 
     /// The data of the next complete frame in what was fed, if any. Fails (`Protocol`,
@@ -187,11 +194,11 @@ impl Framer {
                 return self.feed_tail(rest);
             };
             self.compact();
-            if self.buf.len() + at > self.max_bytes {
-                return Err(line_too_long(self.max_bytes));
-            }
             self.buf.extend_from_slice(&rest[..at]);
             let line = self.buf.strip_suffix(b"\r").unwrap_or(&self.buf);
+            if line.len() > self.max_bytes {
+                return Err(line_too_long(self.max_bytes));
+            }
             if !line.is_empty() {
                 on_data(line)?;
             }
@@ -216,6 +223,9 @@ impl Framer {
     fn feed_tail(&mut self, tail: &[u8]) -> Result<(), ProviderError> {
         self.feed(tail)?;
         self.scan = self.buf.len();
+        if self.unfinished_too_long() {
+            return Err(line_too_long(self.max_bytes));
+        }
         Ok(())
     }
 
@@ -272,7 +282,8 @@ impl Framer {
                 None if at_end => return self.take_frame(),
                 None => {
                     self.scan = self.buf.len();
-                    return None;
+                    // Past the cap already: say so now, whatever the next chunk brings.
+                    return self.unfinished_too_long().then_some(Frame::TooLong);
                 }
             };
             let mut end = (next - 1).min(self.buf.len());
@@ -441,6 +452,26 @@ mod tests {
                     .expect_err("a 22-byte line trips a 16-byte cap");
                 assert_eq!(error.limit(), Some(Limit::LineLength), "{framing:?}, chunks of {chunk}");
             }
+        }
+    }
+
+    #[test]
+    fn a_line_of_exactly_the_cap_ending_in_crlf_passes_however_it_is_cut() {
+        // Found by the framer fuzz target: the `\r` of a CRLF arriving in one chunk and the
+        // `\n` in the next made a line of exactly the cap count one byte too long.
+        let body = b"d\n\xff\xff\xff\r\nds\r\nabc\r\n";
+        for framing in [Framing::Sse, Framing::SseOrJsonLines, Framing::Lines] {
+            for size in 1..=body.len() {
+                let mut framer = Framer::new(framing).with_max_bytes(3);
+                let fed = body.chunks(size).try_for_each(|chunk| framer.push(chunk, |_| Ok(())));
+                let outcome = fed.and_then(|()| framer.finish(|_| Ok(())));
+                assert!(outcome.is_ok(), "{framing:?}, chunks of {size}: {outcome:?}");
+            }
+            let mut framer = Framer::new(framing).with_max_bytes(3);
+            let error = framer
+                .push(b"abc\rx\n", |_| Ok(()))
+                .expect_err("a CR inside the line counts");
+            assert_eq!(error.limit(), Some(Limit::LineLength), "{framing:?}");
         }
     }
 
