@@ -1,6 +1,8 @@
 //! [`OllamaProvider`]: the thin I/O around the request plan and the translator.
 
-use patchbay_core::kit::{Driver, MetricsRecorder, check_conversation, kind_for_status, record_error, redact_url, request_span_for};
+use patchbay_core::kit::{
+    Driver, MetricsRecorder, check_conversation, kind_for_status, record_error, redact_url, request_span_for,
+};
 use patchbay_core::{
     Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
     async_trait,
