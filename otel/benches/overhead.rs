@@ -1,4 +1,4 @@
-//! What telemetry costs on the hot path: the same 20,000-delta Anthropic stream from the mock,
+//! What telemetry costs on the hot path: the same 100,000-delta Anthropic stream from the mock,
 //! read through the provider with no subscriber (patchbay's spans are disabled), with
 //! patchbay-otel's layer over in-memory exporters (spans, GenAI metrics), and with message
 //! content captured too. Rounds are interleaved; the client's CPU time is measured beside the
@@ -19,7 +19,7 @@ use patchbay_core::{Event, Message, Provider, Signal, ToolSet};
 use patchbay_otel::Telemetry;
 use tracing_subscriber::layer::SubscriberExt;
 
-const DELTAS: usize = 20_000;
+const DELTAS: usize = 100_000;
 
 fn body() -> String {
     let mut body = String::from(
