@@ -28,7 +28,9 @@
 //!   the conventions ask); patchbay's [`Usage::input`](crate::Usage) leaves them out.
 //! - `gen_ai.response.finish_reasons` and `gen_ai.request.stop_sequences` are string arrays in
 //!   the conventions; `tracing` fields cannot hold arrays, so they are recorded as JSON text
-//!   (`["stop"]`) and patchbay's OpenTelemetry layer turns them back into arrays on export.
+//!   (`["stop"]`) and exported as such (`tracing-opentelemetry` builds the attributes; its
+//!   span data is not open to another layer). Token counts are recorded as `i64`, so they are
+//!   integer attributes (a `u64` field would be exported as text).
 //! - Message content (`gen_ai.input.messages`, `gen_ai.system_instructions`,
 //!   `gen_ai.output.messages`, `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`) is
 //!   recorded only after [`set_capture_content(true)`](set_capture_content), in the
