@@ -29,6 +29,7 @@ mod redact;
 mod secret;
 mod span;
 
+pub use crate::telemetry::record_error;
 pub use counts::token_count;
 pub use drive::{Driver, StreamLimits, StreamTranslator, read_error_body, within};
 pub use framing::{Framer, Framing, MAX_LINE_BYTES};
@@ -36,7 +37,7 @@ pub use options::{OptionsError, read_options};
 pub use redact::{redact_serde_message, redact_url, redirect_error};
 pub use secret::Secret;
 pub(crate) use span::observed;
-pub use span::{in_span, record_error, request_span, request_span_for};
+pub use span::{in_span, request_span, request_span_for};
 
 pub use crate::error::kind_for_status;
 pub use crate::event::MetricsRecorder;

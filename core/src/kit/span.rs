@@ -41,12 +41,6 @@ pub fn request_span_for(
     chat_span(provider, model, messages, context)
 }
 
-/// Note on a model call's span that the call failed before its stream began, and return the
-/// error: `send(..).await.map_err(|e| record_error(&span, e))?`.
-pub fn record_error(span: &tracing::Span, error: ProviderError) -> ProviderError {
-    crate::telemetry::record_error(span, error)
-}
-
 /// `stream` polled inside `span`: whatever the provider logs while translating (and the
 /// driver's limit errors) belongs to the call's span although the host polls the stream later,
 /// outside it. The span's response attributes (response id and model, usage, finish reason,

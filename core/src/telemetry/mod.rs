@@ -161,7 +161,7 @@ fn record_request(span: &tracing::Span, context: &RequestContext) {
 
 /// Record on a model call's span that the call failed before its stream began (an error status,
 /// a connection refused): `error.type` and the error status. Returns the error, for
-/// `.map_err(|e| record_error(&span, e))`.
+/// `send(..).await.map_err(|e| record_error(&span, e))?` (also `kit::record_error`).
 pub fn record_error(span: &tracing::Span, error: crate::ProviderError) -> crate::ProviderError {
     SpanRecorder::new(span.clone()).observe(Err(&error));
     error

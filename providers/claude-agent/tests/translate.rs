@@ -490,14 +490,27 @@ fn success_result() -> Value {
     json!({"type": "result", "subtype": "success", "is_error": false, "result": "Done.", "session_id": "s-1", "total_cost_usd": 0.001})
 }
 
-fn results_for<'a>(events: &'a [Event], call: &str) -> Vec<&'a patchbay_core::ToolResult> {
-    events
+/// The lines of a run whose `Write` call `t1` is left open by the message, then `after`:
+/// translated, the run must succeed, keep the lifecycle rules and answer `t1` exactly once, as
+/// `Aborted`. The events and that result.
+fn abandoned(after: Vec<Value>) -> (Vec<Event>, patchbay_core::ToolResult) {
+    let mut lines = vec![init()];
+    lines.extend(message_with_open_tool_call());
+    lines.extend(after);
+    let (events, error) = translate_lines(&lines);
+    assert!(error.is_none(), "{error:?}");
+    check_lifecycle(&events, None);
+    let results: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
-            Event::ToolResult { id, result, .. } if id == call => Some(result),
+            Event::ToolResult { id, result, .. } if id == "t1" => Some(result.clone()),
             _ => None,
         })
-        .collect()
+        .collect();
+    assert_eq!(results.len(), 1, "answered once: {events:?}");
+    assert_eq!(results[0].status, ToolStatus::Aborted);
+    let result = results[0].clone();
+    (events, result)
 }
 
 #[test]
@@ -505,55 +518,40 @@ fn a_tool_call_abandoned_by_a_restarted_message_ends_as_aborted() {
     // Found by the claude_agent fuzz target (fuzz/findings/claude-agent-tool-call-start-left-
     // open-by-a-restarted-message): the CLI restarts a model message (an API retry) while a tool
     // call's input streams; its `ToolCallStart` had reached the host and was left open.
-    let mut lines = vec![init()];
-    lines.extend(message_with_open_tool_call());
-    lines.extend(text_message("m2", "Done."));
-    lines.push(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "late"}]}}));
-    lines.push(success_result());
-    let (events, error) = translate_lines(&lines);
-    assert!(error.is_none(), "{error:?}");
-    check_lifecycle(&events, None);
+    let mut after = text_message("m2", "Done.");
+    after.push(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "late"}]}}));
+    after.push(success_result());
+    let (events, result) = abandoned(after);
     assert!(
         !events
             .iter()
             .any(|e| matches!(e, Event::ToolCall { id, .. } if id == "t1")),
         "no ToolCall for an input that never completed: {events:?}"
     );
-    let results = results_for(&events, "t1");
-    assert_eq!(results.len(), 1, "answered once, the late result dropped: {events:?}");
-    assert_eq!(results[0].status, ToolStatus::Aborted);
-    assert_eq!(results[0].metadata, Some(json!({"abandoned": true})));
-    assert!(results[0].text_content().contains("restarted"), "{:?}", results[0]);
+    assert_eq!(
+        result.metadata,
+        Some(json!({"abandoned": true})),
+        "the late result dropped"
+    );
+    assert!(result.text_content().contains("restarted"), "{result:?}");
     assert_eq!(text_of(&events), "Done.");
 }
 
 #[test]
 fn a_cli_result_for_a_call_whose_input_never_completed_closes_it_as_aborted() {
-    let mut lines = vec![init()];
-    lines.extend(message_with_open_tool_call());
-    lines.push(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "done", "is_error": false}]}}));
-    lines.extend(text_message("m2", "Done."));
-    lines.push(success_result());
-    let (events, error) = translate_lines(&lines);
-    assert!(error.is_none(), "{error:?}");
-    check_lifecycle(&events, None);
-    let results = results_for(&events, "t1");
-    assert_eq!(results.len(), 1, "{events:?}");
-    assert_eq!(results[0].status, ToolStatus::Aborted);
-    assert_eq!(results[0].text_content(), "done", "the CLI's content is kept");
+    let mut after = vec![
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "done", "is_error": false}]}}),
+    ];
+    after.extend(text_message("m2", "Done."));
+    after.push(success_result());
+    let (_, result) = abandoned(after);
+    assert_eq!(result.text_content(), "done", "the CLI's content is kept");
 }
 
 #[test]
 fn a_run_ending_inside_a_tool_call_answers_it_before_finish() {
-    let mut lines = vec![init()];
-    lines.extend(message_with_open_tool_call());
-    lines.push(success_result());
-    let (events, error) = translate_lines(&lines);
-    assert!(error.is_none(), "{error:?}");
-    check_lifecycle(&events, None);
-    let results = results_for(&events, "t1");
-    assert_eq!(results.len(), 1, "{events:?}");
-    assert!(results[0].text_content().contains("the run ended"), "{:?}", results[0]);
+    let (events, result) = abandoned(vec![success_result()]);
+    assert!(result.text_content().contains("the run ended"), "{result:?}");
     assert!(matches!(events.last(), Some(Event::Finish { .. })));
 }
 
@@ -561,17 +559,11 @@ fn a_run_ending_inside_a_tool_call_answers_it_before_finish() {
 fn a_step_never_ends_with_a_call_left_open_and_its_late_input_is_dropped() {
     // Found by the claude_agent fuzz target after the fix above: a whole `assistant` message of
     // another id (no partials) ends a step while the streamed message still has a call open.
-    let mut lines = vec![init()];
-    lines.extend(message_with_open_tool_call());
-    for (id, text) in [("m-other", "Meanwhile."), ("m-third", "Done.")] {
-        lines.push(json!({"type": "assistant", "message": {"id": id, "model": "m", "content": [{"type": "text", "text": text}]}, "parent_tool_use_id": null}));
-    }
-    lines.push(json!({"type": "stream_event", "event": {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "txt\"}"}}}));
-    lines.push(success_result());
-    let (events, error) = translate_lines(&lines);
-    assert!(error.is_none(), "{error:?}");
-    check_lifecycle(&events, None);
-    let results = results_for(&events, "t1");
-    assert_eq!(results.len(), 1, "{events:?}");
-    assert_eq!(results[0].status, ToolStatus::Aborted);
+    let mut after: Vec<Value> = [("m-other", "Meanwhile."), ("m-third", "Done.")]
+        .into_iter()
+        .map(|(id, text)| json!({"type": "assistant", "message": {"id": id, "model": "m", "content": [{"type": "text", "text": text}]}, "parent_tool_use_id": null}))
+        .collect();
+    after.push(json!({"type": "stream_event", "event": {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "txt\"}"}}}));
+    after.push(success_result());
+    abandoned(after);
 }
