@@ -54,6 +54,7 @@ pub(crate) struct Place<'a> {
 pub(crate) struct Fingerprint(u64);
 
 /// A file the plan needs written before the CLI starts.
+#[derive(Clone)]
 pub(crate) struct PlanFile {
     pub(crate) path: PathBuf,
     pub(crate) text: String,

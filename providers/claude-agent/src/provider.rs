@@ -2,7 +2,7 @@
 //! spawns one, and hands it to the run loop.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -104,11 +104,13 @@ impl ClaudeAgentProvider {
             cancel: config.cancel_grace,
         };
         let spare_key = spare_key(&config, call, &plan, &program);
+        let mut cold = None;
         let (process, reused) = match (self.reusable(&config, &plan), &spare_key) {
             (Some(parked), _) => (parked.process, Some(parked.keep)),
             (None, Some(key)) => match self.spares.take(key) {
                 Some(mut spare) => {
                     spare.process.set_grace(grace);
+                    cold = Some(ColdStart::new(&program, &plan, &config));
                     let keep: Box<dyn std::any::Any + Send> = Box::new(spare.dir);
                     (spare.process, Some(keep))
                 }
@@ -143,6 +145,7 @@ impl ClaudeAgentProvider {
             user: plan.user_turn,
             init_timeout: config.init_timeout,
             reused: reused.is_some(),
+            cold,
             park: config
                 .keep_alive
                 .filter(|_| config.host_tools == HostTools::InProcess)
@@ -304,6 +307,50 @@ fn spawn(program: &Path, plan: &LaunchPlan, config: &ClaudeAgentConfig) -> Resul
         cancel: config.cancel_grace,
     };
     spawn_launch(program, &launch, grace, config.max_line_bytes)
+}
+
+/// This call's own launch, kept by a run that took a spare: if the spare ends before its first
+/// line (it died after the check at hand-out), the run starts this CLI instead, once. No
+/// `Debug`: `env` holds keys, the files may hold bearer headers.
+pub(crate) struct ColdStart {
+    program: PathBuf,
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+    inherit_env: bool,
+    cwd: Option<PathBuf>,
+    files: Vec<PlanFile>,
+    grace: Grace,
+    max_line: usize,
+}
+
+impl ColdStart {
+    fn new(program: &Path, plan: &LaunchPlan, config: &ClaudeAgentConfig) -> Self {
+        Self {
+            program: program.to_path_buf(),
+            args: plan.args.clone(),
+            env: plan.env.clone(),
+            inherit_env: plan.inherit_env,
+            cwd: plan.cwd.clone(),
+            files: plan.files.clone(),
+            grace: Grace {
+                finished: config.stop_grace,
+                cancel: config.cancel_grace,
+            },
+            max_line: config.max_line_bytes,
+        }
+    }
+
+    /// Write the call's files and start its CLI.
+    pub(crate) fn spawn(self) -> Result<CliProcess, Error> {
+        let launch = Launch {
+            args: &self.args,
+            env: &self.env,
+            inherit_env: self.inherit_env,
+            cwd: self.cwd.as_deref(),
+            files: &self.files,
+        };
+        spawn_launch(&self.program, &launch, self.grace, self.max_line)
+    }
 }
 
 /// Write the launch's files and start the CLI.

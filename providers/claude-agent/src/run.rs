@@ -19,6 +19,7 @@ use crate::error::Error;
 use crate::launch::Fingerprint;
 use crate::pool::Pool;
 use crate::process::CliProcess;
+use crate::provider::ColdStart;
 use crate::requests::{Handled, Handler, Reply, control_request};
 use crate::translate::Translator;
 
@@ -40,6 +41,9 @@ pub(crate) struct Bridge {
 pub(crate) struct Start {
     /// The CLI was kept alive from an earlier run (initialized already).
     pub(crate) reused: bool,
+    /// The call's own launch when the CLI is a spare: started instead if the spare ends before
+    /// its first line.
+    pub(crate) cold: Option<ColdStart>,
     /// Where to park the CLI after a finished turn, under which fingerprint, for how long.
     pub(crate) park: Option<(Arc<Pool>, Fingerprint, Duration)>,
     pub(crate) record: Option<PathBuf>,
@@ -69,6 +73,7 @@ pub(crate) fn run(
         reports_open: true,
         handlers: FuturesUnordered::new(),
         init_done: false,
+        heard: false,
     };
     let stream = async_stream::stream! {
         let keep = keep;
@@ -106,6 +111,17 @@ pub(crate) fn run(
                     }
                     return;
                 }
+                Step::StartOver(error) => {
+                    if let Err(error) = turn.start_over(error).await {
+                        yield Err(error);
+                        return;
+                    }
+                    if let Err(error) = turn.begin().await {
+                        yield Err(error);
+                        return;
+                    }
+                    deadline.as_mut().reset(tokio::time::Instant::now() + init_timeout);
+                }
                 Step::Cancelled(step) => {
                     // Dropping the process stops it in the background (`interrupt`, stdin EOF,
                     // then SIGTERM and SIGKILL after `cancel_grace` each).
@@ -131,6 +147,9 @@ enum Step {
     Park(Vec<Event>),
     /// The signal fired during this step (model message) number.
     Cancelled(u32),
+    /// The spare this run took ended before its first line (the error says how): start the
+    /// call's own CLI and begin again.
+    StartOver(ProviderError),
 }
 
 impl Step {
@@ -149,23 +168,49 @@ struct Turn {
     reports_open: bool,
     handlers: FuturesUnordered<Handler>,
     init_done: bool,
+    /// The CLI printed a line in this run.
+    heard: bool,
 }
 
 impl Turn {
     /// Send `initialize` (a reused CLI was initialized by its first run: the user turn goes at
-    /// once).
+    /// once). A spare that cannot be written to is left for the call's own CLI.
     async fn begin(&mut self) -> Result<(), ProviderError> {
-        self.process.set_in_turn(true);
-        self.init_done = self.start.reused;
-        let first = if self.start.reused {
-            self.start.user.clone()
-        } else {
-            control::request_line(INIT_ID, self.start.initialize.clone())
-        };
-        match self.process.write_line(&first).await {
-            Ok(()) => Ok(()),
-            Err(error) => Err(self.fail(error.into()).await),
+        loop {
+            self.process.set_in_turn(true);
+            self.init_done = self.start.reused;
+            let first = if self.start.reused {
+                self.start.user.clone()
+            } else {
+                control::request_line(INIT_ID, self.start.initialize.clone())
+            };
+            let Err(error) = self.process.write_line(&first).await else {
+                return Ok(());
+            };
+            if !self.may_start_over() {
+                return Err(self.fail(error.into()).await);
+            }
+            self.start_over(error.into()).await?;
         }
+    }
+
+    /// Whether the run may still leave its CLI for the call's own: a spare that printed nothing.
+    fn may_start_over(&self) -> bool {
+        self.start.cold.is_some() && !self.heard
+    }
+
+    /// Stop the spare that ended before its first line (it died after the check at hand-out)
+    /// and start the call's own CLI in its place, once; `begin` sends it `initialize`.
+    async fn start_over(&mut self, error: ProviderError) -> Result<(), ProviderError> {
+        let Some(cold) = self.start.cold.take() else {
+            return Err(self.fail(error).await);
+        };
+        let pid = self.process.pid();
+        let status = self.process.stop().await;
+        tracing::warn!(%error, ?pid, ?status, "the spare CLI ended before its first line; starting the call's own");
+        self.process = cold.spawn()?;
+        self.start.reused = false;
+        Ok(())
     }
 
     /// Wait for the next thing to do (a cancel, the `initialize` deadline, a finished control
@@ -191,6 +236,20 @@ impl Turn {
             }
             line = self.process.stdout.next_line() => read(line, self.start.record.as_deref(), &mut self.start.transcript),
         };
+        if self.may_start_over() {
+            match read {
+                Read::End => {
+                    let error =
+                        ProviderError::new(ErrorKind::Process, "the spare CLI's stdout ended before its first line");
+                    return Step::StartOver(error.with_provider(NAME));
+                }
+                Read::Failed(error) => return Step::StartOver(error.into()),
+                Read::Skip | Read::Line(_) => {}
+            }
+        }
+        if matches!(read, Read::Skip | Read::Line(_)) {
+            self.heard = true;
+        }
         match read {
             Read::Skip => Step::quiet(),
             Read::Line(line) => self.line(&line).await,

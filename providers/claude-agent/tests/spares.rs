@@ -1,7 +1,8 @@
 //! Spare CLIs (`spares`) on the fake CLI: a new session whose launch matches takes a spare (no
 //! `initialize` round trip, no start) and a replacement starts; resumes, forks, fixed ids, host
-//! tools and other launches do not take one; a spare that died or aged is not handed out; and
-//! no spare outlives its provider, also when one is still starting.
+//! tools and other launches do not take one; a spare that died or aged is not handed out, one
+//! that dies at its turn gives way to the call's own CLI; and no spare outlives its provider,
+//! also when one is still starting.
 //!
 //! The fake CLI writes `argv-<pid>.json` once per process start and takes a transcript segment
 //! only when a user message arrives, so a spare idle before its first turn consumes nothing.
@@ -313,6 +314,36 @@ async fn a_spare_that_died_is_not_handed_out() {
     let served = fake.served();
     assert_eq!(served.len(), 2, "{served:?}");
     assert!(!served.contains(&spare), "a fresh CLI served it, not the dead spare");
+    assert!(reaped_within(spare).await, "the dead spare {spare} was reaped");
+    fake.settled(1, 4).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spare_that_dies_at_its_turn_is_replaced_by_the_calls_own_cli() {
+    let scratch = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let die = scratch.path().join("die");
+    let path = die.display().to_string();
+    let fake = fake(&["One!", "Cold!"], |c| c.with_env("FAKE_CLAUDE_DIE_FILE", path));
+    assert!(fake.new_session().await.starts_with("One!"));
+    fake.settled(1, 2).await;
+    let spare = fake.spare().await;
+    // Alive when handed out; it exits (code 1, nothing printed) once it reads the user turn.
+    std::fs::write(&die, "").unwrap_or_else(|e| panic!("{e}"));
+
+    assert!(
+        fake.new_session().await.starts_with("Cold!"),
+        "the call's own CLI served it, no error"
+    );
+    assert!(!die.exists(), "the spare read the turn and died");
+    let served = fake.served();
+    assert_eq!(served.len(), 3, "first, the spare, the call's own: {served:?}");
+    assert_eq!(served[1], spare);
+    let types: Vec<Value> = fake.stdin(served[2]).iter().map(|m| m["type"].clone()).collect();
+    assert_eq!(
+        types,
+        ["control_request", "user"],
+        "the call's own CLI was initialized, then got the turn"
+    );
     assert!(reaped_within(spare).await, "the dead spare {spare} was reaped");
     fake.settled(1, 4).await;
 }
