@@ -141,9 +141,9 @@
 //!   anything of the turn it was handed (it died after that check) gives way to the call's own
 //!   CLI, started then with the call's launch (no error; a warning is logged). One unused for
 //!   `spare_max_age` (10 min) is stopped and replaced, since what the CLI read at its start
-//!   (settings, MCP servers' state) may have changed. A spare that fails to start is not retried until the
-//!   next new session. Each spare costs an idle CLI process (~160 MB resident for the real
-//!   one) and its MCP servers; dropping the provider stops every spare (stdin EOF, then
+//!   (settings, MCP servers' state) may have changed. A spare that fails to start is not
+//!   retried until the next new session. Each spare costs an idle CLI process (~160 MB
+//!   resident for the real one) and its MCP servers; dropping the provider stops every spare (stdin EOF, then
 //!   SIGTERM and SIGKILL, reaped) and cancels the ones still starting. Spares start on the
 //!   Tokio runtime of the call that taught the launch.
 //! - **Recording** (`record_dir`, [`ClaudeAgentConfig::with_record_dir`], or
