@@ -271,7 +271,9 @@ impl Agent {
             }
         };
         // Polled inside the run's span: model calls and tool executions are its children.
-        let recorder = crate::telemetry::SpanRecorder::new(span).without_time_to_first_chunk();
+        let recorder = crate::telemetry::SpanRecorder::new(span)
+            .without_time_to_first_chunk()
+            .without_tool_spans();
         crate::kit::observed(Box::pin(stream), recorder)
     }
 }

@@ -4,5 +4,6 @@
 mod config;
 mod mcp;
 mod otlp;
+mod provider_tools;
 mod spans;
 mod support;

@@ -4,7 +4,9 @@
 //! Every provider opens [`chat_span`] around one model call (through
 //! [`kit::request_span_for`](crate::kit::request_span_for)); [`run_tool`](crate::tool::run_tool)
 //! opens [`tool_span`] around every tool execution, whoever runs it (the agent loop, the MCP
-//! tool server, an agent runtime's in-process host tools); the [`Agent`](crate::Agent) opens
+//! tool server, an agent runtime's in-process host tools); a model call's [`SpanRecorder`]
+//! opens one for each tool the provider runs itself (an agent runtime's own tools, a server
+//! tool), from its `ToolCall` to its `ToolResult`; the [`Agent`](crate::Agent) opens
 //! [`agent_span`] around a whole run, so model calls and tool executions are its children.
 //! A [`SpanRecorder`] fills in what the response tells (response id and model, finish reasons,
 //! token usage, time to first chunk, `error.type` and the error status) from the events as they
@@ -13,7 +15,7 @@
 //! | span | `otel.name` | attributes |
 //! | --- | --- | --- |
 //! | `chat` (client) | `chat {model}` | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model` and the sampling parameters that were set, `gen_ai.conversation.id`, `gen_ai.response.{id, model, finish_reasons, time_to_first_chunk}`, `gen_ai.usage.{input_tokens, output_tokens, cache_read.input_tokens, cache_creation.input_tokens, reasoning.output_tokens}`, `error.type` |
-//! | `execute_tool` (internal) | `execute_tool {name}` | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `gen_ai.tool.description`, `patchbay.tool.status`, `error.type` |
+//! | `execute_tool` (internal) | `execute_tool {name}` | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type` (`function`; `extension` for a tool the provider runs), `gen_ai.tool.description`, `patchbay.tool.status`, `error.type` |
 //! | `invoke_agent` (internal) | `invoke_agent {name}` (or `invoke_agent`) | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.agent.name`, the run's summed usage and last finish reason, `error.type` |
 //!
 //! The span names themselves are the operation (`chat`, `execute_tool`, `invoke_agent`), as
@@ -170,7 +172,26 @@ pub fn record_error(span: &tracing::Span, error: crate::ProviderError) -> crate:
 /// The span of one tool execution: `execute_tool` (exported as `execute_tool {name}`).
 /// [`record_tool_result`] sets its status when the tool returns.
 pub fn tool_span(name: &str, description: &str, call_id: Option<&str>) -> tracing::Span {
+    let span = tracing::Span::current();
+    tool_span_in(&span, "function", name, description, call_id)
+}
+
+/// The span of a tool the provider runs itself (see [`SpanRecorder`]), a child of `parent`:
+/// `gen_ai.tool.type` `extension` (the agent side runs it, not the host).
+fn provider_tool_span(parent: &tracing::Span, name: &str, call_id: &str) -> tracing::Span {
+    tool_span_in(parent, "extension", name, "", Some(call_id))
+}
+
+/// An `execute_tool` span under `parent`, with `gen_ai.tool.type` `kind`.
+fn tool_span_in(
+    parent: &tracing::Span,
+    kind: &'static str,
+    name: &str,
+    description: &str,
+    call_id: Option<&str>,
+) -> tracing::Span {
     let span = tracing::info_span!(
+        parent: parent,
         "execute_tool",
         otel.name = %format_args!("execute_tool {name}"),
         otel.kind = "internal",
@@ -178,7 +199,7 @@ pub fn tool_span(name: &str, description: &str, call_id: Option<&str>) -> tracin
         otel.status_description = Empty,
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = %name,
-        gen_ai.tool.type = "function",
+        gen_ai.tool.type = kind,
         gen_ai.tool.description = Empty,
         gen_ai.tool.call.id = Empty,
         gen_ai.tool.call.arguments = Empty,

@@ -1,18 +1,25 @@
 //! Filling a span's response attributes from the events that pass.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::error::{ErrorKind, ProviderError};
 use crate::event::{Event, FinishReason, Usage};
 
-use super::captures_content;
 use super::content::OutputMessages;
+use super::{captures_content, provider_tool_span, record_tool_arguments, record_tool_result};
 
 /// Fills in a [`chat_span`](super::chat_span)'s or [`agent_span`](super::agent_span)'s response
 /// attributes from the stream's items: the response id and model from `Started`, the time to the
 /// first chunk of content, the usage (the last one reported), the finish reason, and for an error
 /// `error.type` (the [`ErrorKind`](crate::ErrorKind)) with the error status. The answer itself is
 /// kept for `gen_ai.output.messages` only while content is captured.
+///
+/// Tools the provider runs itself (`ToolCall` with [`ExecutedBy::Provider`](crate::ExecutedBy):
+/// an agent runtime's own tools, a server tool) get an `execute_tool` span of their own, a
+/// child of this one, from their `ToolCall` to their `ToolResult` as the stream passes them
+/// (`gen_ai.tool.type` `extension`); host tools have theirs from
+/// [`run_tool`](crate::tool::run_tool).
 #[derive(Debug)]
 pub struct SpanRecorder {
     span: tracing::Span,
@@ -21,6 +28,8 @@ pub struct SpanRecorder {
     time_to_first_chunk: bool,
     usage: Usage,
     output: Option<OutputMessages>,
+    /// The open spans of provider-run tools by call id; `None`: no such spans.
+    tools: Option<HashMap<String, tracing::Span>>,
 }
 
 impl SpanRecorder {
@@ -34,12 +43,19 @@ impl SpanRecorder {
             time_to_first_chunk: true,
             usage: Usage::default(),
             output,
+            tools: Some(HashMap::new()),
         }
     }
 
     /// Leave out `gen_ai.response.time_to_first_chunk` (an agent run is not one request).
     pub fn without_time_to_first_chunk(mut self) -> Self {
         self.time_to_first_chunk = false;
+        self
+    }
+
+    /// Open no spans for provider-run tools (an agent run: its model calls' spans have them).
+    pub fn without_tool_spans(mut self) -> Self {
+        self.tools = None;
         self
     }
 
@@ -80,11 +96,28 @@ impl SpanRecorder {
                     self.span.record("gen_ai.conversation.id", session.as_str());
                 }
             }
+            Event::ToolCall {
+                id,
+                name,
+                input,
+                executed_by,
+            } => {
+                self.first_chunk();
+                if let (Some(tools), false) = (&mut self.tools, executed_by.is_host()) {
+                    let span = provider_tool_span(&self.span, name, id);
+                    record_tool_arguments(&span, input);
+                    tools.insert(id.clone(), span);
+                }
+            }
+            Event::ToolResult { id, result, .. } => {
+                if let Some(span) = self.tools.as_mut().and_then(|tools| tools.remove(id)) {
+                    record_tool_result(&span, result);
+                }
+            }
             Event::TextDelta { .. }
             | Event::ReasoningDelta { .. }
             | Event::RedactedReasoning { .. }
-            | Event::ToolCallStart { .. }
-            | Event::ToolCall { .. } => self.first_chunk(),
+            | Event::ToolCallStart { .. } => self.first_chunk(),
             Event::Usage(usage) => self.usage = *usage,
             Event::Finish { reason, usage, .. } => {
                 let usage = if usage.is_empty() { self.usage } else { *usage };

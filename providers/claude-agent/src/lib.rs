@@ -78,7 +78,8 @@
 //! - **Span**: planning, spawning and every poll of the stream run inside
 //!   `chat{gen_ai.provider.name = "claude-agent", gen_ai.request.model}`
 //!   ([`patchbay_core::kit::request_span_for`]); in-process host tool runs are `execute_tool`
-//!   spans inside it.
+//!   spans inside it, and so are the CLI's own tools (Bash, Read...), each from its `ToolCall`
+//!   to its `ToolResult` as the stream passes them.
 //! - **Secrets**: `Debug` of the configuration and the provider prints environment variable
 //!   names and the flags of `extra_args`, never their values; option errors do not quote the
 //!   values they refuse; no log line carries the environment, the command line or the MCP
