@@ -144,9 +144,9 @@
 //!   `spare_max_age` (10 min) is stopped and replaced, since what the CLI read at its start
 //!   (settings, MCP servers' state) may have changed. A spare that fails to start is not
 //!   retried until the next new session. Each spare costs an idle CLI process (~160 MB
-//!   resident for the real one) and its MCP servers; dropping the provider stops every spare (stdin EOF, then
-//!   SIGTERM and SIGKILL, reaped) and cancels the ones still starting. Spares start on the
-//!   Tokio runtime of the call that taught the launch.
+//!   resident for the real one) and its MCP servers; dropping the provider stops every spare
+//!   (stdin EOF, then SIGTERM and SIGKILL, reaped) and cancels the ones still starting. Spares
+//!   start on the Tokio runtime of the call that taught the launch.
 //! - **Recording** (`record_dir`, [`ClaudeAgentConfig::with_record_dir`], or
 //!   `PATCHBAY_RECORD_DIR`): each call's stdout lines, as read (the lines `record_stdout` appends
 //!   to one file), go to `DIR/claude-agent/recorded/<stem>.jsonl` through patchbay-http's

@@ -295,23 +295,13 @@ pub(crate) struct Launch<'a> {
 
 /// Write the plan's files and start the CLI.
 fn spawn(program: &Path, plan: &LaunchPlan, config: &ClaudeAgentConfig) -> Result<CliProcess, Error> {
-    let launch = Launch {
-        args: &plan.args,
-        env: &plan.env,
-        inherit_env: plan.inherit_env,
-        cwd: plan.cwd.as_deref(),
-        files: &plan.files,
-    };
-    let grace = Grace {
-        finished: config.stop_grace,
-        cancel: config.cancel_grace,
-    };
-    spawn_launch(program, &launch, grace, config.max_line_bytes)
+    ColdStart::new(program, plan, config).spawn()
 }
 
-/// This call's own launch, kept by a run that took a spare: if the spare ends before its first
-/// line (it died after the check at hand-out), the run starts this CLI instead, once. No
-/// `Debug`: `env` holds keys, the files may hold bearer headers.
+/// A call's own launch, owned: how a call without a reusable CLI starts one, and what a run
+/// that took a spare keeps to start the call's own CLI instead, once, if the spare ends before
+/// its first line (it died after the check at hand-out). No `Debug`: `env` holds keys, the
+/// files may hold bearer headers.
 pub(crate) struct ColdStart {
     program: PathBuf,
     args: Vec<String>,
