@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use opentelemetry::trace::Status;
+use opentelemetry_sdk::trace::SpanData;
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
 use patchbay_conformance::Recording;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
@@ -68,13 +70,12 @@ async fn a_server_tool_has_an_execute_tool_span_under_its_model_call() {
     assert_eq!(attribute(tool, "gen_ai.tool.call.arguments"), None, "content is off");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_the_claude_cli_runs_itself_has_an_execute_tool_span_under_its_model_call() {
-    let _serial = serial().await;
-    // claude-agent's fake CLI replaying a turn in which the CLI runs its own `Write` tool.
+/// claude-agent's fake CLI replaying a turn in which the CLI runs its own `Write` tool (call
+/// `t1`), with the extra variables `env`; the turn's events, its error, and the spans.
+async fn claude_cli_writes(env: &[(&str, &str)]) -> (Recording, Vec<SpanData>) {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../providers/claude-agent/tests");
     let state = tempfile::tempdir().expect("temp dir");
-    let config = ClaudeAgentConfig::new()
+    let mut config = ClaudeAgentConfig::new()
         .with_cli_path(crate_dir.join("fake-claude"))
         .with_env(
             "FAKE_CLAUDE_TRANSCRIPT",
@@ -84,9 +85,12 @@ async fn a_tool_the_claude_cli_runs_itself_has_an_execute_tool_span_under_its_mo
                 .to_string(),
         )
         .with_env("FAKE_CLAUDE_STATE", state.path().display().to_string());
+    for (key, value) in env {
+        config = config.with_env(*key, *value);
+    }
     let provider = ClaudeAgentProvider::new(config).expect("config");
     let memory = Memory::new();
-    let Recording { events, error } = memory
+    let recording = memory
         .record(Recording::call(
             &provider,
             &[Message::user("write a.txt")],
@@ -96,17 +100,34 @@ async fn a_tool_the_claude_cli_runs_itself_has_an_execute_tool_span_under_its_mo
             None,
         ))
         .await;
-    assert!(error.is_none(), "{error:?}");
-    assert!(events.iter().any(|e| matches!(
+    assert!(recording.events.iter().any(|e| matches!(
         e,
         Event::ToolCall { name, executed_by: ExecutedBy::Provider, .. } if name == "Write"
     )));
+    (recording, memory.finished_spans())
+}
 
-    let spans = memory.finished_spans();
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_the_claude_cli_runs_itself_has_an_execute_tool_span_under_its_model_call() {
+    let _serial = serial().await;
+    let (recording, spans) = claude_cli_writes(&[]).await;
+    assert!(recording.error.is_none(), "{:?}", recording.error);
     let chat = span(&spans, "chat m");
     let tool = span(&spans, "execute_tool Write");
     assert_eq!(tool.parent_span_id, chat.span_context.span_id(), "{:?}", names(&spans));
     assert_eq!(attribute(tool, "gen_ai.tool.call.id").as_deref(), Some("t1"));
     assert_eq!(attribute(tool, "gen_ai.tool.type").as_deref(), Some("extension"));
     assert_eq!(attribute(tool, "patchbay.tool.status").as_deref(), Some("completed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_run_tool_still_open_when_the_stream_fails_is_aborted() {
+    let _serial = serial().await;
+    // The CLI crashes after its permission request, before the tool's result.
+    let (recording, spans) = claude_cli_writes(&[("FAKE_CLAUDE_EXIT_AFTER", "9")]).await;
+    assert!(recording.error.is_some(), "the run fails");
+    let tool = span(&spans, "execute_tool Write");
+    assert_eq!(attribute(tool, "patchbay.tool.status").as_deref(), Some("aborted"));
+    assert_eq!(attribute(tool, "error.type").as_deref(), Some("aborted"));
+    assert!(matches!(tool.status, Status::Error { .. }), "{:?}", tool.status);
 }

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use crate::error::{ErrorKind, ProviderError};
 use crate::event::{Event, FinishReason, Usage};
+use crate::tool::ToolResult;
 
 use super::content::OutputMessages;
 use super::{captures_content, provider_tool_span, record_tool_arguments, record_tool_result};
@@ -18,7 +19,7 @@ use super::{captures_content, provider_tool_span, record_tool_arguments, record_
 /// Tools the provider runs itself (`ToolCall` with [`ExecutedBy::Provider`](crate::ExecutedBy):
 /// an agent runtime's own tools, a server tool) get an `execute_tool` span of their own, a
 /// child of this one, from their `ToolCall` to their `ToolResult` as the stream passes them
-/// (`gen_ai.tool.type` `extension`); host tools have theirs from
+/// (`gen_ai.tool.type` `extension`; aborted if the stream fails first); host tools have theirs from
 /// [`run_tool`](crate::tool::run_tool).
 #[derive(Debug)]
 pub struct SpanRecorder {
@@ -144,6 +145,10 @@ impl SpanRecorder {
     }
 
     fn error(&mut self, error: &ProviderError) {
+        // Provider-run tools still open end with the stream: aborted.
+        for (_, span) in self.tools.iter_mut().flat_map(HashMap::drain) {
+            record_tool_result(&span, &ToolResult::aborted());
+        }
         let usage = self.usage;
         self.record_usage(&usage);
         self.span.record("error.type", error_type(error.kind()).as_str());
