@@ -19,8 +19,8 @@ use super::{captures_content, provider_tool_span, record_tool_arguments, record_
 /// Tools the provider runs itself (`ToolCall` with [`ExecutedBy::Provider`](crate::ExecutedBy):
 /// an agent runtime's own tools, a server tool) get an `execute_tool` span of their own, a
 /// child of this one, from their `ToolCall` to their `ToolResult` as the stream passes them
-/// (`gen_ai.tool.type` `extension`; aborted if the stream fails first); host tools have theirs from
-/// [`run_tool`](crate::tool::run_tool).
+/// (`gen_ai.tool.type` `extension`; aborted if the stream fails first); host tools have theirs
+/// from [`run_tool`](crate::tool::run_tool).
 #[derive(Debug)]
 pub struct SpanRecorder {
     span: tracing::Span,
