@@ -326,6 +326,7 @@ async fn a_spare_that_dies_at_its_turn_is_replaced_by_the_calls_own_cli() {
     let fake = fake(&["One!", "Cold!"], |c| c.with_env("FAKE_CLAUDE_DIE_FILE", path));
     assert!(fake.new_session().await.starts_with("One!"));
     fake.settled(1, 2).await;
+    let first = fake.served();
     let spare = fake.spare().await;
     // Alive when handed out; it exits (code 1, nothing printed) once it reads the user turn.
     std::fs::write(&die, "").unwrap_or_else(|e| panic!("{e}"));
@@ -337,8 +338,14 @@ async fn a_spare_that_dies_at_its_turn_is_replaced_by_the_calls_own_cli() {
     assert!(!die.exists(), "the spare read the turn and died");
     let served = fake.served();
     assert_eq!(served.len(), 3, "first, the spare, the call's own: {served:?}");
-    assert_eq!(served[1], spare);
-    let types: Vec<Value> = fake.stdin(served[2]).iter().map(|m| m["type"].clone()).collect();
+    assert!(served.contains(&spare), "the spare was handed the turn: {served:?}");
+    // (Start order is not pid or spawn order: a spare starts beside the first session's CLI.)
+    let own: Vec<i32> = served
+        .into_iter()
+        .filter(|pid| *pid != spare && !first.contains(pid))
+        .collect();
+    assert_eq!(own.len(), 1, "{own:?}");
+    let types: Vec<Value> = fake.stdin(own[0]).iter().map(|m| m["type"].clone()).collect();
     assert_eq!(
         types,
         ["control_request", "user"],
