@@ -19,7 +19,8 @@ pub use normalize::{LONG_TEXT, Outcome, Recording, normalize, summarize, text_of
 pub use recorded::{FixtureRun, run_fixtures};
 pub use requests::snapshot_requests;
 pub use scenario::{
-    CancelAt, Needs, SCENARIO_MODEL, Scenario, WEATHER_JSON, huge_text, scenario_tools, scenarios, weather_schema,
+    CancelAt, Needs, SCENARIO_MODEL, Scenario, WEATHER_JSON, huge_text, scenario, scenario_tools, scenarios,
+    weather_schema,
 };
 pub use snapshot::{scenario_settings, settings_at, settings_in, snapshot_root, split_randomly};
 pub use suite::{

@@ -75,6 +75,22 @@ impl Recording {
         }
     }
 
+    /// One [`call`](Self::call) with `scenario`'s messages and the shared tools on
+    /// [`SCENARIO_MODEL`](crate::SCENARIO_MODEL), no context: what a provider does for the
+    /// scenario's first model turn, without the agent loop.
+    pub async fn call_scenario(provider: &dyn Provider, scenario: &crate::Scenario) -> Self {
+        let tools = crate::scenario_tools();
+        Self::call(
+            provider,
+            &scenario.messages,
+            &tools,
+            crate::SCENARIO_MODEL,
+            &Signal::new(),
+            None,
+        )
+        .await
+    }
+
     /// The text of every `TextDelta`, joined: [`text_of`] the events.
     pub fn text(&self) -> String {
         text_of(&self.events)

@@ -138,6 +138,15 @@ pub fn weather_schema() -> OutputSchema {
     .with_strict(true)
 }
 
+/// The shared scenario called `name`, if there is one.
+///
+/// ```
+/// assert!(patchbay_conformance::scenario("text_only").is_some());
+/// ```
+pub fn scenario(name: &str) -> Option<Scenario> {
+    scenarios().into_iter().find(|s| s.name == name)
+}
+
 /// Every shared scenario, in a stable order.
 pub fn scenarios() -> Vec<Scenario> {
     let weather = |id: &str, city: &str| Part::tool_call(id, "get_weather", json!({ "city": city }));

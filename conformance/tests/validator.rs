@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use patchbay_conformance::{Baseline, Fixture, Recording, Target, TrialFailure, check, scenarios, trials};
+use patchbay_conformance::{Baseline, Fixture, Recording, Target, TrialFailure, check, scenario, scenarios, trials};
 use patchbay_core::{
     Capabilities, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, Metrics, Provider, ProviderError,
     ProviderInfo, RequestContext, Rule, Signal, ToolSet, Usage, validate,
@@ -366,10 +366,7 @@ fn duplicated_text_target() -> Target {
 /// otherwise look right.
 #[tokio::test]
 async fn the_harness_fails_a_broken_provider() {
-    let scenario = scenarios()
-        .into_iter()
-        .find(|s| s.name == "text_only")
-        .expect("text_only exists");
+    let scenario = scenario("text_only").expect("text_only exists");
     let target = duplicated_text_target();
     let recording: Recording = target.record(&scenario).await.expect("the run completes");
     let verdict = check(&scenario, &recording);

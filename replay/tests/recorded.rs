@@ -1,58 +1,31 @@
 //! A call recorded live (`record_dir`) replays through the `replay` command to the events of
 //! the live run.
 
+mod support;
+
 use std::path::Path;
-use std::process::Command;
 
 use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
-use patchbay_conformance::fixtures::parse_manifest;
+use patchbay_conformance::fixtures::manifest_in;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::openai::OpenAiWire;
 use patchbay_conformance::mock::{MockServer, Serve, WireFormat};
-use patchbay_conformance::{Recording, SCENARIO_MODEL, normalize, scenario_tools, scenarios};
-use patchbay_core::{Provider, Signal};
+use patchbay_conformance::{Recording, normalize, scenario};
+use patchbay_core::Provider;
 use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider};
-use serde_json::Value;
-
-/// What `replay --family FAMILY FILE` prints, one JSON value per line.
-fn replay(family: &str, file: &Path) -> (bool, Vec<Value>) {
-    let output = Command::new(env!("CARGO_BIN_EXE_replay"))
-        .arg("--family")
-        .arg(family)
-        .arg(file)
-        .output()
-        .expect("replay runs");
-    let lines = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line}: {e}")))
-        .collect();
-    (output.status.success(), lines)
-}
 
 /// Runs the first turn of `one_tool_call` through `provider` (recording into `dir`), then
 /// replays the recorded body with `--family family`: the same normalized events, then a valid
 /// verdict.
 async fn record_and_replay(provider: &dyn Provider, dir: &Path, family: &str) {
-    let scenario = scenarios()
-        .into_iter()
-        .find(|s| s.name == "one_tool_call")
-        .expect("the scenario");
-    let live = Recording::call(
-        provider,
-        &scenario.messages,
-        &scenario_tools(),
-        SCENARIO_MODEL,
-        &Signal::new(),
-        None,
-    )
-    .await;
+    let scenario = scenario("one_tool_call").expect("the scenario");
+    let live = Recording::call_scenario(provider, &scenario).await;
     assert!(live.error.is_none(), "{:?}", live.error);
-    let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv")).expect("a manifest");
-    let entries = parse_manifest(&manifest).expect("the manifest parses");
+    let entries = manifest_in(dir).expect("the manifest parses");
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(entries[0].scenario, "single tool call; text + tool use");
 
-    let (ok, mut lines) = replay(family, &dir.join(&entries[0].local_path));
+    let (ok, mut lines) = support::replay(family, &dir.join(&entries[0].local_path));
     assert!(ok, "{lines:?}");
     let verdict = lines.pop().expect("a verdict");
     assert_eq!(verdict["verdict"], "valid", "{verdict}");
@@ -60,10 +33,7 @@ async fn record_and_replay(provider: &dyn Provider, dir: &Path, family: &str) {
 }
 
 async fn mock(wire: impl WireFormat) -> MockServer {
-    let scenario = scenarios()
-        .into_iter()
-        .find(|s| s.name == "one_tool_call")
-        .expect("the scenario");
+    let scenario = scenario("one_tool_call").expect("the scenario");
     MockServer::builder(wire)
         .serve([Serve::Turn(scenario.script.turns[0].clone())])
         .start()

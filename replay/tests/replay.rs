@@ -1,19 +1,10 @@
 //! The `replay` command: normalized events as JSON lines, then the verdict; non-zero when invalid.
 
-use std::process::Command;
+mod support;
 
+/// `replay` of a shipped fixture (a path below the fixtures folder).
 fn replay(family: &str, file: &str) -> (bool, Vec<serde_json::Value>) {
-    let output = Command::new(env!("CARGO_BIN_EXE_replay"))
-        .arg("--family")
-        .arg(family)
-        .arg(patchbay_conformance::fixtures::root().join(file))
-        .output()
-        .expect("replay runs");
-    let lines = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line}: {e}")))
-        .collect();
-    (output.status.success(), lines)
+    support::replay(family, &patchbay_conformance::fixtures::root().join(file))
 }
 
 #[test]

@@ -8,21 +8,14 @@ use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
 use patchbay_conformance::fixtures::{assert_no_secret_below, manifest_in};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::{MockServer, Serve};
-use patchbay_conformance::{FixtureRun, Recording, SCENARIO_MODEL, Scenario, scenario_tools, scenarios};
-use patchbay_core::{ErrorKind, Signal};
+use patchbay_conformance::{FixtureRun, Recording, SCENARIO_MODEL, scenario};
+use patchbay_core::ErrorKind;
 use serde_json::json;
 
 use crate::common::without_timings;
 
 /// The key, also sent in a custom header: neither may reach a recorded file.
 const KEY: &str = "sk-ant-recorded-0123456789";
-
-fn scenario(name: &str) -> Scenario {
-    scenarios()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("no scenario {name}"))
-}
 
 fn recording_provider(url: &str, dir: &Path) -> AnthropicProvider {
     let config = AnthropicConfig::new(KEY)
@@ -32,23 +25,10 @@ fn recording_provider(url: &str, dir: &Path) -> AnthropicProvider {
     AnthropicProvider::new(config).expect("a valid config")
 }
 
-/// One call of a scenario's first turn.
-async fn call(provider: &AnthropicProvider, scenario: &Scenario) -> Recording {
-    Recording::call(
-        provider,
-        &scenario.messages,
-        &scenario_tools(),
-        SCENARIO_MODEL,
-        &Signal::new(),
-        None,
-    )
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_calls_replay_to_the_events_of_the_live_run() {
-    let text = scenario("text_only");
-    let tool = scenario("one_tool_call");
+    let text = scenario("text_only").expect("the scenario");
+    let tool = scenario("one_tool_call").expect("the scenario");
     let server = MockServer::builder(AnthropicWire)
         .serve([text.script.turns[0].clone(), tool.script.turns[0].clone()].map(Serve::Turn))
         .start()
@@ -56,7 +36,10 @@ async fn recorded_calls_replay_to_the_events_of_the_live_run() {
         .expect("mock starts");
     let dir = tempfile::tempdir().expect("a temp dir");
     let provider = recording_provider(&server.url(), dir.path());
-    let live = [call(&provider, &text).await, call(&provider, &tool).await];
+    let live = [
+        Recording::call_scenario(&provider, &text).await,
+        Recording::call_scenario(&provider, &tool).await,
+    ];
     for recording in &live {
         assert!(recording.error.is_none(), "{:?}", recording.error);
     }
@@ -118,7 +101,7 @@ async fn a_rate_limited_call_is_recorded_with_its_error_body() {
         .expect("mock starts");
     let dir = tempfile::tempdir().expect("a temp dir");
     let provider = recording_provider(&server.url(), dir.path());
-    let recording = call(&provider, &scenario("text_only")).await;
+    let recording = Recording::call_scenario(&provider, &scenario("text_only").expect("the scenario")).await;
     assert_eq!(recording.error.as_ref().map(|e| e.kind()), Some(ErrorKind::RateLimited));
     let entries = manifest_in(dir.path()).expect("the manifest parses");
     assert_eq!(entries.len(), 1, "{entries:?}");
@@ -132,7 +115,7 @@ async fn a_rate_limited_call_is_recorded_with_its_error_body() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_dir_that_cannot_be_written_leaves_the_call_unchanged() {
-    let text = scenario("text_only");
+    let text = scenario("text_only").expect("the scenario");
     let server = MockServer::builder(AnthropicWire)
         .serve([text.script.turns[0].clone(), text.script.turns[0].clone()].map(Serve::Turn))
         .start()
@@ -141,9 +124,9 @@ async fn a_record_dir_that_cannot_be_written_leaves_the_call_unchanged() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let file = dir.path().join("not-a-folder");
     std::fs::write(&file, b"in the way").expect("a file");
-    let recorded = call(&recording_provider(&server.url(), &file), &text).await;
+    let recorded = Recording::call_scenario(&recording_provider(&server.url(), &file), &text).await;
     let plain = AnthropicProvider::new(AnthropicConfig::new(KEY).with_base_url(server.url())).expect("a provider");
-    let unrecorded = call(&plain, &text).await;
+    let unrecorded = Recording::call_scenario(&plain, &text).await;
     assert!(recorded.error.is_none(), "{:?}", recorded.error);
     assert_eq!(recorded.without_timings(), unrecorded.without_timings());
     assert_eq!(std::fs::read(&file).expect("still a file"), b"in the way");

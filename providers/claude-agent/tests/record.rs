@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider, Translator};
 use patchbay_conformance::fixtures::{assert_no_secret_below, manifest_in};
-use patchbay_conformance::{FixtureRun, Recording, SCENARIO_MODEL, scenario_tools, scenarios};
-use patchbay_core::Signal;
+use patchbay_conformance::{FixtureRun, Recording, SCENARIO_MODEL, scenario};
 use serde_json::{Value, json};
 
 use crate::support;
@@ -30,20 +29,9 @@ fn config(transcript: &Path, state: &Path) -> ClaudeAgentConfig {
 
 /// One call of scenario `name` through `config`.
 async fn call(config: ClaudeAgentConfig, name: &str) -> Recording {
-    let scenario = scenarios()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("no scenario {name}"));
     let provider = ClaudeAgentProvider::new(config).unwrap_or_else(|e| panic!("{e}"));
-    Recording::call(
-        &provider,
-        &scenario.messages,
-        &scenario_tools(),
-        SCENARIO_MODEL,
-        &Signal::new(),
-        None,
-    )
-    .await
+    let scenario = scenario(name).unwrap_or_else(|| panic!("no scenario {name}"));
+    Recording::call_scenario(&provider, &scenario).await
 }
 
 /// The line translator over a whole transcript, as the run loop feeds it.

@@ -7,23 +7,14 @@ use std::path::Path;
 use patchbay_conformance::fixtures::{assert_no_secret_below, manifest_in};
 use patchbay_conformance::mock::openai::OpenAiWire;
 use patchbay_conformance::mock::{MockServer, Serve};
-use patchbay_conformance::{
-    FixtureRun, Recording, SCENARIO_MODEL, Scenario, scenario_tools, scenarios, without_timings,
-};
-use patchbay_core::{ErrorKind, Signal};
+use patchbay_conformance::{FixtureRun, Recording, SCENARIO_MODEL, scenario, without_timings};
+use patchbay_core::ErrorKind;
 use patchbay_openrouter::translate::{Framing, Translator};
 use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider};
 use serde_json::json;
 
 /// The key, also sent in a custom header: neither may reach a recorded file.
 const KEY: &str = "sk-or-recorded-0123456789";
-
-fn scenario(name: &str) -> Scenario {
-    scenarios()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("no scenario {name}"))
-}
 
 fn recording_provider(url: &str, dir: &Path, dialect: Dialect) -> OpenRouterProvider {
     let config = OpenRouterConfig::new(url)
@@ -42,27 +33,17 @@ async fn mock(serve: impl IntoIterator<Item = Serve>) -> MockServer {
         .expect("mock starts")
 }
 
-/// One call of a scenario's first turn.
-async fn call(provider: &OpenRouterProvider, scenario: &Scenario) -> Recording {
-    Recording::call(
-        provider,
-        &scenario.messages,
-        &scenario_tools(),
-        SCENARIO_MODEL,
-        &Signal::new(),
-        None,
-    )
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_calls_replay_to_the_events_of_the_live_run() {
-    let text = scenario("text_only");
-    let tools = scenario("parallel_tool_calls");
+    let text = scenario("text_only").expect("the scenario");
+    let tools = scenario("parallel_tool_calls").expect("the scenario");
     let server = mock([text.script.turns[0].clone(), tools.script.turns[0].clone()].map(Serve::Turn)).await;
     let dir = tempfile::tempdir().expect("a temp dir");
     let provider = recording_provider(&server.url(), dir.path(), Dialect::OpenRouter);
-    let live = [call(&provider, &text).await, call(&provider, &tools).await];
+    let live = [
+        Recording::call_scenario(&provider, &text).await,
+        Recording::call_scenario(&provider, &tools).await,
+    ];
     for recording in &live {
         assert!(recording.error.is_none(), "{:?}", recording.error);
     }
@@ -106,11 +87,11 @@ async fn recorded_calls_replay_to_the_events_of_the_live_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_dialect_records_into_its_fixture_family() {
-    let text = scenario("text_only");
+    let text = scenario("text_only").expect("the scenario");
     let server = mock([text.script.turns[0].clone(), text.script.turns[0].clone()].map(Serve::Turn)).await;
     let dir = tempfile::tempdir().expect("a temp dir");
     for dialect in [Dialect::Generic, Dialect::OpenAi] {
-        let recording = call(&recording_provider(&server.url(), dir.path(), dialect), &text).await;
+        let recording = Recording::call_scenario(&recording_provider(&server.url(), dir.path(), dialect), &text).await;
         assert!(recording.error.is_none(), "{:?}", recording.error);
     }
     let entries = manifest_in(dir.path()).expect("the manifest parses");
@@ -132,7 +113,7 @@ async fn a_rate_limited_call_is_recorded_with_its_error_body() {
     let server = mock([Serve::status(429, body, Some(3))]).await;
     let dir = tempfile::tempdir().expect("a temp dir");
     let provider = recording_provider(&server.url(), dir.path(), Dialect::OpenRouter);
-    let recording = call(&provider, &scenario("text_only")).await;
+    let recording = Recording::call_scenario(&provider, &scenario("text_only").expect("the scenario")).await;
     assert_eq!(recording.error.as_ref().map(|e| e.kind()), Some(ErrorKind::RateLimited));
     let entries = manifest_in(dir.path()).expect("the manifest parses");
     assert_eq!(entries.len(), 1, "{entries:?}");
@@ -145,19 +126,20 @@ async fn a_rate_limited_call_is_recorded_with_its_error_body() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_dir_that_cannot_be_written_leaves_the_call_unchanged() {
-    let text = scenario("text_only");
+    let text = scenario("text_only").expect("the scenario");
     let server = mock([text.script.turns[0].clone(), text.script.turns[0].clone()].map(Serve::Turn)).await;
     let dir = tempfile::tempdir().expect("a temp dir");
     let file = dir.path().join("not-a-folder");
     std::fs::write(&file, b"in the way").expect("a file");
-    let recorded = call(&recording_provider(&server.url(), &file, Dialect::OpenRouter), &text).await;
+    let recorded =
+        Recording::call_scenario(&recording_provider(&server.url(), &file, Dialect::OpenRouter), &text).await;
     let plain = OpenRouterProvider::new(
         OpenRouterConfig::new(server.url())
             .with_api_key(KEY)
             .with_dialect(Dialect::OpenRouter),
     )
     .expect("a provider");
-    let unrecorded = call(&plain, &text).await;
+    let unrecorded = Recording::call_scenario(&plain, &text).await;
     assert!(recorded.error.is_none(), "{:?}", recorded.error);
     assert_eq!(recorded.without_timings(), unrecorded.without_timings());
     assert_eq!(std::fs::read(&file).expect("still a file"), b"in the way");
