@@ -97,16 +97,16 @@ impl Call {
         }
     }
 
-    fn text(&mut self, field: &Field, value: String) {
-        let slot = match field.name() {
-            "gen_ai.operation.name" => &mut self.operation,
-            "gen_ai.provider.name" => &mut self.provider,
-            "gen_ai.request.model" => &mut self.request_model,
-            "gen_ai.response.model" => &mut self.response_model,
-            "error.type" => &mut self.error_type,
-            _ => return,
-        };
-        *slot = Some(value);
+    /// Where a text field the metrics use goes; `None` for every other field.
+    fn text_slot(&mut self, field: &Field) -> Option<&mut Option<String>> {
+        match field.name() {
+            "gen_ai.operation.name" => Some(&mut self.operation),
+            "gen_ai.provider.name" => Some(&mut self.provider),
+            "gen_ai.request.model" => Some(&mut self.request_model),
+            "gen_ai.response.model" => Some(&mut self.response_model),
+            "error.type" => Some(&mut self.error_type),
+            _ => None,
+        }
     }
 
     fn attributes(&self) -> Vec<KeyValue> {
@@ -128,12 +128,17 @@ impl Call {
 
 impl Visit for Call {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.text(field, value.to_string());
+        if let Some(slot) = self.text_slot(field) {
+            *slot = Some(value.to_string());
+        }
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        // `%value` fields arrive here; their Debug is the Display text.
-        self.text(field, format!("{value:?}"));
+        // `%value` fields arrive here; their Debug is the Display text. Only the fields the
+        // metrics use are formatted (`otel.name` and the content fields are not).
+        if let Some(slot) = self.text_slot(field) {
+            *slot = Some(format!("{value:?}"));
+        }
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
