@@ -28,6 +28,31 @@ pub enum OrchestratorError {
     /// No job has this id.
     #[error("no job `{0}`")]
     JobNotFound(String),
+    /// The calling session (the `X-Agent-Session-Name` header, `AGENT_SESSION_NAME`, or the
+    /// API's `parent_session_name`) is not a session of this orchestrator.
+    #[error(
+        "the calling session `{0}` (X-Agent-Session-Name, AGENT_SESSION_NAME or parent_session_name) is not a \
+         session of this orchestrator: leave it out, or name a session that exists"
+    )]
+    UnknownCaller(String),
+    /// `callback: true` with no calling session of this orchestrator to resume.
+    #[error(
+        "callback: true needs a calling session of this orchestrator to resume with the result, and this call \
+         names none (X-Agent-Session-Name, AGENT_SESSION_NAME or parent_session_name): leave callback out and \
+         wait with get_agent_session_status and wait_seconds instead"
+    )]
+    NoCallbackTarget,
+    /// The resume would make a session its own parent or ancestor, or wait for itself.
+    #[error("{0}")]
+    Cycle(String),
+    /// A `project_dir` outside the projects root.
+    #[error("project_dir `{dir}` is outside the projects root `{root}` (--projects-root): pick a folder inside it")]
+    OutsideRoot {
+        /// The folder asked for, resolved.
+        dir: String,
+        /// The projects root.
+        root: String,
+    },
     /// A job that has ended cannot change.
     #[error("job `{job_id}` has already ended ({status})")]
     JobEnded {
@@ -75,8 +100,9 @@ impl OrchestratorError {
     /// down, 500 for storage failures.
     pub fn http_status(&self) -> u16 {
         match self {
-            Self::InvalidName(_) | Self::Invalid(_) => 400,
-            Self::UnknownBlueprint(_) | Self::SessionNotFound(_) | Self::JobNotFound(_) => 404,
+            Self::InvalidName(_) | Self::Invalid(_) | Self::NoCallbackTarget | Self::OutsideRoot { .. } => 400,
+            Self::UnknownBlueprint(_) | Self::SessionNotFound(_) | Self::JobNotFound(_) | Self::UnknownCaller(_) => 404,
+            Self::Cycle(_) => 409,
             Self::RetiredBlueprint(_) | Self::SessionExists(_) | Self::JobEnded { .. } | Self::StillRunning { .. } => {
                 409
             }
@@ -95,6 +121,10 @@ impl OrchestratorError {
             Self::SessionExists(_) => "session_exists",
             Self::SessionNotFound(_) => "session_not_found",
             Self::JobNotFound(_) => "job_not_found",
+            Self::UnknownCaller(_) => "caller_not_found",
+            Self::NoCallbackTarget => "no_callback_target",
+            Self::Cycle(_) => "cycle",
+            Self::OutsideRoot { .. } => "outside_projects_root",
             Self::JobEnded { .. } => "job_ended",
             Self::StillRunning { .. } => "still_running",
             Self::ShuttingDown => "shutting_down",

@@ -59,8 +59,10 @@
 
 pub mod api;
 pub mod blueprint;
+mod callback;
 mod error;
 pub mod format;
+mod guard;
 pub mod http;
 mod lock;
 pub mod names;

@@ -36,6 +36,9 @@ options:
                        settle a dead process's jobs this long after its last renewal (default 30)
   --port N             port of 127.0.0.1 (default: any free port)
   --project-dir DIR    working folder of sessions started without one (default: current folder)
+  --projects-root DIR  every session's folder must be inside it; a project_dir outside it (after
+                       resolving `..` and symlinks) is refused (default: the folder serve started
+                       in, or --project-dir when that is outside it)
   --sync-wait SECONDS  longest wait of a sync start or resume (default 600)
 
 environment:
@@ -60,6 +63,7 @@ struct Args {
     workers: usize,
     port: u16,
     project_dir: Option<PathBuf>,
+    projects_root: Option<PathBuf>,
     sync_wait: Duration,
 }
 
@@ -76,6 +80,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
         workers: DEFAULT_WORKERS,
         port: 0,
         project_dir: None,
+        projects_root: None,
         sync_wait: patchbay_orchestrator::DEFAULT_SYNC_WAIT,
     };
     while let Some(arg) = parser.next()? {
@@ -97,6 +102,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
             Long("workers") => args.workers = parser.value()?.parse()?,
             Long("port") => args.port = parser.value()?.parse()?,
             Long("project-dir") => args.project_dir = Some(parser.value()?.into()),
+            Long("projects-root") => args.projects_root = Some(parser.value()?.into()),
             Long("sync-wait") => args.sync_wait = Duration::from_secs(parser.value()?.parse()?),
             Short('h') | Long("help") => {
                 print!("{USAGE}");
@@ -211,6 +217,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(dir) = &args.project_dir {
         builder = builder.project_dir(dir);
     }
+    builder = builder.projects_root(projects_root(&args)?);
     let orchestrator = builder.start().await?;
     if args.mode == Mode::Worker {
         return work(&orchestrator, &args).await;
@@ -249,6 +256,22 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     orchestrator.shutdown().await;
     server.shutdown().await;
     Ok(())
+}
+
+/// `--projects-root`, else the current folder, else (when `--project-dir` is outside the
+/// current folder) `--project-dir`.
+fn projects_root(args: &Args) -> Result<PathBuf, Box<dyn std::error::Error>> {
+    if let Some(root) = &args.projects_root {
+        return Ok(root.clone());
+    }
+    let cwd = std::env::current_dir()
+        .and_then(std::fs::canonicalize)
+        .map_err(|e| format!("no current folder: {e}"))?;
+    let inside = |dir: &PathBuf| std::fs::canonicalize(dir).is_ok_and(|dir| dir.starts_with(&cwd));
+    Ok(match &args.project_dir {
+        Some(dir) if !inside(dir) => dir.clone(),
+        _ => cwd,
+    })
 }
 
 /// `worker`: run jobs until Ctrl-C or SIGTERM. Runs of blueprints with `orchestrator_tools`

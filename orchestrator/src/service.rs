@@ -56,6 +56,7 @@ pub struct OrchestratorBuilder {
     workers: usize,
     sync_wait: Duration,
     project_dir: Option<PathBuf>,
+    projects_root: Option<PathBuf>,
     lease: Duration,
 }
 
@@ -66,6 +67,7 @@ impl std::fmt::Debug for OrchestratorBuilder {
             .field("workers", &self.workers)
             .field("sync_wait", &self.sync_wait)
             .field("project_dir", &self.project_dir)
+            .field("projects_root", &self.projects_root)
             .finish_non_exhaustive()
     }
 }
@@ -107,23 +109,28 @@ impl OrchestratorBuilder {
         self
     }
 
+    /// The folder every session's `project_dir` must be inside (default: the project
+    /// directory, see [`project_dir`](Self::project_dir)); a folder outside it is refused with
+    /// [`OrchestratorError::OutsideRoot`].
+    pub fn projects_root(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.projects_root = Some(dir.into());
+        self
+    }
+
     /// Recover from a previous crash ([`Store::recover_after_crash`]) and start the workers
     /// on the current tokio runtime.
     pub async fn start(self) -> Result<Orchestrator, OrchestratorError> {
         let recovery = self.store.recover_after_crash().await?;
-        if !recovery.failed_jobs.is_empty() || !recovery.requeued_jobs.is_empty() {
+        if !recovery.is_empty() {
             tracing::warn!(
                 failed = recovery.failed_jobs.len(),
                 requeued = recovery.requeued_jobs.len(),
-                "recovered after a stop during runs: running jobs failed, claimed jobs queued again"
+                callbacks = recovery.callbacks.len(),
+                "recovered after a stop during runs: running jobs failed (their callbacks queued), claimed jobs \
+                 queued again"
             );
         }
-        let project_dir = match self.project_dir {
-            Some(dir) => dir,
-            None => {
-                std::env::current_dir().map_err(|e| OrchestratorError::Invalid(format!("no current directory: {e}")))?
-            }
-        };
+        let (project_dir, projects_root) = folders(self.project_dir, self.projects_root)?;
         let changes = self.store.changes();
         let inner = Arc::new(Inner {
             worker_id: format!("orchestrator-{}", uuid::Uuid::new_v4()),
@@ -133,6 +140,7 @@ impl OrchestratorBuilder {
             registry: self.registry.unwrap_or_else(Registry::compiled),
             sync_wait: self.sync_wait,
             project_dir,
+            projects_root,
             status: Notifier::new(),
             events: Notifier::new(),
             queue: Notify::new(),
@@ -173,7 +181,10 @@ pub(crate) struct Inner {
     pub(crate) blueprints: Blueprints,
     pub(crate) registry: Registry,
     pub(crate) sync_wait: Duration,
+    /// The folder of sessions started without one (resolved).
     pub(crate) project_dir: PathBuf,
+    /// Every session's folder is inside it (resolved).
+    pub(crate) projects_root: PathBuf,
     /// Bumped when a session's status or a job of it changes.
     pub(crate) status: Notifier,
     /// Bumped when events of a session were stored.
@@ -278,6 +289,7 @@ impl Orchestrator {
             workers: DEFAULT_WORKERS,
             sync_wait: DEFAULT_SYNC_WAIT,
             project_dir: None,
+            projects_root: None,
             lease: DEFAULT_LEASE,
         }
     }
@@ -351,14 +363,19 @@ impl Orchestrator {
         if blueprint.status == BlueprintStatus::Retired {
             return Err(OrchestratorError::RetiredBlueprint(blueprint.name.clone()));
         }
+        let caller = self.caller_session(request.caller.as_deref()).await?;
+        if request.callback && caller.is_none() {
+            return Err(OrchestratorError::NoCallbackTarget);
+        }
         let project_dir = match request.project_dir.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
-            Some(dir) => self.project_dir(Some(dir))?.to_string_lossy().into_owned(),
+            Some(dir) => self.confine(Path::new(dir))?,
             // A child of a session works where its parent works.
-            None => match self.caller_session(request.caller.as_deref()).await? {
-                Some(parent) => parent.project_dir,
-                None => self.project_dir(None)?.to_string_lossy().into_owned(),
+            None => match &caller {
+                Some(parent) => self.confine(Path::new(&parent.project_dir))?,
+                None => self.confine(&self.inner.project_dir)?,
             },
         };
+        let project_dir = project_dir.to_string_lossy().into_owned();
         let session = NewSession {
             session_name: request.session_name.clone(),
             agent_name: blueprint.name.clone(),
@@ -379,13 +396,6 @@ impl Orchestrator {
         let callback_to = request.callback.then(|| request.caller.clone()).flatten();
         self.answer(job, request.async_mode, callback_to, request.caller.as_deref())
             .await
-    }
-
-    async fn caller_session(&self, caller: Option<&str>) -> Result<Option<Session>, OrchestratorError> {
-        match caller {
-            Some(name) => Ok(self.inner.store.get_session_by_name(name).await?),
-            None => Ok(None),
-        }
     }
 
     /// While a run of this orchestrator (the session `caller`) waits on another session, lend
@@ -411,6 +421,15 @@ impl Orchestrator {
         validate_session_name(&request.session_name)?;
         check_prompt(&request.prompt)?;
         let session = self.session_by_name(&request.session_name).await?;
+        let caller = self.caller_session(request.caller.as_deref()).await?;
+        if let Some(caller) = &caller {
+            self.refuse_cycle(&session.session_name, caller).await?;
+        }
+        if request.callback && caller.is_none() && session.parent_session_name.is_none() {
+            return Err(OrchestratorError::NoCallbackTarget);
+        }
+        // The folder is checked again: the projects root may have changed since the start.
+        self.confine(Path::new(&session.project_dir))?;
         if let Some(caller) = &request.caller
             && session.parent_session_name.as_deref() != Some(caller)
         {
@@ -464,8 +483,8 @@ impl Orchestrator {
         self.job(&job_id).await
     }
 
-    /// A session's status and, once ended, its result. With `wait`, first waits up to that
-    /// long for the session to change, unless it has ended and nothing is queued for it.
+    /// A session's status and, once ended, its result. With `wait`, waits up to that long for
+    /// the session to settle (every job of it ended) first; a settled session answers at once.
     pub async fn status(&self, session_name: &str, wait: Option<Duration>) -> Result<SessionReport, OrchestratorError> {
         self.status_as(session_name, wait, None).await
     }
@@ -478,36 +497,33 @@ impl Orchestrator {
         wait: Option<Duration>,
         caller: Option<&str>,
     ) -> Result<SessionReport, OrchestratorError> {
-        let seen = self.inner.status.version(session_name);
-        let report = self.report_by_name(session_name).await?;
-        let Some(wait) = wait.filter(|w| !w.is_zero()) else {
-            return Ok(report);
-        };
-        let settled = report
-            .job_status
-            .as_deref()
-            .is_none_or(|s| s.parse::<JobStatus>().is_ok_and(JobStatus::is_terminal));
-        if settled || self.inner.released.is_cancelled() {
-            return Ok(report);
-        }
-        {
-            let _lent = self.lend_slot(caller);
+        let deadline = wait.map(|wait| tokio::time::Instant::now() + wait);
+        let mut _lent = None;
+        loop {
+            let seen = self.inner.status.version(session_name);
+            let report = self.report_by_name(session_name).await?;
+            let left = deadline.map_or(Duration::ZERO, |d| {
+                d.saturating_duration_since(tokio::time::Instant::now())
+            });
+            if settled(&report) || left.is_zero() || self.inner.released.is_cancelled() {
+                return Ok(report);
+            }
+            if _lent.is_none() {
+                _lent = Some(self.lend_slot(caller));
+            }
             tokio::select! {
-                _ = self.inner.status.changed(session_name, seen, wait) => {}
+                _ = self.inner.status.changed(session_name, seen, left) => {}
                 () = self.inner.released.cancelled() => {}
             }
         }
-        self.report_by_name(session_name).await
     }
 
-    /// The result of a session whose run has ended; an error while it still runs.
+    /// The result of a session whose jobs have all ended: the report of its last run (completed
+    /// with its text, or failed or cancelled with its error); an error while a job of it is
+    /// queued or running.
     pub async fn result(&self, session_name: &str) -> Result<SessionReport, OrchestratorError> {
         let report = self.report_by_name(session_name).await?;
-        let open = report
-            .job_status
-            .as_deref()
-            .is_some_and(|s| s.parse::<JobStatus>().is_ok_and(|s| !s.is_terminal()));
-        if open {
+        if !settled(&report) {
             return Err(OrchestratorError::StillRunning {
                 session_name: session_name.to_owned(),
                 status: report.session.status.clone(),
@@ -543,32 +559,16 @@ impl Orchestrator {
             .ok_or_else(|| OrchestratorError::JobNotFound(id.to_owned()))
     }
 
-    /// The report of a session (status, latest job, result).
+    /// The report of a session: its status, its current job (the run going on, else the last
+    /// one that ran) and that run's result or error.
     pub async fn report(&self, session: &Session) -> Result<SessionReport, OrchestratorError> {
-        let latest = self.latest_job(&session.session_name).await?;
-        Ok(report(session, latest.as_ref()))
+        let current = self.inner.store.current_job(&session.session_name).await?;
+        Ok(report(session, current.as_ref()))
     }
 
     async fn report_by_name(&self, name: &str) -> Result<SessionReport, OrchestratorError> {
         let session = self.session_by_name(name).await?;
         self.report(&session).await
-    }
-
-    async fn latest_job(&self, session_name: &str) -> Result<Option<Job>, OrchestratorError> {
-        // Newest last: page from the end of the session's jobs.
-        let mut page = Page::first(Page::DEFAULT_LIMIT);
-        let mut last = None;
-        loop {
-            let batch = self.inner.store.list_jobs(Some(session_name), page).await?;
-            let done = batch.len() < page.limit as usize;
-            if let Some(job) = batch.into_iter().last() {
-                last = Some(job);
-            }
-            if done {
-                return Ok(last);
-            }
-            page.offset += u64::from(page.limit);
-        }
     }
 
     /// Cancel a job: a queued one at once, a running one through its run's signal (the run
@@ -711,24 +711,31 @@ impl Orchestrator {
         let session = self.session_by_name(&job.session_name).await?;
         Ok(RunAnswer::Ended(Box::new(report(&session, Some(&job)))))
     }
+}
 
-    fn project_dir(&self, given: Option<&str>) -> Result<PathBuf, OrchestratorError> {
-        let dir = match given.map(str::trim).filter(|d| !d.is_empty()) {
-            None => self.inner.project_dir.clone(),
-            Some(dir) => self.inner.project_dir.join(Path::new(dir)),
-        };
-        match std::fs::canonicalize(&dir) {
-            Ok(dir) if dir.is_dir() => Ok(dir),
-            Ok(_) => Err(OrchestratorError::Invalid(format!(
-                "project_dir `{}` is not a directory",
-                dir.display()
-            ))),
-            Err(e) => Err(OrchestratorError::Invalid(format!(
-                "project_dir `{}`: {e}",
-                dir.display()
-            ))),
-        }
+/// The project directory (default: the current one) and the projects root (default: the
+/// project directory), both resolved; the project directory must be inside the root.
+fn folders(project_dir: Option<PathBuf>, root: Option<PathBuf>) -> Result<(PathBuf, PathBuf), OrchestratorError> {
+    let resolve = |dir: PathBuf, what: &str| {
+        std::fs::canonicalize(&dir).map_err(|e| OrchestratorError::Invalid(format!("{what} `{}`: {e}", dir.display())))
+    };
+    let project_dir = match project_dir {
+        Some(dir) => resolve(dir, "the project directory")?,
+        None => std::env::current_dir()
+            .and_then(std::fs::canonicalize)
+            .map_err(|e| OrchestratorError::Invalid(format!("no current directory: {e}")))?,
+    };
+    let root = match root {
+        Some(root) => resolve(root, "the projects root")?,
+        None => project_dir.clone(),
+    };
+    if !project_dir.starts_with(&root) {
+        return Err(OrchestratorError::OutsideRoot {
+            dir: project_dir.display().to_string(),
+            root: root.display().to_string(),
+        });
     }
+    Ok((project_dir, root))
 }
 
 fn check_prompt(prompt: &str) -> Result<(), OrchestratorError> {
@@ -782,18 +789,40 @@ pub fn summary(s: &Session) -> SessionSummary {
     }
 }
 
-/// The report of a session and its latest job.
+/// Whether every job of the reported session has ended (its current job is over).
+fn settled(report: &SessionReport) -> bool {
+    report
+        .job_status
+        .as_deref()
+        .is_none_or(|s| s.parse::<JobStatus>().is_ok_and(JobStatus::is_terminal))
+}
+
+/// The report of a session and its current job ([`Store::current_job`]): the status follows
+/// the job (`running` while it is queued or runs, unless the session never ran), the result is
+/// that job's own, and the error is why that job failed or was cancelled.
 pub fn report(s: &Session, job: Option<&Job>) -> SessionReport {
-    let ended = matches!(
-        s.status,
-        SessionStatus::Finished | SessionStatus::Failed | SessionStatus::Cancelled
-    );
+    let mut session = summary(s);
+    if let Some(job) = job {
+        let status = match job.status {
+            JobStatus::Pending if s.status == SessionStatus::Pending => SessionStatus::Pending,
+            JobStatus::Pending | JobStatus::Claimed | JobStatus::Running => SessionStatus::Running,
+            JobStatus::Completed => SessionStatus::Finished,
+            JobStatus::Failed => SessionStatus::Failed,
+            JobStatus::Cancelled => SessionStatus::Cancelled,
+        };
+        session.status = status.as_str().to_owned();
+    }
+    let ended = job.filter(|j| j.status.is_terminal());
+    let result = ended.filter(|j| j.status == JobStatus::Completed).and_then(|j| {
+        // Runs that ended before results were kept per run: the session's last result.
+        j.result.clone().or_else(|| s.last_result.clone())
+    });
     SessionReport {
-        session: summary(s),
-        finished_at: s.finished_at.map(rfc3339),
+        session,
+        finished_at: ended.and_then(|j| j.finished_at).map(rfc3339),
         job_id: job.map(|j| j.job_id.clone()),
         job_status: job.map(|j| j.status.as_str().to_owned()),
-        error: job.and_then(|j| j.error.clone()),
-        result: s.last_result.clone().filter(|_| ended),
+        error: ended.and_then(|j| j.error.clone()),
+        result,
     }
 }

@@ -14,7 +14,7 @@ use patchbay::{
 
 use crate::blueprint::Blueprint;
 use crate::service::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, Inner, Running};
-use crate::store::{Change, Job, JobKind, JobStatus, NewJob, Session, SessionStatus, SessionUpdate, StoreError};
+use crate::store::{Change, Job, JobEnd, JobKind, Session, SessionUpdate, StoreError};
 
 /// The most events stored in one transaction (a burst of deltas is stored together).
 const EVENT_BATCH: usize = 256;
@@ -102,6 +102,10 @@ pub(crate) async fn keep_leases(inner: Arc<Inner>) {
                 for name in &settled.failed_sessions {
                     inner.status.notify(name);
                 }
+                if !settled.callbacks.is_empty() {
+                    // The parents resumed by callbacks changed too.
+                    inner.status.notify_all();
+                }
                 inner.queue.notify_waiters();
             }
             Ok(_) => {}
@@ -162,7 +166,7 @@ async fn run_job(inner: &Arc<Inner>, job: Job) {
         Err(error) => Outcome::Failed(format!("storage error: {error}")),
         Ok(job) => run(inner, &job, &signal).await,
     };
-    finish(inner, &job, outcome, &signal).await;
+    finish(inner, &job, outcome).await;
     unregister(inner, &job);
     inner.status.notify(&job.session_name);
     inner.queue.notify_waiters();
@@ -185,7 +189,7 @@ fn unregister(inner: &Inner, job: &Job) {
 }
 
 async fn run(inner: &Arc<Inner>, job: &Job, signal: &Signal) -> Outcome {
-    let (session, blueprint) = match mark_session_running(inner, job).await {
+    let (session, blueprint) = match session_and_blueprint(inner, job).await {
         Ok(found) => found,
         Err(outcome) => return outcome,
     };
@@ -203,9 +207,9 @@ async fn run(inner: &Arc<Inner>, job: &Job, signal: &Signal) -> Outcome {
     record.outcome(inner, signal, &transcript)
 }
 
-/// The job's session and blueprint, once the session is marked running; the outcome instead
-/// when the session is gone, the blueprint no longer loaded or the store failed.
-async fn mark_session_running(inner: &Inner, job: &Job) -> Result<(Session, Blueprint), Outcome> {
+/// The job's session and blueprint (the store marked the session running with the job); the
+/// outcome instead when the session is gone, the blueprint no longer loaded or the store failed.
+async fn session_and_blueprint(inner: &Inner, job: &Job) -> Result<(Session, Blueprint), Outcome> {
     let session = match inner.store.get_session_by_name(&job.session_name).await {
         Ok(Some(session)) => session,
         Ok(None) => return Err(Outcome::Cancelled("the session was deleted".to_owned())),
@@ -217,13 +221,6 @@ async fn mark_session_running(inner: &Inner, job: &Job) -> Result<(Session, Blue
             job.agent_name
         )));
     };
-    let update = SessionUpdate {
-        status: Some(SessionStatus::Running),
-        ..SessionUpdate::default()
-    };
-    if let Err(error) = inner.store.update_session(&session.session_id, update).await {
-        return Err(Outcome::Failed(format!("storage error: {error}")));
-    }
     inner.status.notify(&job.session_name);
     Ok((session, blueprint))
 }
@@ -444,103 +441,39 @@ fn tools_for(blueprint: &Blueprint, session: &Session) -> ToolSet {
     chosen
 }
 
-async fn finish(inner: &Arc<Inner>, job: &Job, outcome: Outcome, signal: &Signal) {
-    let _ = signal;
-    let (job_status, session_update, error, result) = match outcome {
+/// Store how the run ended: the session's conversation and provider session first (a waiter
+/// woken by the job's end reads them), then the job's end, which recomputes the session's
+/// status and queues the parent's callback in the same transaction.
+async fn finish(inner: &Arc<Inner>, job: &Job, outcome: Outcome) {
+    let end = match outcome {
         Outcome::Completed {
             text,
             conversation,
             provider_session_id,
         } => {
-            let conversation = conversation.and_then(|c| serde_json::to_value(c).ok());
             let update = SessionUpdate {
-                status: Some(SessionStatus::Finished),
                 last_result: Some(text.clone()),
                 provider_session_id,
-                conversation,
+                conversation: conversation.and_then(|c| serde_json::to_value(c).ok()),
                 ..SessionUpdate::default()
             };
-            (JobStatus::Completed, update, None, Ok(text))
+            if let Ok(Some(session)) = inner.store.get_session_by_name(&job.session_name).await
+                && let Err(error) = inner.store.update_session(&session.session_id, update).await
+            {
+                tracing::error!(%error, session = %job.session_name, "cannot store the end of a run");
+            }
+            JobEnd::completed(text)
         }
-        Outcome::Failed(message) => {
-            let update = SessionUpdate {
-                status: Some(SessionStatus::Failed),
-                ..SessionUpdate::default()
-            };
-            (
-                JobStatus::Failed,
-                update,
-                Some(message.clone()),
-                Err(format!("failed: {message}")),
-            )
-        }
-        Outcome::Cancelled(message) => {
-            let update = SessionUpdate {
-                status: Some(SessionStatus::Cancelled),
-                ..SessionUpdate::default()
-            };
-            (
-                JobStatus::Cancelled,
-                update,
-                Some(message.clone()),
-                Err(format!("was {message}")),
-            )
-        }
+        Outcome::Failed(message) => JobEnd::failed(message),
+        Outcome::Cancelled(message) => JobEnd::cancelled(message),
     };
-    // The session first, then the job: a waiter woken by the job's end reads the result.
-    if let Ok(Some(session)) = inner.store.get_session_by_name(&job.session_name).await
-        && let Err(error) = inner.store.update_session(&session.session_id, session_update).await
-    {
-        tracing::error!(%error, session = %job.session_name, "cannot store the end of a run");
-    }
-    if let Err(error) = inner.store.finish_job(&job.job_id, job_status, error).await {
-        tracing::warn!(%error, job = %job.job_id, "cannot end the job");
-    }
-    if job.callback {
-        call_back(inner, job, result).await;
-    }
-}
-
-/// Resume the parent with the child's result (or error). A parent that is not a session of
-/// this orchestrator (a person's Claude Code, say) cannot be resumed: a warning says so.
-async fn call_back(inner: &Arc<Inner>, job: &Job, result: Result<String, String>) {
-    let Some(parent_name) = &job.parent_session_name else {
-        tracing::warn!(session = %job.session_name, "callback asked but the caller named no session");
-        return;
-    };
-    let parent = match inner.store.get_session_by_name(parent_name).await {
-        Ok(Some(parent)) => parent,
-        Ok(None) => {
-            tracing::warn!(session = %job.session_name, parent = %parent_name, "callback: the parent is not a session here");
-            return;
+    match inner.store.end_job(&job.job_id, end).await {
+        Ok(ended) => {
+            if let Some(callback) = ended.callback {
+                inner.status.notify(&callback.session_name);
+                inner.queue.notify_waiters();
+            }
         }
-        Err(error) => {
-            tracing::error!(%error, "callback: cannot read the parent session");
-            return;
-        }
-    };
-    let child = &job.session_name;
-    let prompt = match result {
-        Ok(text) => format!(
-            "[callback] Agent session `{child}` finished. Its result:\n\n{}",
-            crate::format::truncate_result(&text)
-        ),
-        Err(what) => format!("[callback] Agent session `{child}` {what}."),
-    };
-    let resume = NewJob {
-        kind: JobKind::ResumeSession,
-        session_name: parent.session_name.clone(),
-        agent_name: parent.agent_name.clone(),
-        prompt,
-        project_dir: parent.project_dir.clone(),
-        parent_session_name: parent.parent_session_name.clone(),
-        callback: false,
-    };
-    match inner.store.enqueue_job(resume).await {
-        Ok(job) => {
-            inner.status.notify(&job.session_name);
-            inner.queue.notify_waiters();
-        }
-        Err(error) => tracing::error!(%error, parent = %parent_name, "callback: cannot queue the parent's resume"),
+        Err(error) => tracing::warn!(%error, job = %job.job_id, "cannot end the job"),
     }
 }

@@ -212,11 +212,9 @@ async fn check_resume(o: &Orchestrator, name: &str, agent: Option<&str>, dir: Op
         )));
     }
     if let Some(dir) = dir {
-        let stored = Path::new(&session.project_dir);
-        // Relative folders are under the orchestrator's, as when the session started.
-        let given = o.inner.project_dir.join(dir);
-        let same = given == stored || std::fs::canonicalize(&given).is_ok_and(|d| d == stored);
-        if !same {
+        // Read and confined as when the session started.
+        let given = o.confine(Path::new(dir))?;
+        if given != Path::new(&session.project_dir) {
             return Err(ApiError::invalid(format!(
                 "session `{name}` runs in `{}`: a resume cannot change it (leave `project_dir` out)",
                 session.project_dir

@@ -71,6 +71,7 @@
 
 mod postgres;
 mod rows;
+mod sql;
 mod sqlite;
 mod types;
 
@@ -83,8 +84,8 @@ use tokio::sync::broadcast;
 pub use postgres::{CHANNEL as PG_CHANNEL, PgStore};
 pub use sqlite::{DB_FILE, SqliteStore};
 pub use types::{
-    Change, Job, JobKind, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionStatus, SessionUpdate,
-    StoredEvent, UnixMillis, UnknownValue, now_millis,
+    Change, Job, JobEnd, JobEnded, JobKind, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionStatus,
+    SessionUpdate, StoredEvent, UnixMillis, UnknownValue, now_millis,
 };
 
 /// The error of a job interrupted because the orchestrator stopped during its run.
@@ -238,7 +239,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// Settles jobs whose lease ran out: a `claimed` one (its run had not started) goes back
     /// to `pending`; a `running` one becomes `failed` with [`LEASE_EXPIRED`] (or `cancelled`
-    /// when a cancel had been asked), and so does its session.
+    /// when a cancel had been asked), and so does its session, and its callback is queued (as
+    /// [`Store::end_job`]).
     async fn expire_leases(&self) -> Result<Recovery, StoreError>;
 
     /// Asks the worker running this job to stop it (it may be in another process): a job not
@@ -259,14 +261,33 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
-    /// Ends a job that is not over yet with a terminal `status` and an optional error.
-    async fn finish_job(&self, job_id: &str, status: JobStatus, error: Option<String>) -> Result<Job, StoreError>;
+    /// Ends a job that is not over yet, in one transaction: the job takes `end` (status, error,
+    /// result), its session's status is recomputed from its jobs, and when the job asked for a
+    /// callback its parent's resume is queued (so a callback is queued exactly once, whatever
+    /// ends the job: its run, a cancel, a restart after a crash or a lease running out).
+    /// [`StoreError::InvalidTransition`] when the job has ended already or `end` is not a
+    /// terminal status.
+    async fn end_job(&self, job_id: &str, end: JobEnd) -> Result<JobEnded, StoreError>;
+
+    /// [`Store::end_job`] with a status and an optional error, returning the job.
+    async fn finish_job(&self, job_id: &str, status: JobStatus, error: Option<String>) -> Result<Job, StoreError> {
+        let end = JobEnd {
+            status,
+            error,
+            result: None,
+        };
+        Ok(self.end_job(job_id, end).await?.job)
+    }
 
     /// Cancels a job that is not over yet (the runtime stops a running one's run).
     async fn cancel_job(&self, job_id: &str) -> Result<Job, StoreError> {
         self.finish_job(job_id, JobStatus::Cancelled, Some("cancelled".to_owned()))
             .await
     }
+
+    /// The job a session's status and result are about: its claimed or running job, else its
+    /// oldest pending job, else its newest job that ran, else its newest job (`None`: no job).
+    async fn current_job(&self, session_name: &str) -> Result<Option<Job>, StoreError>;
 
     /// Appends one event to a session's events; returns it numbered.
     async fn append_event(
@@ -293,7 +314,8 @@ pub trait Store: Send + Sync + 'static {
     async fn events_since(&self, session_id: &str, after_seq: i64) -> Result<Vec<StoredEvent>, StoreError>;
 
     /// At start-up. A store one process owns: jobs left `running` become `failed` with
-    /// [`INTERRUPTED`] and so do their sessions; jobs left `claimed` go back to `pending`;
+    /// [`INTERRUPTED`] (queueing their callbacks, as [`Store::end_job`]) and so do their
+    /// sessions; jobs left `claimed` go back to `pending`;
     /// pending jobs stay to run. A shared store ([`Store::is_shared`]): only
     /// [`Store::expire_leases`], since other processes' runs are alive.
     async fn recover_after_crash(&self) -> Result<Recovery, StoreError>;

@@ -23,9 +23,10 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::rows::{
     event_cols, event_from_row, job_cols, job_from_row, page_bounds, session_cols, session_from_row, to_json_text,
 };
+use super::sql::{self, CURRENT_JOB, LOCK_SESSION};
 use super::types::{
-    Change, Job, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionUpdate, StoredEvent, UnixMillis,
-    now_millis,
+    Change, Job, JobEnd, JobEnded, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionUpdate, StoredEvent,
+    UnixMillis, now_millis,
 };
 use super::{LEASE_EXPIRED, Store, StoreError, millis};
 use patchbay::async_trait;
@@ -215,7 +216,12 @@ async fn insert_session(conn: &mut PgConnection, new: NewSession, now: UnixMilli
     Ok(session)
 }
 
+/// Queues a job and recomputes its session's status (a queued resume makes it `running`).
 async fn insert_job(conn: &mut PgConnection, new: NewJob, now: UnixMillis) -> Result<Job, StoreError> {
+    sqlx::query(LOCK_SESSION)
+        .bind(&new.session_name)
+        .execute(&mut *conn)
+        .await?;
     let row = sqlx::query(concat!(
         "INSERT INTO jobs (job_id, kind, session_name, agent_name, prompt, project_dir, \
          parent_session_name, callback, status, created_at) \
@@ -234,8 +240,19 @@ async fn insert_job(conn: &mut PgConnection, new: NewJob, now: UnixMillis) -> Re
     .fetch_one(&mut *conn)
     .await?;
     let job = job_from_row(&row)?;
+    sql::refresh_session::<sqlx::Postgres>(&mut *conn, &job.session_name, now).await?;
     notify(conn, &[Change::Session(job.session_name.clone()), Change::Queued]).await?;
     Ok(job)
+}
+
+/// What to announce once a job ended: its session, the parent its callback resumes, and the
+/// queue (the session's next job, or the callback, can be claimed now).
+fn ended_changes(ended: &JobEnded) -> Vec<Change> {
+    let mut changes = vec![Change::Session(ended.job.session_name.clone()), Change::Queued];
+    if let Some(callback) = &ended.callback {
+        changes.push(Change::Session(callback.session_name.clone()));
+    }
+    changes
 }
 
 /// Cancels the pending and claimed jobs of deleted sessions (`name = None`: of every session)
@@ -447,14 +464,19 @@ impl Store for PgStore {
     }
 
     async fn mark_job_running(&self, job_id: &str, worker_id: &str) -> Result<Job, StoreError> {
+        let now = now_millis();
         let mut tx = self.pool.begin().await?;
+        sqlx::query(sql::LOCK_SESSION_OF_JOB)
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?;
         let row = sqlx::query(concat!(
             "UPDATE jobs SET status = 'running', started_at = $2 \
              WHERE job_id = $1 AND status = 'claimed' AND claimed_by = $3 RETURNING ",
             job_cols!()
         ))
         .bind(job_id)
-        .bind(now_millis())
+        .bind(now)
         .bind(worker_id)
         .fetch_optional(&mut *tx)
         .await?;
@@ -463,36 +485,35 @@ impl Store for PgStore {
             return Err(self.transition_error(job_id, JobStatus::Running).await);
         };
         let job = job_from_row(&row)?;
+        sql::refresh_session::<sqlx::Postgres>(&mut tx, &job.session_name, now).await?;
         notify(&mut tx, &[Change::Session(job.session_name.clone())]).await?;
         tx.commit().await?;
         Ok(job)
     }
 
-    async fn finish_job(&self, job_id: &str, status: JobStatus, error: Option<String>) -> Result<Job, StoreError> {
-        if !status.is_terminal() {
-            return Err(self.transition_error(job_id, status).await);
+    async fn end_job(&self, job_id: &str, end: JobEnd) -> Result<JobEnded, StoreError> {
+        if !end.status.is_terminal() {
+            return Err(self.transition_error(job_id, end.status).await);
         }
         let mut tx = self.pool.begin().await?;
-        let row = sqlx::query(concat!(
-            "UPDATE jobs SET status = $2, error = $3, finished_at = $4 \
-             WHERE job_id = $1 AND status IN ('pending', 'claimed', 'running') RETURNING ",
-            job_cols!()
-        ))
-        .bind(job_id)
-        .bind(status.as_str())
-        .bind(error)
-        .bind(now_millis())
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
+        let ended = sql::end_job_in::<sqlx::Postgres>(&mut tx, job_id, &end, now_millis()).await?;
+        let Some(ended) = ended else {
             drop(tx);
-            return Err(self.transition_error(job_id, status).await);
+            return Err(self.transition_error(job_id, end.status).await);
         };
-        let job = job_from_row(&row)?;
-        // The session's next job can be claimed now.
-        notify(&mut tx, &[Change::Session(job.session_name.clone()), Change::Queued]).await?;
+        notify(&mut tx, &ended_changes(&ended)).await?;
         tx.commit().await?;
-        Ok(job)
+        Ok(ended)
+    }
+
+    async fn current_job(&self, session_name: &str) -> Result<Option<Job>, StoreError> {
+        sqlx::query(CURRENT_JOB)
+            .bind(session_name)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(job_from_row)
+            .transpose()
     }
 
     async fn append_events(
@@ -588,59 +609,66 @@ impl Store for PgStore {
 
     async fn expire_leases(&self) -> Result<Recovery, StoreError> {
         let now = now_millis();
-        let mut tx = self.pool.begin().await?;
-        // Lock the expired jobs first: two processes settling at once settle each job once.
-        let expired: Vec<(String, String, String, bool)> = sqlx::query_as(concat!(
-            "SELECT job_id, session_name, status, cancel_requested FROM jobs \
-             WHERE status IN ('claimed', 'running') AND lease_until < ",
+        // Candidates first, without locks; each is checked again under its session's lock
+        // (sessions before jobs, as every transaction here), so a lease renewed in between is
+        // kept and two processes settling at once settle each job once.
+        let candidates: Vec<String> = sqlx::query_scalar(concat!(
+            "SELECT job_id FROM jobs WHERE status = 'running' AND lease_until < ",
             db_now!(),
-            " FOR UPDATE SKIP LOCKED"
+            " ORDER BY seq"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut tx = self.pool.begin().await?;
+        let mut ends = Vec::new();
+        for job_id in candidates {
+            sqlx::query(sql::LOCK_SESSION_OF_JOB)
+                .bind(&job_id)
+                .execute(&mut *tx)
+                .await?;
+            let expired: Option<bool> = sqlx::query_scalar(concat!(
+                "SELECT cancel_requested FROM jobs WHERE job_id = $1 AND status = 'running' AND lease_until < ",
+                db_now!(),
+                " FOR UPDATE"
+            ))
+            .bind(&job_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let end = match expired {
+                None => continue,
+                Some(true) => JobEnd::cancelled("cancelled"),
+                Some(false) => JobEnd::failed(LEASE_EXPIRED),
+            };
+            ends.push((job_id, end));
+        }
+        let mut recovery = Recovery::default();
+        sql::settle_in::<sqlx::Postgres>(&mut tx, ends, now, &mut recovery).await?;
+        let requeued: Vec<(String, String)> = sqlx::query_as(concat!(
+            "UPDATE jobs SET status = 'pending', claimed_at = NULL, claimed_by = NULL, lease_until = NULL \
+             WHERE status = 'claimed' AND lease_until < ",
+            db_now!(),
+            " RETURNING job_id, session_name"
         ))
         .fetch_all(&mut *tx)
         .await?;
-        if expired.is_empty() {
-            return Ok(Recovery::default());
+        if recovery.is_empty() && requeued.is_empty() {
+            return Ok(recovery);
         }
-        let mut recovery = Recovery::default();
         let mut changes = vec![Change::Queued];
-        for (job_id, session_name, status, cancel_requested) in expired {
-            changes.push(Change::Session(session_name.clone()));
-            if status == "claimed" {
-                sqlx::query(
-                    "UPDATE jobs SET status = 'pending', claimed_at = NULL, claimed_by = NULL, \
-                     lease_until = NULL WHERE job_id = $1",
-                )
-                .bind(&job_id)
-                .execute(&mut *tx)
-                .await?;
-                recovery.requeued_jobs.push(job_id);
-                continue;
+        changes.extend(recovery.failed_sessions.iter().cloned().map(Change::Session));
+        changes.extend(requeued.iter().map(|(_, session)| Change::Session(session.clone())));
+        for callback in &recovery.callbacks {
+            if let Some(parent) = sqlx::query_scalar::<_, String>("SELECT session_name FROM jobs WHERE job_id = $1")
+                .bind(callback)
+                .fetch_optional(&mut *tx)
+                .await?
+            {
+                changes.push(Change::Session(parent));
             }
-            let (job_status, session_status, error) = if cancel_requested {
-                ("cancelled", "cancelled", "cancelled")
-            } else {
-                ("failed", "failed", LEASE_EXPIRED)
-            };
-            sqlx::query("UPDATE jobs SET status = $2, error = $3, finished_at = $4 WHERE job_id = $1")
-                .bind(&job_id)
-                .bind(job_status)
-                .bind(error)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query("UPDATE sessions SET status = $2, finished_at = $3, updated_at = $3 WHERE session_name = $1")
-                .bind(&session_name)
-                .bind(session_status)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-            recovery.failed_jobs.push(job_id);
-            recovery.failed_sessions.push(session_name);
         }
         notify(&mut tx, &changes).await?;
         tx.commit().await?;
-        recovery.failed_jobs.sort();
-        recovery.failed_sessions.sort();
+        recovery.requeued_jobs = requeued.into_iter().map(|(job, _)| job).collect();
         recovery.requeued_jobs.sort();
         Ok(recovery)
     }

@@ -21,7 +21,7 @@ macro_rules! session_cols {
 macro_rules! job_cols {
     () => {
         "job_id, kind, session_name, agent_name, prompt, project_dir, parent_session_name, \
-         callback, status, error, claimed_by, created_at, claimed_at, started_at, finished_at, lease_until"
+         callback, status, error, result, claimed_by, created_at, claimed_at, started_at, finished_at, lease_until"
     };
 }
 
@@ -121,6 +121,7 @@ where
         callback: get(row, T, "callback")?,
         status: get_enum(row, T, "status")?,
         error: get(row, T, "error")?,
+        result: get(row, T, "result")?,
         claimed_by: get(row, T, "claimed_by")?,
         created_at: get(row, T, "created_at")?,
         claimed_at: get(row, T, "claimed_at")?,

@@ -11,8 +11,10 @@ use super::rows::{
     event_cols, event_from_row, job_cols, job_from_row, page_bounds, session_cols, session_from_row, strings,
     to_json_text,
 };
+use super::sql::{self, CURRENT_JOB, LOCK_SESSION, RUNNING_JOBS};
 use super::types::{
-    Job, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionUpdate, StoredEvent, UnixMillis, now_millis,
+    Job, JobEnd, JobEnded, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionUpdate, StoredEvent,
+    UnixMillis, now_millis,
 };
 use super::{INTERRUPTED, LEASE_EXPIRED, Store, StoreError, millis};
 use patchbay::async_trait;
@@ -112,7 +114,12 @@ async fn insert_session(conn: &mut SqliteConnection, new: NewSession, now: UnixM
     session_from_row(&row)
 }
 
+/// Queues a job and recomputes its session's status (a queued resume makes it `running`).
 async fn insert_job(conn: &mut SqliteConnection, new: NewJob, now: UnixMillis) -> Result<Job, StoreError> {
+    sqlx::query(LOCK_SESSION)
+        .bind(&new.session_name)
+        .execute(&mut *conn)
+        .await?;
     let row = sqlx::query(concat!(
         "INSERT INTO jobs (job_id, kind, session_name, agent_name, prompt, project_dir, \
          parent_session_name, callback, status, created_at) \
@@ -128,9 +135,11 @@ async fn insert_job(conn: &mut SqliteConnection, new: NewJob, now: UnixMillis) -
     .bind(&new.parent_session_name)
     .bind(new.callback)
     .bind(now)
-    .fetch_one(conn)
+    .fetch_one(&mut *conn)
     .await?;
-    job_from_row(&row)
+    let job = job_from_row(&row)?;
+    sql::refresh_session::<sqlx::Sqlite>(conn, &job.session_name, now).await?;
+    Ok(job)
 }
 
 /// Cancels the pending and claimed jobs of deleted sessions (`name = None`: of every session)
@@ -277,8 +286,20 @@ impl Store for SqliteStore {
     }
 
     async fn enqueue_job(&self, new: NewJob) -> Result<Job, StoreError> {
-        let mut conn = self.pool.acquire().await?;
-        insert_job(&mut conn, new, now_millis()).await
+        let mut tx = self.pool.begin().await?;
+        let job = insert_job(&mut tx, new, now_millis()).await?;
+        tx.commit().await?;
+        Ok(job)
+    }
+
+    async fn current_job(&self, session_name: &str) -> Result<Option<Job>, StoreError> {
+        sqlx::query(CURRENT_JOB)
+            .bind(session_name)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(job_from_row)
+            .transpose()
     }
 
     async fn get_job(&self, job_id: &str) -> Result<Option<Job>, StoreError> {
@@ -330,41 +351,44 @@ impl Store for SqliteStore {
     }
 
     async fn mark_job_running(&self, job_id: &str, worker_id: &str) -> Result<Job, StoreError> {
+        let now = now_millis();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(sql::LOCK_SESSION_OF_JOB)
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?;
         let row = sqlx::query(concat!(
             "UPDATE jobs SET status = 'running', started_at = ?2 \
              WHERE job_id = ?1 AND status = 'claimed' AND claimed_by = ?3 RETURNING ",
             job_cols!()
         ))
         .bind(job_id)
-        .bind(now_millis())
+        .bind(now)
         .bind(worker_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *tx)
         .await?;
-        match row {
-            Some(row) => job_from_row(&row),
-            None => Err(self.transition_error(job_id, JobStatus::Running).await),
-        }
+        let Some(row) = row else {
+            drop(tx);
+            return Err(self.transition_error(job_id, JobStatus::Running).await);
+        };
+        let job = job_from_row(&row)?;
+        sql::refresh_session::<sqlx::Sqlite>(&mut tx, &job.session_name, now).await?;
+        tx.commit().await?;
+        Ok(job)
     }
 
-    async fn finish_job(&self, job_id: &str, status: JobStatus, error: Option<String>) -> Result<Job, StoreError> {
-        if !status.is_terminal() {
-            return Err(self.transition_error(job_id, status).await);
+    async fn end_job(&self, job_id: &str, end: JobEnd) -> Result<JobEnded, StoreError> {
+        if !end.status.is_terminal() {
+            return Err(self.transition_error(job_id, end.status).await);
         }
-        let row = sqlx::query(concat!(
-            "UPDATE jobs SET status = ?2, error = ?3, finished_at = ?4 \
-             WHERE job_id = ?1 AND status IN ('pending', 'claimed', 'running') RETURNING ",
-            job_cols!()
-        ))
-        .bind(job_id)
-        .bind(status.as_str())
-        .bind(error)
-        .bind(now_millis())
-        .fetch_optional(&self.pool)
-        .await?;
-        match row {
-            Some(row) => job_from_row(&row),
-            None => Err(self.transition_error(job_id, status).await),
-        }
+        let mut tx = self.pool.begin().await?;
+        let ended = sql::end_job_in::<sqlx::Sqlite>(&mut tx, job_id, &end, now_millis()).await?;
+        let Some(ended) = ended else {
+            drop(tx);
+            return Err(self.transition_error(job_id, end.status).await);
+        };
+        tx.commit().await?;
+        Ok(ended)
     }
 
     async fn append_events(
@@ -461,25 +485,24 @@ impl Store for SqliteStore {
     async fn expire_leases(&self) -> Result<Recovery, StoreError> {
         let now = now_millis();
         let mut tx = self.pool.begin().await?;
-        let sessions = sqlx::query(
-            "UPDATE sessions SET status = CASE WHEN session_name IN (SELECT session_name FROM jobs \
-               WHERE status = 'running' AND lease_until < ?1 AND cancel_requested) \
-               THEN 'cancelled' ELSE 'failed' END, finished_at = ?1, updated_at = ?1 \
-             WHERE session_name IN (SELECT session_name FROM jobs WHERE status = 'running' AND lease_until < ?1) \
-             RETURNING session_name",
+        let expired: Vec<(String, bool)> = sqlx::query_as(
+            "SELECT job_id, cancel_requested FROM jobs WHERE status = 'running' AND lease_until < ?1 ORDER BY seq",
         )
         .bind(now)
         .fetch_all(&mut *tx)
         .await?;
-        let failed = sqlx::query(
-            "UPDATE jobs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END, \
-               error = CASE WHEN cancel_requested THEN 'cancelled' ELSE ?2 END, finished_at = ?1 \
-             WHERE status = 'running' AND lease_until < ?1 RETURNING job_id",
-        )
-        .bind(now)
-        .bind(LEASE_EXPIRED)
-        .fetch_all(&mut *tx)
-        .await?;
+        let ends = expired
+            .into_iter()
+            .map(|(job_id, cancel_requested)| {
+                let end = match cancel_requested {
+                    true => JobEnd::cancelled("cancelled"),
+                    false => JobEnd::failed(LEASE_EXPIRED),
+                };
+                (job_id, end)
+            })
+            .collect();
+        let mut recovery = Recovery::default();
+        sql::settle_in::<sqlx::Sqlite>(&mut tx, ends, now, &mut recovery).await?;
         let requeued = sqlx::query(
             "UPDATE jobs SET status = 'pending', claimed_at = NULL, claimed_by = NULL, lease_until = NULL \
              WHERE status = 'claimed' AND lease_until < ?1 RETURNING job_id",
@@ -487,12 +510,9 @@ impl Store for SqliteStore {
         .bind(now)
         .fetch_all(&mut *tx)
         .await?;
+        recovery.requeued_jobs = strings(&requeued, "jobs", "job_id")?;
         tx.commit().await?;
-        Ok(Recovery {
-            failed_jobs: strings(&failed, "jobs", "job_id")?,
-            failed_sessions: strings(&sessions, "sessions", "session_name")?,
-            requeued_jobs: strings(&requeued, "jobs", "job_id")?,
-        })
+        Ok(recovery)
     }
 
     async fn request_cancel(&self, job_id: &str) -> Result<Job, StoreError> {
@@ -512,41 +532,46 @@ impl Store for SqliteStore {
     async fn recover_after_crash(&self) -> Result<Recovery, StoreError> {
         let now = now_millis();
         let mut tx = self.pool.begin().await?;
-        // Sessions of interrupted runs, and sessions left `running` with no job left to run.
-        let sessions = sqlx::query(
-            "UPDATE sessions SET status = 'failed', finished_at = ?1, updated_at = ?1 \
-             WHERE session_name IN (SELECT session_name FROM jobs WHERE status = 'running') \
-             OR (status = 'running' AND session_name NOT IN \
-               (SELECT session_name FROM jobs WHERE status IN ('pending', 'claimed'))) \
-             RETURNING session_name",
-        )
-        .bind(now)
-        .fetch_all(&mut *tx)
-        .await?;
-        let failed = sqlx::query(
-            "UPDATE jobs SET status = 'failed', error = ?2, finished_at = ?1 \
-             WHERE status = 'running' RETURNING job_id",
-        )
-        .bind(now)
-        .bind(INTERRUPTED)
-        .fetch_all(&mut *tx)
-        .await?;
+        // Take the write lock first: nothing changes between the read and the writes.
+        sqlx::query("UPDATE sessions SET status = status WHERE 0")
+            .execute(&mut *tx)
+            .await?;
+        let running = sqlx::query(RUNNING_JOBS)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(job_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let ends = running
+            .into_iter()
+            .map(|job| (job.job_id, JobEnd::failed(INTERRUPTED)))
+            .collect();
+        let mut recovery = Recovery::default();
+        sql::settle_in::<sqlx::Sqlite>(&mut tx, ends, now, &mut recovery).await?;
         let requeued = sqlx::query(
             "UPDATE jobs SET status = 'pending', claimed_at = NULL, claimed_by = NULL, lease_until = NULL \
-             WHERE status = 'claimed' RETURNING job_id",
+             WHERE status = 'claimed' RETURNING job_id, session_name",
         )
         .fetch_all(&mut *tx)
         .await?;
+        recovery.requeued_jobs = strings(&requeued, "jobs", "job_id")?;
+        // Sessions whose status no job explains (a crash between two writes of older versions).
+        let stale = sqlx::query(
+            "SELECT session_name FROM sessions WHERE status = 'running' \
+             AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.session_name = sessions.session_name \
+               AND j.status IN ('pending', 'claimed', 'running'))",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        for name in strings(&stale, "sessions", "session_name")? {
+            sql::refresh_session::<sqlx::Sqlite>(&mut tx, &name, now).await?;
+        }
         tx.commit().await?;
-        let recovery = Recovery {
-            failed_jobs: strings(&failed, "jobs", "job_id")?,
-            failed_sessions: strings(&sessions, "sessions", "session_name")?,
-            requeued_jobs: strings(&requeued, "jobs", "job_id")?,
-        };
-        if recovery != Recovery::default() {
+        if !recovery.is_empty() {
             tracing::warn!(
                 failed_jobs = recovery.failed_jobs.len(),
                 requeued_jobs = recovery.requeued_jobs.len(),
+                callbacks = recovery.callbacks.len(),
                 "recovered after an unclean stop"
             );
         }

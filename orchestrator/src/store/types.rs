@@ -213,6 +213,9 @@ pub struct Job {
     pub status: JobStatus,
     /// Why it failed or was cancelled.
     pub error: Option<String>,
+    /// The final text of its run, once it completed (a result belongs to the run that made
+    /// it: a later failed or cancelled run never shows an earlier one's text as its own).
+    pub result: Option<String>,
     /// The worker that claimed it.
     pub claimed_by: Option<String>,
     /// When it was accepted.
@@ -227,6 +230,57 @@ pub struct Job {
     ///
     /// [`Store::renew_leases`]: super::Store::renew_leases
     pub lease_until: Option<UnixMillis>,
+}
+
+/// How a job ends ([`Store::end_job`](super::Store::end_job)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobEnd {
+    /// `completed`, `failed` or `cancelled`.
+    pub status: JobStatus,
+    /// Why it failed or was cancelled.
+    pub error: Option<String>,
+    /// The run's final text, when it completed.
+    pub result: Option<String>,
+}
+
+impl JobEnd {
+    /// A completed run with its final text.
+    pub fn completed(result: impl Into<String>) -> Self {
+        Self {
+            status: JobStatus::Completed,
+            error: None,
+            result: Some(result.into()),
+        }
+    }
+
+    /// A failed run and why.
+    pub fn failed(error: impl Into<String>) -> Self {
+        Self {
+            status: JobStatus::Failed,
+            error: Some(error.into()),
+            result: None,
+        }
+    }
+
+    /// A cancelled job and why.
+    pub fn cancelled(reason: impl Into<String>) -> Self {
+        Self {
+            status: JobStatus::Cancelled,
+            error: Some(reason.into()),
+            result: None,
+        }
+    }
+}
+
+/// What [`Store::end_job`](super::Store::end_job) did: the ended job and, when it asked for a
+/// callback and its parent is a session here, the parent's resume queued in the same
+/// transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobEnded {
+    /// The job as stored now.
+    pub job: Job,
+    /// The parent's queued resume carrying the child's result or error.
+    pub callback: Option<Job>,
 }
 
 /// What [`Store::enqueue_job`](super::Store::enqueue_job) needs; the rest is generated.
@@ -300,12 +354,17 @@ pub struct Recovery {
     pub failed_sessions: Vec<String>,
     /// Jobs that were `claimed`, now `pending` again.
     pub requeued_jobs: Vec<String>,
+    /// Parents' resumes queued for the failed jobs that asked for a callback (job ids).
+    pub callbacks: Vec<String>,
 }
 
 impl Recovery {
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.failed_jobs.is_empty() && self.failed_sessions.is_empty() && self.requeued_jobs.is_empty()
+        self.failed_jobs.is_empty()
+            && self.failed_sessions.is_empty()
+            && self.requeued_jobs.is_empty()
+            && self.callbacks.is_empty()
     }
 }
 

@@ -1,0 +1,3 @@
+-- Results per run (issue 25): a result belongs to the job whose run made it, so a failed or
+-- cancelled run never shows an earlier run's text as the session's result.
+ALTER TABLE jobs ADD COLUMN result TEXT;

@@ -1,0 +1,112 @@
+//! The checks every start and resume passes, whether it came over MCP or the JSON API: the
+//! calling session (a valid name of a session that exists), callbacks (only to such a
+//! session), cycles in the parent chain, and the projects root.
+//!
+//! # Decisions
+//! - **The caller must be a session here.** `X-Agent-Session-Name` (MCP over HTTP),
+//!   `AGENT_SESSION_NAME` (stdio) and the API's `parent_session_name` are one claim, checked
+//!   once: a name breaking the session-name rule is `invalid_name`, a name of no session here
+//!   is `caller_not_found`. A child is never linked to nothing.
+//! - **`callback: true` without such a caller is refused** (`no_callback_target`), instead of
+//!   being accepted with nobody to call back: the caller learns at once that no callback will
+//!   come, and polls instead.
+//! - **No cycles.** A session cannot resume itself (a sync self-resume would wait for its own
+//!   run until the sync limit), and a resume from a caller whose parent chain contains the
+//!   session (it would become its own ancestor) is refused (`cycle`).
+//! - **Projects root.** Every `project_dir` (given, inherited from the parent, or a stored
+//!   session's at resume) is resolved, symlinks included, and refused (`outside_projects_root`)
+//!   unless it is the root or inside it. The root defaults to the orchestrator's folder.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::OrchestratorError;
+use crate::names::validate_session_name;
+use crate::service::Orchestrator;
+use crate::store::Session;
+
+/// The longest parent chain walked when looking for a cycle (a chain in the store longer than
+/// this is treated as a cycle).
+const MAX_CHAIN: usize = 1000;
+
+impl Orchestrator {
+    /// The calling session: `None` without a caller; an error for a caller name that breaks
+    /// the rule or names no session here.
+    pub(crate) async fn caller_session(&self, caller: Option<&str>) -> Result<Option<Session>, OrchestratorError> {
+        let Some(name) = caller else {
+            return Ok(None);
+        };
+        validate_session_name(name).map_err(|e| {
+            OrchestratorError::Invalid(format!(
+                "the calling session's name (X-Agent-Session-Name, AGENT_SESSION_NAME or parent_session_name) is \
+                 invalid: {e}"
+            ))
+        })?;
+        match self.inner.store.get_session_by_name(name).await? {
+            Some(session) => Ok(Some(session)),
+            None => Err(OrchestratorError::UnknownCaller(name.to_owned())),
+        }
+    }
+
+    /// Refuses a resume of `session` by `caller` that would make `session` its own parent or
+    /// ancestor (or have it wait for itself).
+    pub(crate) async fn refuse_cycle(&self, session: &str, caller: &Session) -> Result<(), OrchestratorError> {
+        if caller.session_name == session {
+            return Err(OrchestratorError::Cycle(format!(
+                "session `{session}` cannot resume itself: its own run would wait for itself (a sync resume \
+                 blocks until the sync limit) and it would become its own parent; answer in this run instead"
+            )));
+        }
+        let mut chain = vec![caller.session_name.clone()];
+        let mut next = caller.parent_session_name.clone();
+        while let Some(name) = next {
+            chain.push(name.clone());
+            if name == session || chain.len() > MAX_CHAIN {
+                return Err(OrchestratorError::Cycle(format!(
+                    "session `{session}` is an ancestor of the caller (`{}`): resuming it from there would make it \
+                     its own ancestor; end this run and let the result reach it (a callback) instead",
+                    chain.join("` <- `")
+                )));
+            }
+            next = self
+                .inner
+                .store
+                .get_session_by_name(&name)
+                .await?
+                .and_then(|s| s.parent_session_name);
+        }
+        Ok(())
+    }
+
+    /// `dir` resolved (symlinks too) when it is a folder inside the projects root; relative
+    /// folders are read under the orchestrator's own folder.
+    pub fn confine(&self, dir: &Path) -> Result<PathBuf, OrchestratorError> {
+        let dir = self.inner.project_dir.join(dir);
+        let resolved = match std::fs::canonicalize(&dir) {
+            Ok(resolved) if resolved.is_dir() => resolved,
+            Ok(_) => {
+                return Err(OrchestratorError::Invalid(format!(
+                    "project_dir `{}` is not a directory",
+                    dir.display()
+                )));
+            }
+            Err(e) => {
+                return Err(OrchestratorError::Invalid(format!(
+                    "project_dir `{}`: {e}",
+                    dir.display()
+                )));
+            }
+        };
+        if !resolved.starts_with(&self.inner.projects_root) {
+            return Err(OrchestratorError::OutsideRoot {
+                dir: resolved.display().to_string(),
+                root: self.inner.projects_root.display().to_string(),
+            });
+        }
+        Ok(resolved)
+    }
+
+    /// The projects root every session's folder is inside.
+    pub fn projects_root(&self) -> &Path {
+        &self.inner.projects_root
+    }
+}

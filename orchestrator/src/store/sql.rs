@@ -1,0 +1,207 @@
+//! Statements both backends run with the same text (`$N` placeholders: sqlx's SQLite driver
+//! reads them as `?N`), for what a job's end changes: the job, its session's status, and the
+//! parent's callback.
+//!
+//! # A session's status comes from its jobs
+//! The job a session's answers are about, its *current job*, is the first of: its claimed or
+//! running job; its oldest pending job; its newest job that ran; its newest job. The session
+//! is `running` while it has a job pending, claimed or running (`pending` when none of its jobs
+//! has run yet), and otherwise `finished`, `failed` or `cancelled` as its current job ended. So
+//! a cancelled queued resume does not hide the run still going, and a failed or cancelled run
+//! is never reported with an earlier run's result.
+//!
+//! Every transaction that changes a session's jobs first takes the session row's lock
+//! ([`LOCK_SESSION`]), then changes the jobs, then recomputes the status
+//! ([`REFRESH_SESSION`]): on PostgreSQL the recompute is a statement of its own after the
+//! lock, so it sees every job change committed before the lock was granted (a single
+//! statement would read an older snapshot under `READ COMMITTED`). Locks are always taken
+//! session first, then jobs, and a child's session before its parent's.
+
+use super::StoreError;
+use super::rows::job_from_row;
+use super::types::{JobEnd, JobEnded, Recovery, UnixMillis};
+
+/// The order that puts a session's current job first (see the module docs).
+macro_rules! current_order {
+    ($j:literal) => {
+        concat!(
+            "CASE WHEN ",
+            $j,
+            ".status IN ('claimed', 'running') THEN 0 WHEN ",
+            $j,
+            ".status = 'pending' THEN 1 WHEN ",
+            $j,
+            ".started_at IS NOT NULL THEN 2 ELSE 3 END, \
+             CASE WHEN ",
+            $j,
+            ".status = 'pending' THEN ",
+            $j,
+            ".seq ELSE -",
+            $j,
+            ".seq END"
+        )
+    };
+}
+
+/// Takes the lock of session `$1` (PostgreSQL: its row; SQLite: the database's write lock).
+pub(super) const LOCK_SESSION: &str = "UPDATE sessions SET status = status WHERE session_name = $1";
+
+/// Takes the lock of the session of job `$1`.
+pub(super) const LOCK_SESSION_OF_JOB: &str = "UPDATE sessions SET status = status \
+     WHERE session_name = (SELECT session_name FROM jobs WHERE job_id = $1)";
+
+/// The current job of session `$1`.
+pub(super) const CURRENT_JOB: &str = concat!(
+    "SELECT ",
+    super::rows::job_cols!(),
+    " FROM jobs j WHERE j.session_name = $1 ORDER BY ",
+    current_order!("j"),
+    " LIMIT 1"
+);
+
+/// Recomputes the status (and `finished_at`) of session `$1` from its jobs at time `$2`.
+pub(super) const REFRESH_SESSION: &str = concat!(
+    "UPDATE sessions SET status = (SELECT CASE \
+       WHEN c.status IN ('claimed', 'running') THEN 'running' \
+       WHEN c.status = 'pending' THEN CASE WHEN EXISTS (SELECT 1 FROM jobs r \
+         WHERE r.session_name = $1 AND r.started_at IS NOT NULL) THEN 'running' ELSE 'pending' END \
+       WHEN c.status = 'completed' THEN 'finished' ELSE c.status END \
+     FROM jobs c WHERE c.session_name = $1 ORDER BY ",
+    current_order!("c"),
+    " LIMIT 1), finished_at = (SELECT CASE WHEN c.status IN ('completed', 'failed', 'cancelled') \
+       THEN c.finished_at ELSE NULL END FROM jobs c WHERE c.session_name = $1 ORDER BY ",
+    current_order!("c"),
+    " LIMIT 1), updated_at = $2 \
+     WHERE session_name = $1 AND EXISTS (SELECT 1 FROM jobs e WHERE e.session_name = $1)"
+);
+
+/// Ends job `$1` (if it is not over yet) as `$2` with error `$3` and result `$4` at `$5`.
+pub(super) const END_JOB: &str = concat!(
+    "UPDATE jobs SET status = $2, error = $3, result = $4, finished_at = $5 \
+     WHERE job_id = $1 AND status IN ('pending', 'claimed', 'running') RETURNING ",
+    super::rows::job_cols!()
+);
+
+/// Queues the callback `$1` with prompt `$2` at `$3` for the parent session `$4`: a resume on
+/// the parent's own blueprint and folder, asking for no callback of its own.
+pub(super) const QUEUE_CALLBACK: &str = concat!(
+    "INSERT INTO jobs (job_id, kind, session_name, agent_name, prompt, project_dir, \
+     parent_session_name, callback, status, created_at) \
+     SELECT $1, 'resume_session', s.session_name, s.agent_name, $2, s.project_dir, \
+     s.parent_session_name, FALSE, 'pending', $3 FROM sessions s WHERE s.session_name = $4 RETURNING ",
+    super::rows::job_cols!()
+);
+
+/// The running jobs of sessions (all of them), oldest first: what a crash interrupted.
+pub(super) const RUNNING_JOBS: &str = concat!(
+    "SELECT ",
+    super::rows::job_cols!(),
+    " FROM jobs WHERE status = 'running' ORDER BY seq"
+);
+
+/// Declares a function generic over the backend (`$db`) with the bounds every shared statement
+/// needs (SQLite and PostgreSQL meet them).
+macro_rules! on_any_backend {
+    ($(#[$meta:meta])* $vis:vis async fn $name:ident<$db:ident>($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        $(#[$meta])*
+        $vis async fn $name<$db>($($arg: $ty),*) -> $ret
+        where
+            $db: sqlx::Database,
+            for<'e> &'e mut $db::Connection: sqlx::Executor<'e, Database = $db>,
+            for<'q> $db::Arguments<'q>: sqlx::IntoArguments<'q, $db>,
+            for<'n> &'n str: sqlx::ColumnIndex<$db::Row>,
+            for<'q> &'q str: sqlx::Encode<'q, $db> + sqlx::Type<$db>,
+            for<'q> Option<&'q str>: sqlx::Encode<'q, $db> + sqlx::Type<$db>,
+            for<'q> i64: sqlx::Encode<'q, $db> + sqlx::Type<$db>,
+            for<'x> String: sqlx::Decode<'x, $db> + sqlx::Type<$db>,
+            for<'x> i64: sqlx::Decode<'x, $db> + sqlx::Type<$db>,
+            for<'x> bool: sqlx::Decode<'x, $db> + sqlx::Type<$db>,
+            $body
+    };
+}
+
+on_any_backend! {
+    /// Recomputes session `name`'s status from its jobs (the caller holds its lock).
+    pub(super) async fn refresh_session<DB>(conn: &mut DB::Connection, name: &str, now: UnixMillis) -> Result<(), StoreError> {
+        sqlx::query::<DB>(REFRESH_SESSION).bind(name).bind(now).execute(&mut *conn).await?;
+        Ok(())
+    }
+}
+
+on_any_backend! {
+    /// Ends job `job_id` as `end` in the caller's transaction: takes its session's lock, ends
+    /// the job (`None` when it had already ended or does not exist), recomputes the session's
+    /// status and, when the job asked for a callback and its parent is a session here, queues
+    /// the parent's resume (and recomputes the parent's status). Exactly once per job: only the
+    /// transaction that ends the job queues its callback.
+    pub(super) async fn end_job_in<DB>(
+        conn: &mut DB::Connection,
+        job_id: &str,
+        end: &JobEnd,
+        now: UnixMillis,
+    ) -> Result<Option<JobEnded>, StoreError> {
+        sqlx::query::<DB>(LOCK_SESSION_OF_JOB).bind(job_id).execute(&mut *conn).await?;
+        let row = sqlx::query::<DB>(END_JOB)
+            .bind(job_id)
+            .bind(end.status.as_str())
+            .bind(end.error.as_deref())
+            .bind(end.result.as_deref())
+            .bind(now)
+            .fetch_optional(&mut *conn)
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let job = job_from_row(&row)?;
+        refresh_session::<DB>(&mut *conn, &job.session_name, now).await?;
+        let callback = match (job.callback, job.parent_session_name.as_deref()) {
+            (true, Some(parent)) => {
+                sqlx::query::<DB>(LOCK_SESSION).bind(parent).execute(&mut *conn).await?;
+                let prompt = crate::callback::prompt(&job.session_name, end);
+                let row = sqlx::query::<DB>(QUEUE_CALLBACK)
+                    .bind(uuid::Uuid::new_v4().to_string().as_str())
+                    .bind(prompt.as_str())
+                    .bind(now)
+                    .bind(parent)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                match row {
+                    Some(row) => {
+                        refresh_session::<DB>(&mut *conn, parent, now).await?;
+                        Some(job_from_row(&row)?)
+                    }
+                    None => {
+                        tracing::warn!(session = %job.session_name, parent, "callback: the parent session is gone");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        Ok(Some(JobEnded { job, callback }))
+    }
+}
+
+on_any_backend! {
+    /// Ends each of `ends` (job id and how it ends) in the caller's transaction, noting what
+    /// changed in `recovery`; jobs that had ended already are skipped.
+    pub(super) async fn settle_in<DB>(
+        conn: &mut DB::Connection,
+        ends: Vec<(String, JobEnd)>,
+        now: UnixMillis,
+        recovery: &mut Recovery,
+    ) -> Result<(), StoreError> {
+        for (job_id, end) in ends {
+            if let Some(ended) = end_job_in::<DB>(&mut *conn, &job_id, &end, now).await? {
+                recovery.failed_jobs.push(ended.job.job_id);
+                recovery.failed_sessions.push(ended.job.session_name);
+                recovery.callbacks.extend(ended.callback.map(|c| c.job_id));
+            }
+        }
+        recovery.failed_jobs.sort();
+        recovery.failed_sessions.sort();
+        recovery.failed_sessions.dedup();
+        recovery.callbacks.sort();
+        Ok(())
+    }
+}

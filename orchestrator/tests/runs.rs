@@ -1,0 +1,294 @@
+//! Issue 25's defects about runs, on both backends: a crash or a lost lease fires the callback
+//! exactly once; a session's status and result follow all its jobs and a wait lasts until the
+//! session settles; a result belongs to the run that made it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::backend::{Backend, TestStore};
+use common::{Harness, TestResult, accepted, answering, echo, ended, gate, running, within};
+use patchbay_orchestrator::store::{
+    INTERRUPTED, JobKind, JobStatus, LEASE_EXPIRED, NewJob, NewSession, Page, SessionStatus, Store,
+};
+use patchbay_orchestrator::{ResumeRequest, StartRequest};
+
+on_both_backends!(
+    an_interrupted_child_calls_its_parent_back_exactly_once,
+    a_queued_resume_cancelled_does_not_end_the_wait_for_the_run_still_going,
+    a_status_wait_lasts_until_the_session_settles,
+    a_cancelled_resume_does_not_show_the_previous_result,
+    a_failed_resume_answers_its_error_not_the_previous_result,
+);
+
+fn start_on(name: &str, blueprint: &str, prompt: &str) -> StartRequest {
+    StartRequest {
+        session_name: name.to_owned(),
+        prompt: prompt.to_owned(),
+        blueprint: Some(blueprint.to_owned()),
+        ..StartRequest::default()
+    }
+}
+
+fn resume(name: &str, prompt: &str) -> ResumeRequest {
+    ResumeRequest {
+        session_name: name.to_owned(),
+        prompt: prompt.to_owned(),
+        ..ResumeRequest::default()
+    }
+}
+
+fn session(name: &str, parent: Option<&str>) -> NewSession {
+    NewSession {
+        session_name: name.to_owned(),
+        agent_name: "default".to_owned(),
+        project_dir: ".".to_owned(),
+        parent_session_name: parent.map(str::to_owned),
+    }
+}
+
+fn job(session: &str, parent: Option<&str>, callback: bool) -> NewJob {
+    NewJob {
+        kind: JobKind::StartSession,
+        session_name: session.to_owned(),
+        agent_name: "default".to_owned(),
+        prompt: "work".to_owned(),
+        project_dir: ".".to_owned(),
+        parent_session_name: parent.map(str::to_owned),
+        callback,
+    }
+}
+
+async fn jobs_of(store: &Arc<dyn Store>, session: &str) -> Result<Vec<patchbay_orchestrator::store::Job>, String> {
+    store
+        .list_jobs(Some(session), Page::first(100))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// A child with `callback = true` is running when its process dies (SQLite: the restart's
+/// recovery; PostgreSQL: its lease runs out): the parent is resumed once, with the
+/// interruption as the child's error, however often recovery runs.
+async fn an_interrupted_child_calls_its_parent_back_exactly_once(backend: Backend) -> TestResult {
+    let Some(fixture) = TestStore::open(backend).await? else {
+        return Ok(());
+    };
+    let store = fixture.store.clone();
+    let (_, parent_job) = store
+        .create_session_with_job(session("boss", None), job("boss", None, false))
+        .await?;
+    let lease = Duration::from_millis(300);
+    store
+        .claim_next_job("live-worker", Duration::from_secs(60))
+        .await?
+        .ok_or("no parent job")?;
+    store.mark_job_running(&parent_job.job_id, "live-worker").await?;
+    store.finish_job(&parent_job.job_id, JobStatus::Completed, None).await?;
+    let (_, child_job) = store
+        .create_session_with_job(session("kid", Some("boss")), job("kid", Some("boss"), true))
+        .await?;
+    let claimed = store
+        .claim_next_job("dead-worker", lease)
+        .await?
+        .ok_or("nothing claimed")?;
+    assert_eq!(claimed.job_id, child_job.job_id);
+    store.mark_job_running(&claimed.job_id, "dead-worker").await?;
+
+    // The process dies here. A new one opens the store.
+    let (reopened, error) = match backend {
+        Backend::Sqlite => {
+            drop(store);
+            let reopened = fixture.reopen().await?;
+            let recovery = reopened.recover_after_crash().await?;
+            assert_eq!(recovery.failed_jobs, vec![child_job.job_id.clone()]);
+            assert_eq!(recovery.callbacks.len(), 1, "{recovery:?}");
+            (reopened, INTERRUPTED)
+        }
+        Backend::Postgres => {
+            let reopened = fixture.reopen().await?;
+            tokio::time::sleep(lease * 2).await;
+            let recovery = reopened.expire_leases().await?;
+            assert_eq!(recovery.failed_jobs, vec![child_job.job_id.clone()]);
+            assert_eq!(recovery.callbacks.len(), 1, "{recovery:?}");
+            (reopened, LEASE_EXPIRED)
+        }
+    };
+    // Recovery again (another restart, another process settling leases): nothing more.
+    assert!(reopened.recover_after_crash().await?.callbacks.is_empty());
+    assert!(reopened.expire_leases().await?.callbacks.is_empty());
+
+    let child = reopened.get_job(&child_job.job_id).await?.ok_or("child job gone")?;
+    assert_eq!(child.status, JobStatus::Failed);
+    assert_eq!(child.error.as_deref(), Some(error));
+    let kid = reopened.get_session_by_name("kid").await?.ok_or("kid gone")?;
+    assert_eq!(kid.status, SessionStatus::Failed);
+
+    let parent_jobs = jobs_of(&reopened, "boss").await?;
+    assert_eq!(parent_jobs.len(), 2, "{parent_jobs:?}");
+    let callback = &parent_jobs[1];
+    assert_eq!(callback.kind, JobKind::ResumeSession);
+    assert_eq!(callback.status, JobStatus::Pending);
+    assert!(!callback.callback);
+    assert!(callback.prompt.contains("`kid` failed"), "{}", callback.prompt);
+    assert!(callback.prompt.contains(error), "{}", callback.prompt);
+    // The parent waits for its callback's run: it shows as running.
+    let boss = reopened.get_session_by_name("boss").await?.ok_or("boss gone")?;
+    assert_eq!(boss.status, SessionStatus::Running);
+    Ok(())
+}
+
+/// A first run still going and a queued resume cancelled: the session is running, a status
+/// wait waits for the run, the result is an error until it ends, then the run's own text.
+async fn a_queued_resume_cancelled_does_not_end_the_wait_for_the_run_still_going(backend: Backend) -> TestResult {
+    let name = format!("queued-cancel-{backend:?}");
+    let g = gate(&name);
+    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&name))], 2).await? else {
+        return Ok(());
+    };
+    let o = &h.orchestrator;
+    accepted(
+        o.start_session(StartRequest {
+            async_mode: true,
+            ..start_on("s", "held", "first")
+        })
+        .await?,
+    )?;
+    g.arrived(1).await?;
+    let queued = accepted(
+        o.resume_session(ResumeRequest {
+            async_mode: true,
+            ..resume("s", "second")
+        })
+        .await?,
+    )?;
+    let cancelled = o.cancel_job(&queued.job_id).await?;
+    assert_eq!(cancelled.status, JobStatus::Cancelled);
+
+    let report = o.status("s", None).await?;
+    assert_eq!(report.session.status, "running", "{report:?}");
+    assert_eq!(report.job_status.as_deref(), Some("running"), "{report:?}");
+    let error = o
+        .result("s")
+        .await
+        .err()
+        .ok_or("a result while the first run goes on")?;
+    assert!(error.to_string().contains("still running"), "{error}");
+
+    let waiter = {
+        let o = o.clone();
+        tokio::spawn(async move { o.status("s", Some(Duration::from_secs(30))).await })
+    };
+    g.release(1);
+    let report = within("the status wait", waiter).await???;
+    assert_eq!(report.session.status, "finished", "{report:?}");
+    assert_eq!(report.job_status.as_deref(), Some("completed"));
+    let result = o.result("s").await?;
+    assert!(
+        result.result.as_deref().is_some_and(|r| r.contains("first")),
+        "{result:?}"
+    );
+    assert_ne!(result.job_id.as_deref(), Some(queued.job_id.as_str()));
+    h.stop().await
+}
+
+/// A wait on a queued session does not end when the job is claimed or starts running, only
+/// when its run ends.
+async fn a_status_wait_lasts_until_the_session_settles(backend: Backend) -> TestResult {
+    let name = format!("settle-wait-{backend:?}");
+    let g = gate(&name);
+    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&name))], 1).await? else {
+        return Ok(());
+    };
+    let o = &h.orchestrator;
+    // The only worker is busy: the next session's job waits in the queue.
+    accepted(
+        o.start_session(StartRequest {
+            async_mode: true,
+            ..start_on("busy", "held", "hold the worker")
+        })
+        .await?,
+    )?;
+    g.arrived(1).await?;
+    accepted(
+        o.start_session(StartRequest {
+            async_mode: true,
+            ..start_on("queued", "held", "wait your turn")
+        })
+        .await?,
+    )?;
+    let waiter = {
+        let o = o.clone();
+        tokio::spawn(async move { o.status("queued", Some(Duration::from_secs(30))).await })
+    };
+    // The first run ends, the queued job is claimed and runs (each a change of state) and
+    // reaches the gate; then it is let through.
+    g.release(1);
+    g.arrived(2).await?;
+    running(o, "queued").await?;
+    g.release(1);
+    let report = within("the status wait", waiter).await???;
+    assert_eq!(report.job_status.as_deref(), Some("completed"), "{report:?}");
+    assert_eq!(report.session.status, "finished");
+    h.stop().await
+}
+
+/// A resume cancelled during its run: the session is cancelled, its result is none (not the
+/// first run's text), and the report names the cancelled run.
+async fn a_cancelled_resume_does_not_show_the_previous_result(backend: Backend) -> TestResult {
+    let name = format!("cancelled-resume-{backend:?}");
+    let g = gate(&name);
+    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&name))], 2).await? else {
+        return Ok(());
+    };
+    let o = &h.orchestrator;
+    g.release(1);
+    let first = ended(within("first run", o.start_session(start_on("s", "held", "first"))).await??)?;
+    assert!(first.result.is_some());
+    let second = accepted(
+        o.resume_session(ResumeRequest {
+            async_mode: true,
+            ..resume("s", "second")
+        })
+        .await?,
+    )?;
+    g.arrived(2).await?;
+    o.cancel_job(&second.job_id).await?;
+    let report = o.result("s").await?;
+    assert_eq!(report.session.status, "cancelled", "{report:?}");
+    assert_eq!(report.job_id.as_deref(), Some(second.job_id.as_str()));
+    assert_eq!(report.job_status.as_deref(), Some("cancelled"));
+    assert_eq!(report.result, None, "the first run's text shown as the cancelled run's");
+    assert!(report.error.is_some());
+    // Listings agree with the report.
+    let listed = o.list_sessions().await?;
+    assert_eq!(listed[0].status, "cancelled");
+    h.stop().await
+}
+
+/// A resume whose run fails: the report carries its error and no result.
+async fn a_failed_resume_answers_its_error_not_the_previous_result(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(backend, vec![answering("ok", "all good")], 2).await? else {
+        return Ok(());
+    };
+    let o = &h.orchestrator;
+    ended(within("first run", o.start_session(start_on("s", "ok", "first"))).await??)?;
+    // The session's stored conversation cannot be read: the next run fails.
+    let stored = o.session_by_name("s").await?;
+    let update = patchbay_orchestrator::store::SessionUpdate {
+        conversation: Some(serde_json::json!("not a conversation")),
+        ..Default::default()
+    };
+    o.store().update_session(&stored.session_id, update).await?;
+    let report = ended(within("failing resume", o.resume_session(resume("s", "again"))).await??)?;
+    assert_eq!(report.session.status, "failed", "{report:?}");
+    assert_eq!(report.result, None, "the first run's text shown as the failed run's");
+    assert!(
+        report.error.as_deref().is_some_and(|e| e.contains("conversation")),
+        "{report:?}"
+    );
+    let result = o.result("s").await?;
+    assert_eq!(result, report);
+    h.stop().await
+}
