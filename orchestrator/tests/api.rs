@@ -163,6 +163,19 @@ fn assert_error(answer: &(StatusCode, Value), status: StatusCode, code: &str) {
 async fn jobs_sessions_and_agents_happy_paths() -> TestResult {
     let api = start().await?;
 
+    // The parent named below is a session here (a missing one is refused).
+    for parent in ["boss", "other-boss"] {
+        let job = api.start_session(parent, "default").await?;
+        assert_eq!(api.wait_job(&job).await?, JobStatus::Completed);
+    }
+    let missing =
+        json!({"type": "start_session", "session_name": "stray", "prompt": "hi", "parent_session_name": "nobody"});
+    assert_error(
+        &api.post("/jobs", &missing).await?,
+        StatusCode::NOT_FOUND,
+        "caller_not_found",
+    );
+
     // POST /jobs: 201, a Location, the queued job.
     let body =
         json!({"type": "start_session", "session_name": "alpha", "prompt": "hello", "parent_session_name": "boss"});
@@ -192,8 +205,8 @@ async fn jobs_sessions_and_agents_happy_paths() -> TestResult {
     // Sessions: list, by name, by id, result.
     let (status, list) = api.get("/sessions").await?;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(1), "{list}");
-    assert_eq!(list["sessions"][0]["session_name"], "alpha");
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(3), "{list}");
+    assert_eq!(list["sessions"][2]["session_name"], "alpha");
     assert_eq!(list["next_offset"], Value::Null);
     let id = api.session_id("alpha").await?;
     let (status, session) = api.get(&format!("/sessions/{id}")).await?;
@@ -228,7 +241,7 @@ async fn jobs_sessions_and_agents_happy_paths() -> TestResult {
     let (_, page) = api.get("/jobs?session_name=alpha&limit=1&offset=1").await?;
     assert_eq!(page["jobs"][0]["job_id"], second["job_id"]);
     let (_, all) = api.get("/jobs").await?;
-    assert_eq!(all["jobs"].as_array().map(Vec::len), Some(2), "{all}");
+    assert_eq!(all["jobs"].as_array().map(Vec::len), Some(4), "{all}");
     let (_, none) = api.get("/jobs?session_name=nobody").await?;
     assert_eq!(none["jobs"], json!([]));
 
@@ -274,7 +287,7 @@ async fn jobs_sessions_and_agents_happy_paths() -> TestResult {
     );
     let (status, deleted) = api.delete("/sessions").await?;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(deleted["deleted"], 1);
+    assert_eq!(deleted["deleted"], 3);
     let (_, list) = api.get("/sessions").await?;
     assert_eq!(list["sessions"], json!([]));
 
@@ -468,7 +481,7 @@ async fn conflicts_are_409() -> TestResult {
     assert_error(
         &api.post("/jobs", &moved).await?,
         StatusCode::BAD_REQUEST,
-        "invalid_request",
+        "outside_projects_root",
     );
 
     // Cancel the running job: it ends cancelled; cancelling it again is a conflict.

@@ -109,6 +109,7 @@ async fn the_tools_answer_in_markdown_and_json_and_refuse_other_formats(backend:
         return Ok(());
     };
     let o = &h.orchestrator;
+    common::add_caller(o, "boss").await?;
     let tools = agent_session_tools(o);
     let names: Vec<&str> = tools.specs().map(|s| s.name.as_str()).collect();
     for name in [
@@ -196,7 +197,8 @@ async fn the_tools_answer_in_markdown_and_json_and_refuse_other_formats(backend:
     }
     let text = ok_text(&call(&tools, "list_agent_sessions", json!({"response_format": "json"}), &cx).await?)?;
     let json: Value = serde_json::from_str(&text)?;
-    assert_eq!(json["sessions"].as_array().map(Vec::len), Some(4));
+    // The four and their caller `boss`.
+    assert_eq!(json["sessions"].as_array().map(Vec::len), Some(5));
 
     // Errors are tool errors with the service's message.
     for (tool, input) in [
@@ -252,7 +254,7 @@ async fn the_tools_answer_in_markdown_and_json_and_refuse_other_formats(backend:
 
     // Delete them all (the async ones may still run).
     let text = ok_text(&call(&tools, "delete_all_agent_sessions", json!({}), &cx).await?)?;
-    assert_eq!(text, "Deleted 4 sessions.");
+    assert_eq!(text, "Deleted 5 sessions.");
     assert!(o.list_sessions().await?.is_empty());
     h.stop().await
 }
@@ -288,6 +290,8 @@ async fn the_caller_header_makes_the_parent_and_a_resume_by_another_parent_updat
         return Ok(());
     };
     let o = &h.orchestrator;
+    common::add_caller(o, "boss2").await?;
+    common::add_caller(o, "boss").await?;
     let server = within("serve", serve_http(o, HttpOptions::default())).await??;
 
     let boss = connect(server.url(), server.token(), "boss").await?;
@@ -368,6 +372,7 @@ async fn a_run_that_starts_a_grandchild_is_recorded_as_its_parent(backend: Backe
         return Ok(());
     };
     let o = &h.orchestrator;
+    common::add_caller(o, "boss").await?;
     let server = within("serve", serve_http(o, HttpOptions::default())).await??;
 
     let request = StartRequest {

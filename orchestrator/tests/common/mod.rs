@@ -400,3 +400,15 @@ pub(crate) fn ok_text(result: &ToolResult) -> Fallible<String> {
     }
     Ok(result.text_content())
 }
+
+/// Create the session `name` with no job (a caller to name: callers must be sessions here).
+pub(crate) async fn add_caller(orchestrator: &Orchestrator, name: &str) -> TestResult {
+    let new = patchbay_orchestrator::store::NewSession {
+        session_name: name.to_owned(),
+        agent_name: "default".to_owned(),
+        project_dir: ".".to_owned(),
+        parent_session_name: None,
+    };
+    orchestrator.store().create_session(new).await?;
+    Ok(())
+}

@@ -140,6 +140,8 @@ pub(crate) async fn the_cli_as_a_parent_gets_the_child_result_and_is_recorded_as
     )
     .await;
     let model = MockModel::start().await;
+    // The CLI names itself `cli-parent`: a session here, as a run of this orchestrator is.
+    crate::served::add_session(&dir.path().join("data"), "cli-parent").await;
     let mcp_config = json!({"mcpServers": {"orchestrator": {
         "type": "http",
         "url": served.mcp,

@@ -187,6 +187,10 @@ impl Served {
     /// Patchbay's MCP client connected to the endpoint with the token and, when given, the
     /// `X-Agent-Session-Name` header.
     pub(crate) async fn connect(&self, caller: Option<&str>) -> Mcp {
+        if let Some(caller) = caller {
+            // A caller is a session here (the orchestrator refuses names of no session).
+            add_session(Path::new(&self.data), caller).await;
+        }
         let mut headers = BTreeMap::from([("Authorization".to_owned(), format!("Bearer {}", self.token))]);
         if let Some(caller) = caller {
             headers.insert("X-Agent-Session-Name".to_owned(), caller.to_owned());
@@ -313,6 +317,24 @@ pub(crate) async fn all_jobs(store: &SqliteStore) -> Vec<Job> {
 }
 
 /// Open the store of a data folder (while the orchestrator runs too: SQLite WAL allows it).
+/// Create the session `name` (no job: a caller to name) in the SQLite store in `data`, unless
+/// it exists.
+pub(crate) async fn add_session(data: &Path, name: &str) {
+    use patchbay_orchestrator::store::{NewSession, StoreError};
+    let store = open_store(data).await;
+    let new = NewSession {
+        session_name: name.to_owned(),
+        agent_name: "default".to_owned(),
+        project_dir: ".".to_owned(),
+        parent_session_name: None,
+    };
+    match store.create_session(new).await {
+        Ok(_) | Err(StoreError::SessionExists(_)) => {}
+        Err(e) => panic!("cannot add the session {name}: {e}"),
+    }
+    store.close().await;
+}
+
 pub(crate) async fn open_store(data: &Path) -> SqliteStore {
     SqliteStore::open(data)
         .await
