@@ -2,9 +2,12 @@
 //!
 //! Markdown gives each item a `## name` heading, then one `- field: value` line per field that
 //! has a value (fields without one are left out), and a session's result text last, under
-//! `### result`. JSON is `serde_json` pretty-printed; lists are wrapped in an object
-//! (`{"blueprints": [...]}`, `{"sessions": [...]}`) so fields can be added later. Result texts
-//! over [`MAX_RESULT_CHARS`] characters are cut by [`truncate_result`] in both formats.
+//! `### result`. JSON is `serde_json` pretty-printed; lists are wrapped in an object with their
+//! count (`{"total": N, "blueprints": [...]}`, `{"total": N, "sessions": [...]}`), as the design
+//! the tools follow answers. Result texts over [`MAX_RESULT_CHARS`] characters are cut by
+//! [`truncate_result`] in both formats, and so are blueprint descriptions over
+//! [`MAX_DESCRIPTION_CHARS`] in listings (a blueprint file is the operator's, but a listing
+//! lands in an agent's context window).
 //!
 //! ```
 //! use patchbay_orchestrator::format::{BlueprintSummary, ResponseFormat, render_blueprints};
@@ -32,6 +35,13 @@ use crate::blueprint::Blueprint;
 
 /// The most characters of a result text an answer carries.
 pub const MAX_RESULT_CHARS: usize = 25_000;
+
+/// The most characters of a blueprint's description a listing carries.
+pub const MAX_DESCRIPTION_CHARS: usize = 2_000;
+
+/// What a background start or resume says (the design's own words).
+pub const STARTED_IN_BACKGROUND: &str =
+    "Agent started in background. Use get_agent_session_status to poll for completion.";
 
 /// How a tool answers: `markdown` (default) or `json`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,15 +87,20 @@ impl ResponseFormat {
 /// [`MAX_RESULT_CHARS`] characters (cut at a character boundary) and a line saying it was
 /// truncated.
 pub fn truncate_result(text: &str) -> String {
-    match text.char_indices().nth(MAX_RESULT_CHARS) {
+    truncate(text, MAX_RESULT_CHARS, "result")
+}
+
+/// `text` cut after `max` characters with a line saying so (`what`: "result", "description").
+pub fn truncate(text: &str, max: usize, what: &str) -> String {
+    match text.char_indices().nth(max) {
         None => text.to_owned(),
         Some((cut, _)) => {
             let total = text.chars().count();
             format!(
-                "{}\n\n[truncated: the result had {} characters; the first {} are shown]",
+                "{}\n\n[truncated: the {what} had {} characters; the first {} are shown]",
                 &text[..cut],
                 thousands(total),
-                thousands(MAX_RESULT_CHARS),
+                thousands(max),
             )
         }
     }
@@ -123,7 +138,7 @@ impl From<&Blueprint> for BlueprintSummary {
     fn from(b: &Blueprint) -> Self {
         Self {
             name: b.name.clone(),
-            description: b.description.clone(),
+            description: truncate(&b.description, MAX_DESCRIPTION_CHARS, "description"),
             provider: b.provider.clone(),
             model: b.model.clone(),
             status: b.status.as_str().to_owned(),
@@ -172,15 +187,21 @@ pub struct SessionReport {
 }
 
 /// The answer of a start or resume that did not wait for the run (async mode, or the wait
-/// limit reached).
+/// limit reached): the design's `{"session_name", "status": "running", "message"}` plus the
+/// job, and `callback_to` when a callback will come.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobAccepted {
     /// The session.
     pub session_name: String,
+    /// `running`: the session has work queued or going on (the job's own status is
+    /// `job_status`).
+    pub status: String,
+    /// What to do next ([`STARTED_IN_BACKGROUND`]).
+    pub message: String,
     /// The queued job.
     pub job_id: String,
-    /// The job's status.
-    pub status: String,
+    /// The job's status (`pending`, `claimed` or `running`).
+    pub job_status: String,
     /// The parent session resumed when the run ends, when a callback was asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub callback_to: Option<String>,
@@ -189,8 +210,8 @@ pub struct JobAccepted {
 /// A list of blueprints.
 pub fn render_blueprints(list: &[BlueprintSummary], format: ResponseFormat) -> String {
     match format {
-        ResponseFormat::Json => json(&serde_json::json!({ "blueprints": list })),
-        ResponseFormat::Markdown if list.is_empty() => "No blueprints.\n".to_owned(),
+        ResponseFormat::Json => json(&serde_json::json!({ "total": list.len(), "blueprints": list })),
+        ResponseFormat::Markdown if list.is_empty() => "No agent blueprints found.\n".to_owned(),
         ResponseFormat::Markdown => join_items(list.iter().map(|b| {
             let mut out = heading(&b.name);
             field(&mut out, "description", Some(&b.description));
@@ -205,8 +226,8 @@ pub fn render_blueprints(list: &[BlueprintSummary], format: ResponseFormat) -> S
 /// A list of sessions.
 pub fn render_sessions(list: &[SessionSummary], format: ResponseFormat) -> String {
     match format {
-        ResponseFormat::Json => json(&serde_json::json!({ "sessions": list })),
-        ResponseFormat::Markdown if list.is_empty() => "No sessions.\n".to_owned(),
+        ResponseFormat::Json => json(&serde_json::json!({ "total": list.len(), "sessions": list })),
+        ResponseFormat::Markdown if list.is_empty() => "No sessions found.\n".to_owned(),
         ResponseFormat::Markdown => join_items(list.iter().map(session_markdown)),
     }
 }
@@ -239,9 +260,11 @@ pub fn render_job_accepted(accepted: &JobAccepted, format: ResponseFormat) -> St
         ResponseFormat::Json => json(accepted),
         ResponseFormat::Markdown => {
             let mut out = heading(&accepted.session_name);
-            field(&mut out, "job_id", Some(&accepted.job_id));
             field(&mut out, "status", Some(&accepted.status));
+            field(&mut out, "job_id", Some(&accepted.job_id));
+            field(&mut out, "job_status", Some(&accepted.job_status));
             field(&mut out, "callback_to", accepted.callback_to.as_deref());
+            let _ = write!(out, "\n{}\n", accepted.message);
             out
         }
     }

@@ -703,8 +703,10 @@ impl Orchestrator {
         if !job.status.is_terminal() {
             return Ok(RunAnswer::Accepted(JobAccepted {
                 session_name: job.session_name,
+                status: SessionStatus::Running.as_str().to_owned(),
+                message: crate::format::STARTED_IN_BACKGROUND.to_owned(),
                 job_id: job.job_id,
-                status: job.status.as_str().to_owned(),
+                job_status: job.status.as_str().to_owned(),
                 callback_to,
             }));
         }

@@ -16,7 +16,9 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::OrchestratorError;
-use crate::format::{ResponseFormat, render_blueprints, render_job_accepted, render_session, render_sessions};
+use crate::format::{
+    ResponseFormat, SessionReport, render_blueprints, render_job_accepted, render_session, render_sessions,
+};
 use crate::service::{CALLER_METADATA_KEY, Orchestrator, ResumeRequest, RunAnswer, StartRequest};
 
 /// The longest `wait_seconds` honoured (ten minutes, as the sync limit's default).
@@ -27,6 +29,7 @@ pub const MAX_WAIT_SECONDS: u64 = 600;
 pub struct ListInput {
     /// `markdown` (default) or `json`.
     #[serde(default)]
+    #[schemars(extend("enum" = ["markdown", "json"]))]
     pub response_format: Option<String>,
 }
 
@@ -34,6 +37,7 @@ pub struct ListInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct StartInput {
     /// A new unique name: letters, digits, `_` and `-`, 1 to 60 characters.
+    #[schemars(length(min = 1, max = 60), regex(pattern = r"^[a-zA-Z0-9_-]+$"))]
     pub session_name: String,
     /// The task for the new agent.
     pub prompt: String,
@@ -51,6 +55,7 @@ pub struct StartInput {
     pub callback: bool,
     /// `markdown` (default) or `json`.
     #[serde(default)]
+    #[schemars(extend("enum" = ["markdown", "json"]))]
     pub response_format: Option<String>,
 }
 
@@ -58,6 +63,7 @@ pub struct StartInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ResumeInput {
     /// The session to continue.
+    #[schemars(length(min = 1, max = 60), regex(pattern = r"^[a-zA-Z0-9_-]+$"))]
     pub session_name: String,
     /// The next message for it.
     pub prompt: String,
@@ -69,6 +75,7 @@ pub struct ResumeInput {
     pub callback: bool,
     /// `markdown` (default) or `json`.
     #[serde(default)]
+    #[schemars(extend("enum" = ["markdown", "json"]))]
     pub response_format: Option<String>,
 }
 
@@ -76,12 +83,16 @@ pub struct ResumeInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct StatusInput {
     /// The session.
+    #[schemars(length(min = 1, max = 60), regex(pattern = r"^[a-zA-Z0-9_-]+$"))]
     pub session_name: String,
-    /// Wait up to this many seconds (at most 600) for the session to change before answering.
+    /// Wait up to this many seconds (at most 600) for the session to settle (every run of it
+    /// ended) before answering.
     #[serde(default)]
+    #[schemars(range(min = 0, max = 600))]
     pub wait_seconds: Option<u64>,
     /// `markdown` (default) or `json`.
     #[serde(default)]
+    #[schemars(extend("enum" = ["markdown", "json"]))]
     pub response_format: Option<String>,
 }
 
@@ -89,9 +100,11 @@ pub struct StatusInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ResultInput {
     /// The session.
+    #[schemars(length(min = 1, max = 60), regex(pattern = r"^[a-zA-Z0-9_-]+$"))]
     pub session_name: String,
     /// `markdown` (default) or `json`.
     #[serde(default)]
+    #[schemars(extend("enum" = ["markdown", "json"]))]
     pub response_format: Option<String>,
 }
 
@@ -110,10 +123,30 @@ fn format(value: Option<&str>) -> Result<ResponseFormat, String> {
     ResponseFormat::parse_optional(value).map_err(|e| e.to_string())
 }
 
-fn answer(answer: RunAnswer, format: ResponseFormat) -> String {
+/// A run that ended: its report, as an error answer (`isError: true` over MCP) when the run
+/// failed or was cancelled, so a caller never reads a failed run as a success.
+fn report_answer(report: &SessionReport, format: ResponseFormat) -> Result<String, String> {
+    let text = render_session(report, format);
+    match report.job_status.as_deref() {
+        Some("failed" | "cancelled") => Err(text),
+        _ => Ok(text),
+    }
+}
+
+fn answer(answer: RunAnswer, format: ResponseFormat) -> Result<String, String> {
     match answer {
-        RunAnswer::Ended(report) => render_session(&report, format),
-        RunAnswer::Accepted(accepted) => render_job_accepted(&accepted, format),
+        RunAnswer::Ended(report) => report_answer(&report, format),
+        RunAnswer::Accepted(accepted) => Ok(render_job_accepted(&accepted, format)),
+    }
+}
+
+/// The answer for a session that does not exist: the status `not_existent`.
+fn not_existent(session_name: &str, format: ResponseFormat) -> String {
+    match format {
+        ResponseFormat::Json => {
+            serde_json::json!({ "session_name": session_name, "status": "not_existent" }).to_string()
+        }
+        ResponseFormat::Markdown => format!("## {session_name}\n- status: not_existent\n"),
     }
 }
 
@@ -123,7 +156,13 @@ fn failed(error: OrchestratorError) -> String {
 
 /// A tool over `orchestrator` whose `body` gets the orchestrator, the input and the caller's
 /// session name, and answers a text or an error message.
-fn tool<I, F, Fut>(orchestrator: &Orchestrator, name: &str, description: &str, body: F) -> impl Tool + 'static
+fn tool<I, F, Fut>(
+    orchestrator: &Orchestrator,
+    name: &str,
+    description: &str,
+    annotations: serde_json::Value,
+    body: F,
+) -> impl Tool + 'static
 where
     I: DeserializeOwned + JsonSchema + Send + 'static,
     F: Fn(Orchestrator, I, Option<String>) -> Fut + Send + Sync + 'static,
@@ -139,6 +178,17 @@ where
             }
         }
     })
+    .with_annotations(annotations)
+}
+
+/// MCP annotations of a tool that only reads.
+fn read_only(title: &str) -> serde_json::Value {
+    serde_json::json!({"title": title, "readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+}
+
+/// MCP annotations of a tool that changes state without destroying any.
+fn changes(title: &str) -> serde_json::Value {
+    serde_json::json!({"title": title, "readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": true})
 }
 
 /// The seven tools over `orchestrator`.
@@ -159,6 +209,7 @@ fn list_blueprints_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         orchestrator,
         "list_agent_blueprints",
         "List the agent blueprints a session can start on: name, description, provider and model.",
+        read_only("List agent blueprints"),
         |o, input: ListInput, _caller| async move {
             let format = format(input.response_format.as_deref())?;
             Ok(render_blueprints(&o.list_blueprints(), format))
@@ -172,6 +223,7 @@ fn list_sessions_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         orchestrator,
         "list_agent_sessions",
         "List every agent session with its status, blueprint, folder and parent.",
+        read_only("List agent sessions"),
         |o, input: ListInput, _caller| async move {
             let format = format(input.response_format.as_deref())?;
             Ok(render_sessions(&o.list_sessions().await.map_err(failed)?, format))
@@ -187,6 +239,7 @@ fn start_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         "Start a new agent session on a blueprint with a first prompt. By default waits for the \
          run and returns its result; with async_mode returns at once with the job id (poll with \
          get_agent_session_status, or set callback to be resumed with the result).",
+        changes("Start an agent session"),
         |o, input: StartInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
             let request = StartRequest {
@@ -198,7 +251,7 @@ fn start_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
                 callback: input.callback,
                 caller,
             };
-            Ok(answer(o.start_session(request).await.map_err(failed)?, format))
+            answer(o.start_session(request).await.map_err(failed)?, format)
         },
     )
 }
@@ -210,6 +263,7 @@ fn resume_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         "resume_agent_session",
         "Continue an existing agent session with a new prompt (it keeps its conversation). Waits \
          for the result unless async_mode; a resume sent while the session runs waits its turn.",
+        changes("Resume an agent session"),
         |o, input: ResumeInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
             let request = ResumeRequest {
@@ -219,7 +273,7 @@ fn resume_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
                 callback: input.callback,
                 caller,
             };
-            Ok(answer(o.resume_session(request).await.map_err(failed)?, format))
+            answer(o.resume_session(request).await.map_err(failed)?, format)
         },
     )
 }
@@ -231,14 +285,15 @@ fn status_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         "get_agent_session_status",
         "The status of an agent session (and its result once ended). With wait_seconds, waits up \
          to that long for the session to change first, so there is no need to poll.",
+        read_only("Get an agent session's status"),
         |o, input: StatusInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
             let wait = input.wait_seconds.map(|s| Duration::from_secs(s.min(MAX_WAIT_SECONDS)));
-            let report = o
-                .status_as(&input.session_name, wait, caller.as_deref())
-                .await
-                .map_err(failed)?;
-            Ok(render_session(&report, format))
+            match o.status_as(&input.session_name, wait, caller.as_deref()).await {
+                Ok(report) => Ok(render_session(&report, format)),
+                Err(OrchestratorError::SessionNotFound(_)) => Ok(not_existent(&input.session_name, format)),
+                Err(error) => Err(failed(error)),
+            }
         },
     )
 }
@@ -250,12 +305,10 @@ fn result_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         "get_agent_session_result",
         "The result of an agent session whose run has ended (an error while it still runs). \
          Results over 25,000 characters are truncated.",
+        read_only("Get an agent session's result"),
         |o, input: ResultInput, _caller| async move {
             let format = format(input.response_format.as_deref())?;
-            Ok(render_session(
-                &o.result(&input.session_name).await.map_err(failed)?,
-                format,
-            ))
+            report_answer(&o.result(&input.session_name).await.map_err(failed)?, format)
         },
     )
 }
@@ -266,6 +319,7 @@ fn delete_all_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         orchestrator,
         "delete_all_agent_sessions",
         "Delete every agent session and its events, cancelling queued and running work.",
+        serde_json::json!({"title": "Delete all agent sessions", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}),
         |o, _input: NoInput, _caller| async move {
             let n = o.delete_all_sessions().await.map_err(failed)?;
             Ok(format!("Deleted {n} session{}.", if n == 1 { "" } else { "s" }))

@@ -95,6 +95,21 @@ async fn answered(call: JoinHandle<ToolResult>, log: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
+/// The JSON report of a call made with [`sync_call`] whose run failed or was cancelled: an
+/// error answer (`isError`) carrying the report.
+async fn answered_error(call: JoinHandle<ToolResult>, log: &str) -> Value {
+    let answer = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("the call was answered")
+        .unwrap();
+    let text = answer.text_content();
+    assert!(
+        answer.is_error(),
+        "an ended run that did not complete answered as a success: {text}\n{log}"
+    );
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
 /// Wait until the store holds `n` jobs (polling the database: the caller's call is still open).
 async fn wait_jobs(data: &Path, n: usize) {
     let store = open_store(data).await;
@@ -128,7 +143,7 @@ async fn kill_9_during_a_run_loses_nothing_and_queued_jobs_run_after_restart() {
             .json("start_agent_session", start_async(name, Some("slow"), "Work on it."))
             .await;
         assert_eq!(accepted["session_name"], name, "{accepted}");
-        assert_eq!(accepted["status"], "pending", "{accepted}");
+        assert_eq!(accepted["job_status"], "pending", "{accepted}");
     }
     for name in ["stuck-a", "stuck-b"] {
         wait_running(&mcp, name).await;
@@ -137,14 +152,14 @@ async fn kill_9_during_a_run_loses_nothing_and_queued_jobs_run_after_restart() {
     let other = mcp
         .json("start_agent_session", start_async("other", None, "Say hello."))
         .await;
-    assert_eq!(other["status"], "pending", "{other}");
+    assert_eq!(other["job_status"], "pending", "{other}");
     let resume = mcp
         .json(
             "resume_agent_session",
             json!({"session_name": "stuck-a", "prompt": "Try again.", "async_mode": true, "response_format": "json"}),
         )
         .await;
-    assert_eq!(resume["status"], "pending", "{resume}");
+    assert_eq!(resume["job_status"], "pending", "{resume}");
     let resume_job = resume["job_id"].as_str().unwrap().to_owned();
 
     // Just before the kill, as stored: two running, two pending, and the first run's events.
@@ -318,7 +333,8 @@ async fn sigterm_during_a_run_cancels_it_and_exits_0() {
 
     // Every waiting caller was answered before the server closed: the running job cancelled,
     // the queued one still pending (it runs at the next start).
-    let report = answered(stuck, &stderr).await;
+    // A cancelled run is an error answer carrying the report.
+    let report = answered_error(stuck, &stderr).await;
     assert_eq!(report["status"], "cancelled", "{report:#}");
     assert_eq!(report["job_status"], "cancelled", "{report:#}");
     assert_eq!(
@@ -327,7 +343,8 @@ async fn sigterm_during_a_run_cancels_it_and_exits_0() {
     );
     let accepted = answered(queued, &stderr).await;
     assert_eq!(accepted["session_name"], "queued", "{accepted:#}");
-    assert_eq!(accepted["status"], "pending", "{accepted:#}");
+    assert_eq!(accepted["status"], "running", "{accepted:#}");
+    assert_eq!(accepted["job_status"], "pending", "{accepted:#}");
     let waited = answered(long_wait, &stderr).await;
     assert_eq!(waited["job_status"], "pending", "{waited:#}");
 

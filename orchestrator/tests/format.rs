@@ -1,10 +1,10 @@
 //! Answers of the MCP tools: response formats, truncation, markdown and JSON renders.
 #![allow(clippy::unwrap_used)]
 
-use patchbay_orchestrator::blueprint::Blueprints;
+use patchbay_orchestrator::blueprint::{Blueprint, Blueprints};
 use patchbay_orchestrator::format::{
-    BlueprintSummary, JobAccepted, MAX_RESULT_CHARS, ResponseFormat, SessionReport, SessionSummary, render_blueprints,
-    render_job_accepted, render_session, render_sessions, truncate_result,
+    BlueprintSummary, JobAccepted, MAX_RESULT_CHARS, ResponseFormat, STARTED_IN_BACKGROUND, SessionReport,
+    SessionSummary, render_blueprints, render_job_accepted, render_session, render_sessions, truncate_result,
 };
 use serde_json::{Value, json};
 
@@ -139,7 +139,7 @@ fn blueprints_in_json_are_a_list_under_blueprints() {
     let value: Value = serde_json::from_str(&render_blueprints(&blueprints(), ResponseFormat::Json)).unwrap();
     assert_eq!(
         value,
-        json!({"blueprints": [
+        json!({"total": 2, "blueprints": [
             {"name": "coder", "description": "Writes code.\nRuns the tests.", "provider": "claude-agent", "model": "sonnet", "status": "active"},
             {"name": "old", "description": "Kept.", "provider": "scripted", "model": "scripted", "status": "retired"},
         ]})
@@ -148,10 +148,32 @@ fn blueprints_in_json_are_a_list_under_blueprints() {
 
 #[test]
 fn empty_lists_say_so() {
-    assert_eq!(render_blueprints(&[], ResponseFormat::Markdown), "No blueprints.\n");
-    assert_eq!(render_sessions(&[], ResponseFormat::Markdown), "No sessions.\n");
+    assert_eq!(
+        render_blueprints(&[], ResponseFormat::Markdown),
+        "No agent blueprints found.\n"
+    );
+    assert_eq!(render_sessions(&[], ResponseFormat::Markdown), "No sessions found.\n");
     let value: Value = serde_json::from_str(&render_sessions(&[], ResponseFormat::Json)).unwrap();
-    assert_eq!(value, json!({"sessions": []}));
+    assert_eq!(value, json!({"total": 0, "sessions": []}));
+}
+
+#[test]
+fn a_long_description_is_cut_in_listings() {
+    let blueprint = Blueprint {
+        description: "d".repeat(100_000),
+        ..Blueprints::builtin_default()
+    };
+    let summary = BlueprintSummary::from(&blueprint);
+    assert!(
+        summary.description.chars().count() < 2_200,
+        "{}",
+        summary.description.len()
+    );
+    assert!(
+        summary
+            .description
+            .contains("[truncated: the description had 100,000 characters")
+    );
 }
 
 #[test]
@@ -192,7 +214,7 @@ fn sessions_in_json_keep_null_fields() {
     let value: Value = serde_json::from_str(&render_sessions(&list, ResponseFormat::Json)).unwrap();
     assert_eq!(
         value,
-        json!({"sessions": [{
+        json!({"total": 1, "sessions": [{
             "session_name": "parent",
             "session_id": "id-parent",
             "agent_name": "default",
@@ -276,18 +298,22 @@ fn failed_session_report_shows_the_error() {
 fn job_accepted_in_both_formats() {
     let accepted = JobAccepted {
         session_name: "child".into(),
+        status: "running".into(),
+        message: STARTED_IN_BACKGROUND.into(),
         job_id: "job-1".into(),
-        status: "pending".into(),
+        job_status: "pending".into(),
         callback_to: Some("parent".into()),
     };
     assert_eq!(
         render_job_accepted(&accepted, ResponseFormat::Markdown),
-        "## child\n- job_id: job-1\n- status: pending\n- callback_to: parent\n"
+        "## child\n- status: running\n- job_id: job-1\n- job_status: pending\n- callback_to: parent\n\n\
+         Agent started in background. Use get_agent_session_status to poll for completion.\n"
     );
     let value: Value = serde_json::from_str(&render_job_accepted(&accepted, ResponseFormat::Json)).unwrap();
     assert_eq!(
         value,
-        json!({"session_name": "child", "job_id": "job-1", "status": "pending", "callback_to": "parent"})
+        json!({"session_name": "child", "status": "running", "message": STARTED_IN_BACKGROUND,
+               "job_id": "job-1", "job_status": "pending", "callback_to": "parent"})
     );
     let without = JobAccepted {
         callback_to: None,

@@ -269,7 +269,8 @@ async fn a_resume_queued_while_the_session_runs_waits_for_the_run(backend: Backe
         ..resume("busy", "second")
     };
     let second = accepted(o.resume_session(request).await?)?;
-    assert_eq!(second.status, "pending");
+    assert_eq!(second.status, "running");
+    assert_eq!(second.job_status, "pending");
     assert_eq!(o.job(&second.job_id).await?.status, JobStatus::Pending);
     assert_eq!(o.job(&first.job_id).await?.status, JobStatus::Running);
     assert_eq!(g.arrivals(), 1);

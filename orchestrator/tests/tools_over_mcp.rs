@@ -165,9 +165,13 @@ async fn the_tools_answer_in_markdown_and_json_and_refuse_other_formats(backend:
     // An async start with a callback, both formats.
     let input = json!({"session_name": "bg-md", "prompt": "hi", "async_mode": true, "callback": true});
     let text = ok_text(&call(&tools, "start_agent_session", input, &cx).await?)?;
-    assert!(text.starts_with("## bg-md\n- job_id: "), "{text}");
-    assert!(text.contains("\n- status: "), "{text}");
-    assert!(text.ends_with("- callback_to: boss\n"), "{text}");
+    assert!(text.starts_with("## bg-md\n- status: running\n- job_id: "), "{text}");
+    assert!(text.contains("\n- job_status: "), "{text}");
+    assert!(text.contains("- callback_to: boss\n"), "{text}");
+    assert!(
+        text.ends_with("Use get_agent_session_status to poll for completion.\n"),
+        "{text}"
+    );
     let input = json!({"session_name": "bg-js", "prompt": "hi", "async_mode": true, "response_format": "json"});
     let text = ok_text(&call(&tools, "start_agent_session", input, &cx).await?)?;
     let json: Value = serde_json::from_str(&text)?;
