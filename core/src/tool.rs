@@ -316,6 +316,12 @@ where
             _input: PhantomData,
         }
     }
+
+    /// The same tool with these MCP annotations (`{"readOnlyHint": true}`, say) in its spec.
+    pub fn with_annotations(mut self, annotations: Value) -> Self {
+        self.spec.annotations = Some(annotations);
+        self
+    }
 }
 
 #[async_trait]

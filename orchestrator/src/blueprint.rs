@@ -58,6 +58,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::names::{NameError, validate_blueprint_name};
 
+/// The largest blueprint file loaded: 1 MiB. A blueprint is a name, a description, a system
+/// prompt and options; a larger file is refused with [`BlueprintError::TooLarge`] (listings
+/// carry blueprints into agents' context windows and the API's answers).
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
 /// The name of the blueprint used when a start names none.
 pub const DEFAULT_BLUEPRINT: &str = "default";
 
@@ -174,6 +179,16 @@ pub enum BlueprintError {
         /// The rule broken.
         #[source]
         source: NameError,
+    },
+    /// The file is larger than [`MAX_FILE_BYTES`].
+    #[error("{}: the file has {size} bytes, more than the {max} a blueprint file may have", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size in bytes.
+        size: u64,
+        /// The limit ([`MAX_FILE_BYTES`]).
+        max: u64,
     },
     /// A blueprint has an empty `provider`.
     #[error("{}: blueprint `{name}` has an empty `provider`: name one (scripted, anthropic, openrouter, claude-agent)", path.display())]
@@ -349,10 +364,28 @@ impl Blueprints {
 
     /// Adds the blueprints of one more file; a name already loaded from a file is refused.
     pub fn add_file(&mut self, path: &Path) -> Result<(), BlueprintError> {
-        let text = std::fs::read_to_string(path).map_err(|source| BlueprintError::Read {
+        use std::io::Read as _;
+        let read_err = |source| BlueprintError::Read {
             path: path.to_owned(),
             source,
-        })?;
+        };
+        let file = std::fs::File::open(path).map_err(read_err)?;
+        // Read at most one byte past the limit: a file growing meanwhile is still caught.
+        let mut bytes = Vec::new();
+        file.take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read_err)?;
+        let size = bytes.len() as u64;
+        if size > MAX_FILE_BYTES {
+            let size = std::fs::metadata(path).map_or(size, |m| m.len().max(size));
+            return Err(BlueprintError::TooLarge {
+                path: path.to_owned(),
+                size,
+                max: MAX_FILE_BYTES,
+            });
+        }
+        let text =
+            String::from_utf8(bytes).map_err(|e| read_err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
         for blueprint in parse(&text, path)? {
             self.add(blueprint, path)?;
         }

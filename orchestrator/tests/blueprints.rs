@@ -232,3 +232,30 @@ fn blueprint_round_trips_through_json() {
     let back: Blueprint = serde_json::from_value(value).unwrap();
     assert_eq!(&back, reviewer);
 }
+
+#[test]
+fn a_file_over_the_size_limit_is_refused_clearly() {
+    use patchbay_orchestrator::blueprint::{BlueprintError, MAX_FILE_BYTES};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.toml");
+    // A valid blueprint whose description alone is over the limit (issue 25: 100 MB loaded).
+    let description = "d".repeat(MAX_FILE_BYTES as usize);
+    let text =
+        format!("name = \"huge\"\nprovider = \"scripted\"\nmodel = \"scripted\"\ndescription = \"{description}\"\n");
+    std::fs::write(&path, text).unwrap();
+    let error = Blueprints::load_dir(dir.path()).unwrap_err();
+    assert!(matches!(error, BlueprintError::TooLarge { .. }), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("huge.toml") && message.contains("1048576"),
+        "{message}"
+    );
+    // Just under the limit loads, and its listing is cut.
+    let description = "d".repeat(100_000);
+    let text =
+        format!("name = \"big\"\nprovider = \"scripted\"\nmodel = \"scripted\"\ndescription = \"{description}\"\n");
+    std::fs::write(&path, text).unwrap();
+    let blueprints = Blueprints::load_dir(dir.path()).unwrap();
+    let listed = patchbay_orchestrator::format::BlueprintSummary::from(blueprints.get("big").unwrap());
+    assert!(listed.description.len() < 3_000, "{}", listed.description.len());
+}
