@@ -47,6 +47,8 @@ pub struct ToolServerBuilder {
     routes: Option<axum::Router>,
     public_routes: Option<axum::Router>,
     authorizer: Option<Authorizer>,
+    /// The name and version the server announces in `initialize`.
+    server_info: (String, String),
 }
 
 impl fmt::Debug for ToolServerBuilder {
@@ -62,6 +64,7 @@ impl fmt::Debug for ToolServerBuilder {
             .field("routes", &self.routes.is_some())
             .field("public_routes", &self.public_routes.is_some())
             .field("authorizer", &self.authorizer.is_some())
+            .field("server_info", &self.server_info)
             .finish_non_exhaustive()
     }
 }
@@ -152,6 +155,14 @@ impl ToolServerBuilder {
         self
     }
 
+    /// Announce this name and version in `initialize` (`serverInfo`) instead of
+    /// `patchbay-mcp` and this crate's version: a service built on the tool server names
+    /// itself.
+    pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.server_info = (name.into(), version.into());
+        self
+    }
+
     /// Use this bearer token instead of a fresh random one.
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
@@ -214,6 +225,7 @@ impl ToolServerBuilder {
                 require_context: false,
                 fixed: Some(Arc::new(HostContext::from_request(context, None))),
                 metadata_headers: Vec::new(),
+                server_info: self.server_info,
             }),
         };
         let running = handler.serve((read, write)).await.map_err(|error| Error::Serve {
@@ -249,6 +261,7 @@ impl ToolServerBuilder {
                 require_context: self.require_context,
                 fixed: None,
                 metadata_headers: self.metadata_headers,
+                server_info: self.server_info,
             }),
         };
         let port = addr.port();
@@ -351,6 +364,7 @@ impl ToolServer {
             routes: None,
             public_routes: None,
             authorizer: None,
+            server_info: ("patchbay-mcp".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
         }
     }
 
@@ -498,6 +512,8 @@ fn own_hosts(port: u16) -> [String; 2] {
 }
 
 async fn require_token(State(auth): State<Arc<Auth>>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let on_mcp = path == "/mcp" || path.starts_with("/mcp/");
     let given = request
         .headers()
         .get(http::header::AUTHORIZATION)
@@ -514,11 +530,13 @@ async fn require_token(State(auth): State<Arc<Auth>>, request: Request, next: Ne
             return next.run(Request::from_parts(parts, body)).await;
         }
     }
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": -32001, "message": "missing or wrong bearer token for the patchbay MCP tool server"},
-    });
+    let message = "missing or wrong bearer token (Authorization: Bearer <token>)";
+    let body = if on_mcp {
+        serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32001, "message": message}})
+    } else {
+        // The routes beside `/mcp` (a JSON API) answer in the usual REST error shape.
+        serde_json::json!({"error": {"code": "unauthorized", "message": message}})
+    };
     (
         http::StatusCode::UNAUTHORIZED,
         [(http::header::WWW_AUTHENTICATE, "Bearer")],
@@ -551,6 +569,8 @@ struct Shared {
     fixed: Option<Arc<HostContext>>,
     /// Headers copied into the metadata of anonymous calls.
     metadata_headers: Vec<(http::HeaderName, String)>,
+    /// The name and version announced in `initialize`.
+    server_info: (String, String),
 }
 
 #[derive(Clone)]
@@ -608,7 +628,8 @@ impl Handler {
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
-        info.server_info = Implementation::new("patchbay-mcp", env!("CARGO_PKG_VERSION"));
+        let (name, version) = &self.shared.server_info;
+        info.server_info = Implementation::new(name.clone(), version.clone());
         info
     }
 

@@ -28,6 +28,7 @@ impl std::fmt::Debug for HttpOptions {
 /// The MCP tool server for `orchestrator` (not started), with the caller header mapped.
 pub fn mcp_builder(orchestrator: &Orchestrator) -> ToolServerBuilder {
     ToolServer::builder(agent_session_tools(orchestrator))
+        .server_info("patchbay-orchestrator", env!("CARGO_PKG_VERSION"))
         .allow_anonymous()
         .metadata_header(CALLER_HEADER, CALLER_METADATA_KEY)
 }

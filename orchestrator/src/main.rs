@@ -98,12 +98,12 @@ fn parse_args() -> Result<Args, lexopt::Error> {
             Long("database") => {
                 args.database = Some(parser.value()?.into_string().map_err(|_| "--database must be UTF-8")?)
             }
-            Long("lease") => args.lease = Duration::from_secs(parser.value()?.parse()?),
-            Long("workers") => args.workers = parser.value()?.parse()?,
-            Long("port") => args.port = parser.value()?.parse()?,
+            Long("lease") => args.lease = Duration::from_secs(number(&mut parser, "--lease")?),
+            Long("workers") => args.workers = number(&mut parser, "--workers")?,
+            Long("port") => args.port = number(&mut parser, "--port")?,
             Long("project-dir") => args.project_dir = Some(parser.value()?.into()),
             Long("projects-root") => args.projects_root = Some(parser.value()?.into()),
-            Long("sync-wait") => args.sync_wait = Duration::from_secs(parser.value()?.parse()?),
+            Long("sync-wait") => args.sync_wait = Duration::from_secs(number(&mut parser, "--sync-wait")?),
             Short('h') | Long("help") => {
                 print!("{USAGE}");
                 std::process::exit(0);
@@ -116,6 +116,18 @@ fn parse_args() -> Result<Args, lexopt::Error> {
         return Err("give --data or --database, not both".into());
     }
     Ok(args)
+}
+
+/// The value of `option` as a whole number; an error naming the option and the value.
+fn number<T>(parser: &mut lexopt::Parser, option: &str) -> Result<T, lexopt::Error>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    let value = parser.value()?;
+    let text = value.to_string_lossy();
+    text.parse()
+        .map_err(|e| format!("{option} takes a whole number, not {text:?} ({e})").into())
 }
 
 fn default_data_dir() -> PathBuf {

@@ -305,8 +305,10 @@ async fn the_token_is_required() -> TestResult {
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{path} without a token");
         let response = plain.get(api.url(path)).bearer_auth("wrong").send().await?;
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{path} with a wrong token");
+        // The API's own error shape, as every other API error (not JSON-RPC's).
         let body: Value = response.json().await?;
-        assert!(body["error"]["message"].is_string(), "a JSON error: {body}");
+        assert_eq!(body["error"]["code"], "unauthorized", "{path}: {body}");
+        assert!(body["error"]["message"].is_string(), "{path}: {body}");
     }
     let body = json!({"type": "start_session", "session_name": "sneaky", "prompt": "hi"});
     let response = plain.post(api.url("/jobs")).json(&body).send().await?;

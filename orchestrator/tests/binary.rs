@@ -431,7 +431,11 @@ async fn over_stdio_agent_session_name_is_the_parent_and_closing_stdin_ends_the_
         .unwrap();
     let answer: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
     assert_eq!(answer["id"], 1, "{answer}");
-    assert!(answer["result"]["serverInfo"].is_object(), "{answer}");
+    // The orchestrator names itself, not the library it is built on.
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "patchbay-orchestrator",
+        "{answer}"
+    );
     drop(stdin);
     let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
         .await
@@ -443,4 +447,20 @@ async fn over_stdio_agent_session_name_is_the_parent_and_closing_stdin_ends_the_
         })
         .unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_number_names_its_option() {
+    for option in ["--workers", "--port", "--lease", "--sync-wait"] {
+        let output = tokio::process::Command::new(BIN)
+            .args(["serve", option, "abc"])
+            .env_remove("AGENT_SESSION_NAME")
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{option}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let first = stderr.lines().next().unwrap_or_default();
+        assert!(first.contains(option) && first.contains("\"abc\""), "{option}: {first}");
+    }
 }

@@ -173,7 +173,7 @@ async fn login_and_refusals_over_http() -> TestResult {
     let api = plain.get(site.url("/sessions")).send().await?;
     assert_eq!(api.status(), StatusCode::UNAUTHORIZED);
     let body: Value = api.json().await?;
-    assert_eq!(body["error"]["code"], -32001, "{body}");
+    assert_eq!(body["error"]["code"], "unauthorized", "{body}");
 
     // The one-time link: a cookie of its own, then a redirect to the page; a second use fails.
     let link = site.serving.web.login_url();

@@ -12,6 +12,7 @@
 //! | `GET /sessions?limit=&offset=` | a page of sessions, oldest first ([`SessionList`]) |
 //! | `GET /sessions/by-name/{name}` | the session's report ([`SessionReport`]) |
 //! | `GET /sessions/{id}` | the session's report |
+//! | `GET /sessions/{id}/status` | the session's status report (the same as `GET /sessions/{id}`) |
 //! | `GET /sessions/{id}/result` | the report with the result (`409` while a run is queued or going on) |
 //! | `GET /sessions/{id}/events?after=&follow=` | server-sent events (see below) |
 //! | `DELETE /sessions/{id}` | the deleted session ([`SessionSummary`]); its run is cancelled |
@@ -29,9 +30,9 @@
 //! `405` for a wrong method, `409` for a conflict (an existing name, a result asked for while
 //! running, cancelling an ended job), `413` for a body over [`MAX_BODY_BYTES`], `415` for a body
 //! that is not `application/json`; `503` while shutting down and `500` for storage failures.
-//! A request without the right token is `401`, answered by the listener before any route, with
-//! the MCP server's JSON-RPC error body (`{"error": {"code": -32001, "message": ...}}`, a
-//! numeric code).
+//! A request without the right token is `401`, answered by the listener before any route, in
+//! the same shape (`{"error": {"code": "unauthorized", "message": ...}}`; `/mcp` answers
+//! JSON-RPC's shape instead).
 //!
 //! # Events
 //! `GET /sessions/{id}/events` is a `text/event-stream`: first the session's stored events, then
@@ -105,6 +106,7 @@ pub fn routes(orchestrator: Orchestrator) -> Router {
         .route("/sessions", get(list_sessions).delete(delete_all_sessions))
         .route("/sessions/by-name/{name}", get(session_by_name))
         .route("/sessions/{id}", get(get_session).delete(delete_session))
+        .route("/sessions/{id}/status", get(get_session))
         .route("/sessions/{id}/result", get(session_result))
         .route("/sessions/{id}/events", get(sse::events))
         .route("/agents", get(list_agents))

@@ -195,9 +195,28 @@ impl Tail {
     }
 }
 
-/// One stored event as a message: `id: <seq>`, `data: <StoredEvent JSON>`.
+/// One stored event as the API shows it: the stored event with its time as RFC 3339 text, as
+/// every time the API answers.
+#[derive(serde::Serialize)]
+struct EventView<'a> {
+    session_id: &'a str,
+    job_id: Option<&'a str>,
+    seq: i64,
+    event: &'a serde_json::Value,
+    created_at: String,
+}
+
+/// One stored event as a message: `id: <seq>`, `data: <StoredEvent JSON>` (`created_at` as
+/// RFC 3339 text).
 fn message(stored: &StoredEvent) -> Event {
-    let data = serde_json::to_string(stored).unwrap_or_else(|e| {
+    let view = EventView {
+        session_id: &stored.session_id,
+        job_id: stored.job_id.as_deref(),
+        seq: stored.seq,
+        event: &stored.event,
+        created_at: crate::service::rfc3339(stored.created_at),
+    };
+    let data = serde_json::to_string(&view).unwrap_or_else(|e| {
         // Values already decoded from JSON: re-encoding cannot fail.
         serde_json::json!({ "seq": stored.seq, "error": e.to_string() }).to_string()
     });

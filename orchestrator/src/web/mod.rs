@@ -37,7 +37,8 @@
 //!   another program on `127.0.0.1` receives the cookie too (so could that program's owner,
 //!   who can read the printed token as well).
 //! - **The one-time code travels in a URL**, so it is single use, short-lived and answered
-//!   with `Referrer-Policy: no-referrer` and `Cache-Control: no-store`; it never becomes the
+//!   with `Referrer-Policy: same-origin` (no referrer to other sites; `no-referrer` made
+//!   Chromium post the token form with `Origin: null`) and `Cache-Control: no-store`; it never becomes the
 //!   cookie.
 //! - **Secrets are compared in constant time** (the token, every stored code and cookie is
 //!   compared in full, whatever matches), and never logged: log lines say that someone

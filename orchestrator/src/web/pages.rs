@@ -55,8 +55,10 @@ fn page(status: StatusCode, body: String) -> Response {
         (header::CONTENT_SECURITY_POLICY, CSP),
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        // The login link's code must not travel on in a Referer.
-        (header::REFERRER_POLICY, "no-referrer"),
+        // The login link's code must not travel on in a Referer to another site; within the
+        // own origin a referrer is harmless, and with `no-referrer` Chromium posts the token
+        // form with `Origin: null`, which the same-origin check refuses.
+        (header::REFERRER_POLICY, "same-origin"),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
     }
@@ -195,7 +197,7 @@ fn logged_in(keys: &Keys) -> Response {
     let headers = response.headers_mut();
     headers.insert(header::LOCATION, HeaderValue::from_static("/"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     if let Ok(cookie) = HeaderValue::from_str(&keys.open_session()) {
         headers.insert(header::SET_COOKIE, cookie);
     }
