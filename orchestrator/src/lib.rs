@@ -77,5 +77,5 @@ pub use error::OrchestratorError;
 pub use lock::{DataDirLock, LOCK_FILE, LockError, lock_data_dir};
 pub use service::{
     CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, DEFAULT_SYNC_WAIT, DEFAULT_WORKERS, McpEndpoint, Orchestrator,
-    OrchestratorBuilder, ResumeRequest, RunAnswer, StartRequest, report, summary,
+    OrchestratorBuilder, ResumeRequest, RunAnswer, STOP_GRACE, StartRequest, report, summary,
 };

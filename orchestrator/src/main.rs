@@ -180,7 +180,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(args)) {
+    let outcome = runtime.block_on(run(args));
+    // Tasks still waiting on a store that does not answer must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("patchbay-orchestrator: {error}");

@@ -22,6 +22,9 @@ use crate::store::{
 
 /// The default number of runs at once.
 pub const DEFAULT_WORKERS: usize = 4;
+/// The longest a stop waits for the runs to end and be recorded (see
+/// [`Orchestrator::shutdown`]).
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
 /// The default longest wait of a sync start or resume: ten minutes.
 pub const DEFAULT_SYNC_WAIT: Duration = Duration::from_secs(600);
 /// The metadata key (and MCP header) naming the caller's own session.
@@ -661,16 +664,41 @@ impl Orchestrator {
     /// the workers to end, then end every wait still going (a sync start of a job that will
     /// not run now answers with its status, a status wait at once), so that the servers
     /// closed next wait for no call.
+    ///
+    /// Bounded by [`STOP_GRACE`] whatever the store does: a database that does not answer
+    /// (PostgreSQL gone) cannot hold the stop. Runs whose end could not be recorded by then are
+    /// named in an error log; their jobs are settled later as any interrupted run's (at the
+    /// next start on SQLite, when their lease runs out on PostgreSQL).
     pub async fn shutdown(&self) {
+        self.shutdown_within(STOP_GRACE).await;
+    }
+
+    /// [`Orchestrator::shutdown`] with its own bound.
+    pub async fn shutdown_within(&self, grace: Duration) {
         self.inner.stop.cancel();
         self.inner.cancel_runs(|_, _| true);
         self.inner.queue.notify_waiters();
+        let deadline = tokio::time::Instant::now() + grace;
         let dispatcher = self.inner.dispatcher.lock().ok().and_then(|mut slot| slot.take());
-        if let Some(dispatcher) = dispatcher {
-            let _ = dispatcher.await;
+        if let Some(mut dispatcher) = dispatcher
+            && tokio::time::timeout_at(deadline, &mut dispatcher).await.is_err()
+        {
+            // Stuck in a claim the store does not answer.
+            dispatcher.abort();
         }
         self.inner.runs.close();
-        self.inner.runs.wait().await;
+        if tokio::time::timeout_at(deadline, self.inner.runs.wait()).await.is_err() {
+            let unrecorded: Vec<String> = {
+                let running = self.inner.running.lock().unwrap_or_else(|p| p.into_inner());
+                running.keys().cloned().collect()
+            };
+            tracing::error!(
+                runs = unrecorded.len(),
+                jobs = %unrecorded.join(", "),
+                "stopping without recording the end of these runs: the store did not answer within {grace:?}; \
+                 they are settled as interrupted at the next start (SQLite) or when their lease runs out (PostgreSQL)"
+            );
+        }
         self.inner.released.cancel();
     }
 

@@ -444,3 +444,73 @@ async fn cancel_and_delete_through_serve_stop_a_run_in_a_worker_process() {
     let (status, log) = serve.terminate(Duration::from_secs(30)).await;
     assert!(status.is_some_and(|s| s.success()), "{status:?}\n{log}");
 }
+
+/// Issue 25: with its PostgreSQL gone, SIGTERM still stops `serve` within a few seconds (it
+/// waited on the database for more than 20 s), and says which run's end it could not record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_is_bounded_when_the_database_is_gone() {
+    if !patchbay_pgtemp::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "PostgreSQL's binaries are missing (CI installs them: apt-get install postgresql)"
+        );
+        eprintln!("skipped: PostgreSQL's binaries are missing (apt-get install postgresql)");
+        return;
+    }
+    // A server of its own: this test stops it.
+    let server = tokio::task::spawn_blocking(patchbay_pgtemp::PgServer::start)
+        .await
+        .unwrap()
+        .unwrap();
+    let (server, url) = tokio::task::spawn_blocking(move || {
+        let url = server.create_database("gone").unwrap();
+        (server, url)
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let blueprints = dir.path().join("blueprints");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&blueprints).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(blueprints.join("stall.toml"), STALLING).unwrap();
+    let blueprints_arg = blueprints.to_string_lossy().into_owned();
+    let project_arg = project.to_string_lossy().into_owned();
+    let serve = Served::start_with_args(
+        &[
+            "--database",
+            &url,
+            "--blueprints",
+            &blueprints_arg,
+            "--project-dir",
+            &project_arg,
+        ],
+        &dir.path().join("serve.log"),
+    )
+    .await;
+    let body = json!({"type": "start_session", "session_name": "stuck", "prompt": "go", "agent_name": "stall"});
+    let (status, job) = serve.api_send(reqwest::Method::POST, "/jobs", Some(&body)).await;
+    assert_eq!(status, 201, "{job}");
+    let job_id = job["job_id"].as_str().unwrap().to_owned();
+    let began = Instant::now();
+    loop {
+        let (_, job) = serve.api_get(&format!("/jobs/{job_id}")).await;
+        if job["status"] == "running" {
+            break;
+        }
+        assert!(began.elapsed() < Duration::from_secs(60), "never ran: {job}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The database goes away (its server stops), then the stop is asked for.
+    tokio::task::spawn_blocking(move || drop(server)).await.unwrap();
+    let asked = Instant::now();
+    let (status, stderr) = serve.terminate(Duration::from_secs(60)).await;
+    let took = asked.elapsed();
+    let status = status.unwrap_or_else(|| panic!("still running 60 s after SIGTERM:\n{stderr}"));
+    assert!(took < Duration::from_secs(15), "the stop took {took:?}:\n{stderr}");
+    assert!(status.success(), "{status:?}\n{stderr}");
+    assert!(
+        stderr.contains("without recording the end") && stderr.contains(&job_id),
+        "the stop does not say what it could not record:\n{stderr}"
+    );
+}
