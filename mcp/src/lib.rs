@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod body_limit;
 mod child;
 mod client;
 mod connection;
@@ -9,6 +10,7 @@ mod error;
 mod listen;
 mod server;
 
+pub use body_limit::DEFAULT_MAX_REQUEST_BYTES;
 pub use client::{DEFAULT_CONNECT_TIMEOUT, McpClientSet, McpConnections};
 pub use connection::{CLOSE_GRACE, McpClient, ToolNaming};
 pub use contexts::{CONTEXT_HEADER, ContextGuard, META_HEADER_PREFIX};

@@ -49,6 +49,8 @@ pub struct ToolServerBuilder {
     authorizer: Option<Authorizer>,
     /// The name and version the server announces in `initialize`.
     server_info: (String, String),
+    /// The largest MCP request accepted, in bytes.
+    max_request_bytes: usize,
 }
 
 impl fmt::Debug for ToolServerBuilder {
@@ -65,6 +67,7 @@ impl fmt::Debug for ToolServerBuilder {
             .field("public_routes", &self.public_routes.is_some())
             .field("authorizer", &self.authorizer.is_some())
             .field("server_info", &self.server_info)
+            .field("max_request_bytes", &self.max_request_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -160,6 +163,15 @@ impl ToolServerBuilder {
     /// itself.
     pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.server_info = (name.into(), version.into());
+        self
+    }
+
+    /// Refuse MCP requests larger than this many bytes (default
+    /// [`DEFAULT_MAX_REQUEST_BYTES`](crate::DEFAULT_MAX_REQUEST_BYTES), 4 MiB) with a JSON-RPC
+    /// error that states the limit (code `-32600`, the request's id when it comes before the
+    /// limit), after reading the body, so the client gets an answer instead of a reset.
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = bytes.max(1);
         self
     }
 
@@ -271,6 +283,7 @@ impl ToolServerBuilder {
             .enforce_origin_validation()
             .with_legacy_session_mode(self.stateful)
             .with_json_response(!self.stateful)
+            .with_max_request_body_bytes(self.max_request_bytes)
             .with_cancellation_token(sessions.clone());
         let service: StreamableHttpService<Handler, LocalSessionManager> =
             StreamableHttpService::new(move || Ok(handler.clone()), Default::default(), config);
@@ -279,7 +292,12 @@ impl ToolServerBuilder {
             authorizer: self.authorizer,
             hosts: own_hosts(port),
         });
-        let mut app = axum::Router::new().nest_service("/mcp", service);
+        let mut app = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn_with_state(
+                self.max_request_bytes,
+                crate::body_limit::limit_body,
+            ));
         if let Some(routes) = self.routes {
             app = app.merge(routes);
         }
@@ -365,6 +383,7 @@ impl ToolServer {
             public_routes: None,
             authorizer: None,
             server_info: ("patchbay-mcp".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
+            max_request_bytes: crate::body_limit::DEFAULT_MAX_REQUEST_BYTES,
         }
     }
 

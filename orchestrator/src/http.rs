@@ -29,6 +29,7 @@ impl std::fmt::Debug for HttpOptions {
 pub fn mcp_builder(orchestrator: &Orchestrator) -> ToolServerBuilder {
     ToolServer::builder(agent_session_tools(orchestrator))
         .server_info("patchbay-orchestrator", env!("CARGO_PKG_VERSION"))
+        .max_request_bytes(orchestrator.max_request_bytes())
         .allow_anonymous()
         .metadata_header(CALLER_HEADER, CALLER_METADATA_KEY)
 }

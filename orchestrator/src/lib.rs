@@ -76,6 +76,7 @@ mod worker;
 pub use error::OrchestratorError;
 pub use lock::{DataDirLock, LOCK_FILE, LockError, lock_data_dir};
 pub use service::{
-    CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, DEFAULT_SYNC_WAIT, DEFAULT_WORKERS, McpEndpoint, Orchestrator,
-    OrchestratorBuilder, ResumeRequest, RunAnswer, STOP_GRACE, StartRequest, report, summary,
+    CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SYNC_WAIT, DEFAULT_WORKERS,
+    McpEndpoint, Orchestrator, OrchestratorBuilder, ResumeRequest, RunAnswer, STOP_GRACE, StartRequest, report,
+    summary,
 };

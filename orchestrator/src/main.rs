@@ -40,6 +40,8 @@ options:
                        resolving `..` and symlinks) is refused (default: the folder serve started
                        in, or --project-dir when that is outside it)
   --sync-wait SECONDS  longest wait of a sync start or resume (default 600)
+  --max-request-bytes N  the largest request over MCP or the JSON API, so the largest prompt
+                       (default 1048576); MCP answers a larger one with a JSON-RPC error
 
 environment:
   PATCHBAY_ORCHESTRATOR_TOKEN  the bearer token (default: a fresh random one)
@@ -65,6 +67,7 @@ struct Args {
     project_dir: Option<PathBuf>,
     projects_root: Option<PathBuf>,
     sync_wait: Duration,
+    max_request_bytes: usize,
 }
 
 fn parse_args() -> Result<Args, lexopt::Error> {
@@ -82,6 +85,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
         project_dir: None,
         projects_root: None,
         sync_wait: patchbay_orchestrator::DEFAULT_SYNC_WAIT,
+        max_request_bytes: patchbay_orchestrator::DEFAULT_MAX_REQUEST_BYTES,
     };
     while let Some(arg) = parser.next()? {
         match arg {
@@ -103,6 +107,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
             Long("port") => args.port = number(&mut parser, "--port")?,
             Long("project-dir") => args.project_dir = Some(parser.value()?.into()),
             Long("projects-root") => args.projects_root = Some(parser.value()?.into()),
+            Long("max-request-bytes") => args.max_request_bytes = number(&mut parser, "--max-request-bytes")?,
             Long("sync-wait") => args.sync_wait = Duration::from_secs(number(&mut parser, "--sync-wait")?),
             Short('h') | Long("help") => {
                 print!("{USAGE}");
@@ -228,7 +233,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut builder = Orchestrator::builder(store, blueprints)
         .workers(args.workers)
         .lease(args.lease)
-        .sync_wait_limit(args.sync_wait);
+        .sync_wait_limit(args.sync_wait)
+        .max_request_bytes(args.max_request_bytes);
     if let Some(dir) = &args.project_dir {
         builder = builder.project_dir(dir);
     }

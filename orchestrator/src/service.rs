@@ -25,6 +25,8 @@ pub const DEFAULT_WORKERS: usize = 4;
 /// The longest a stop waits for the runs to end and be recorded (see
 /// [`Orchestrator::shutdown`]).
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
+/// The default largest request (an MCP call or a `POST /jobs` body, so a prompt): 1 MiB.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1024 * 1024;
 /// The default longest wait of a sync start or resume: ten minutes.
 pub const DEFAULT_SYNC_WAIT: Duration = Duration::from_secs(600);
 /// The metadata key (and MCP header) naming the caller's own session.
@@ -61,6 +63,7 @@ pub struct OrchestratorBuilder {
     project_dir: Option<PathBuf>,
     projects_root: Option<PathBuf>,
     lease: Duration,
+    max_request_bytes: usize,
 }
 
 impl std::fmt::Debug for OrchestratorBuilder {
@@ -112,6 +115,14 @@ impl OrchestratorBuilder {
         self
     }
 
+    /// The largest request taken, over MCP and the JSON API alike (default
+    /// [`DEFAULT_MAX_REQUEST_BYTES`]): MCP answers a larger one with a JSON-RPC error stating
+    /// the limit, the API with `413`.
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = bytes.max(1);
+        self
+    }
+
     /// The folder every session's `project_dir` must be inside (default: the project
     /// directory, see [`project_dir`](Self::project_dir)); a folder outside it is refused with
     /// [`OrchestratorError::OutsideRoot`].
@@ -142,6 +153,7 @@ impl OrchestratorBuilder {
             blueprints: self.blueprints,
             registry: self.registry.unwrap_or_else(Registry::compiled),
             sync_wait: self.sync_wait,
+            max_request_bytes: self.max_request_bytes,
             project_dir,
             projects_root,
             status: Notifier::new(),
@@ -184,6 +196,8 @@ pub(crate) struct Inner {
     pub(crate) blueprints: Blueprints,
     pub(crate) registry: Registry,
     pub(crate) sync_wait: Duration,
+    /// The largest request taken over MCP and the API.
+    pub(crate) max_request_bytes: usize,
     /// The folder of sessions started without one (resolved).
     pub(crate) project_dir: PathBuf,
     /// Every session's folder is inside it (resolved).
@@ -294,6 +308,7 @@ impl Orchestrator {
             project_dir: None,
             projects_root: None,
             lease: DEFAULT_LEASE,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
         }
     }
 
@@ -313,6 +328,11 @@ impl Orchestrator {
         if let Ok(mut slot) = self.inner.endpoint.lock() {
             *slot = Some(endpoint);
         }
+    }
+
+    /// The largest request taken over MCP and the JSON API, in bytes.
+    pub fn max_request_bytes(&self) -> usize {
+        self.inner.max_request_bytes
     }
 
     /// The id this process's claims carry (`orchestrator-<uuid>`).

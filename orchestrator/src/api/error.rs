@@ -68,7 +68,7 @@ impl From<JsonRejection> for ApiError {
             other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => Self::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",
-                format!("the request body is larger than {} bytes", super::MAX_BODY_BYTES),
+                "the request body is larger than this server's limit (--max-request-bytes, default 1 MiB)",
             ),
             other => Self::new(other.status(), "invalid_request", other.body_text()),
         }

@@ -28,7 +28,8 @@
 //! for what the caller can fix: `400` for bad input (a session name breaking the rule,
 //! malformed JSON, unknown fields, bad query parameters), `404` for an unknown id, name, route,
 //! `405` for a wrong method, `409` for a conflict (an existing name, a result asked for while
-//! running, cancelling an ended job), `413` for a body over [`MAX_BODY_BYTES`], `415` for a body
+//! running, cancelling an ended job), `413` for a body over the request limit ([`MAX_BODY_BYTES`] unless `--max-request-bytes` says
+//! otherwise; MCP answers a larger call with a JSON-RPC error stating it), `415` for a body
 //! that is not `application/json`; `503` while shutting down and `500` for storage failures.
 //! A request without the right token is `401`, answered by the listener before any route, in
 //! the same shape (`{"error": {"code": "unauthorized", "message": ...}}`; `/mcp` answers
@@ -87,8 +88,9 @@ use crate::names::validate_session_name;
 use crate::service::{CALLER_HEADER, Orchestrator, StartRequest, summary};
 use crate::store::{JobKind, Page};
 
-/// The largest request body accepted: 1 MiB.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The default largest request body: 1 MiB (see [`Orchestrator::max_request_bytes`], set with
+/// `--max-request-bytes`; the same limit holds over MCP).
+pub const MAX_BODY_BYTES: usize = crate::service::DEFAULT_MAX_REQUEST_BYTES;
 /// The page size of listings when `limit` is not given.
 pub const DEFAULT_PAGE: u32 = 100;
 /// The largest `limit` of a listing.
@@ -113,7 +115,7 @@ pub fn routes(orchestrator: Orchestrator) -> Router {
         .route("/agents/{name}", get(get_agent))
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(DefaultBodyLimit::max(orchestrator.max_request_bytes()))
         .with_state(orchestrator)
 }
 
