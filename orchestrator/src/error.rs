@@ -61,6 +61,9 @@ pub enum OrchestratorError {
         /// Its final status.
         status: String,
     },
+    /// A cancel of a session with no run queued or in progress.
+    #[error("session `{0}` has no run queued or in progress to cancel")]
+    NothingToCancel(String),
     /// The session still has a run queued or in progress.
     #[error(
         "session `{session_name}` is still running (status {status}): wait with get_agent_session_status \
@@ -103,9 +106,11 @@ impl OrchestratorError {
             Self::InvalidName(_) | Self::Invalid(_) | Self::NoCallbackTarget | Self::OutsideRoot { .. } => 400,
             Self::UnknownBlueprint(_) | Self::SessionNotFound(_) | Self::JobNotFound(_) | Self::UnknownCaller(_) => 404,
             Self::Cycle(_) => 409,
-            Self::RetiredBlueprint(_) | Self::SessionExists(_) | Self::JobEnded { .. } | Self::StillRunning { .. } => {
-                409
-            }
+            Self::RetiredBlueprint(_)
+            | Self::SessionExists(_)
+            | Self::JobEnded { .. }
+            | Self::StillRunning { .. }
+            | Self::NothingToCancel(_) => 409,
             Self::ShuttingDown => 503,
             Self::Store(_) => 500,
         }
@@ -127,6 +132,7 @@ impl OrchestratorError {
             Self::OutsideRoot { .. } => "outside_projects_root",
             Self::JobEnded { .. } => "job_ended",
             Self::StillRunning { .. } => "still_running",
+            Self::NothingToCancel(_) => "nothing_to_cancel",
             Self::ShuttingDown => "shutting_down",
             Self::Store(_) => "storage_error",
         }

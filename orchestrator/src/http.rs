@@ -72,7 +72,7 @@ pub async fn serve_http(orchestrator: &Orchestrator, options: HttpOptions) -> Re
     Ok(serve(orchestrator, options).await?.server)
 }
 
-/// Serve the seven tools over stdin/stdout until the client closes stdin; the caller's
+/// Serve the tools over stdin/stdout until the client closes stdin; the caller's
 /// session name is `AGENT_SESSION_NAME` of this process.
 pub async fn serve_stdio(orchestrator: &Orchestrator) -> Result<(), McpError> {
     let mut context = RequestContext::new();

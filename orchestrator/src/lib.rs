@@ -3,7 +3,7 @@
 //!
 //! - [`Orchestrator`]: the service (start, resume, status, result, cancel, delete) over a
 //!   [`store::Store`], [`blueprint::Blueprints`] and a pool of workers running patchbay's `Agent`.
-//! - [`tools`]: the seven MCP tools; [`http`]: the MCP endpoint and the JSON API on one
+//! - [`tools`]: the nine MCP tools; [`http`]: the MCP endpoint and the JSON API on one
 //!   loopback listener behind a bearer token, and the stdio MCP server.
 //! - [`blueprint`]: named agent definitions loaded from TOML.
 //! - [`names`]: session-name rules.
@@ -70,6 +70,7 @@ pub mod notify;
 mod service;
 pub mod store;
 pub mod tools;
+pub mod transcript;
 pub mod web;
 mod worker;
 

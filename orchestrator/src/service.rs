@@ -615,6 +615,36 @@ impl Orchestrator {
         Ok(job)
     }
 
+    /// Cancel every job of the session that has not ended (its run, and resumes queued behind
+    /// it), each as [`Orchestrator::cancel_job`] does; the report afterwards.
+    /// [`OrchestratorError::NothingToCancel`] when none is queued or running.
+    pub async fn cancel_session(&self, session_name: &str) -> Result<SessionReport, OrchestratorError> {
+        self.session_by_name(session_name).await?;
+        let mut open = Vec::new();
+        let mut page = Page::first(Page::DEFAULT_LIMIT);
+        loop {
+            let batch = self.inner.store.list_jobs(Some(session_name), page).await?;
+            let done = batch.len() < page.limit as usize;
+            open.extend(batch.into_iter().filter(|j| !j.status.is_terminal()));
+            if done {
+                break;
+            }
+            page.offset += u64::from(page.limit);
+        }
+        if open.is_empty() {
+            return Err(OrchestratorError::NothingToCancel(session_name.to_owned()));
+        }
+        // The queued ones first, so none starts when the run ends.
+        open.reverse();
+        for job in open {
+            match self.cancel_job(&job.job_id).await {
+                Ok(_) | Err(OrchestratorError::JobEnded { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        self.report_by_name(session_name).await
+    }
+
     /// Delete a session (by id) with its events, cancelling its queued jobs and its run.
     pub async fn delete_session(&self, session_id: &str) -> Result<Session, OrchestratorError> {
         let session = self.inner.store.delete_session(session_id).await?;

@@ -1,5 +1,6 @@
-//! The seven MCP tools, as a patchbay [`ToolSet`] served by patchbay-mcp's tool server over
-//! streamable HTTP and stdio.
+//! The MCP tools (the design's seven, plus `cancel_agent_session` and
+//! `get_agent_session_events`), as a patchbay [`ToolSet`] served by patchbay-mcp's tool server
+//! over streamable HTTP and stdio.
 //!
 //! Names and parameters are those existing parent agents call. Beyond the original design:
 //! `get_agent_session_status` takes `wait_seconds`, and `resume_agent_session`,
@@ -108,6 +109,38 @@ pub struct ResultInput {
     pub response_format: Option<String>,
 }
 
+/// `cancel_agent_session` input.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CancelInput {
+    /// The session whose run (and queued resumes) to cancel.
+    #[schemars(length(min = 1, max = 60), regex(pattern = r"^[a-zA-Z0-9_-]+$"))]
+    pub session_name: String,
+    /// `markdown` (default) or `json`.
+    #[serde(default)]
+    #[schemars(extend("enum" = ["markdown", "json"]))]
+    pub response_format: Option<String>,
+}
+
+/// `get_agent_session_events` input.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EventsInput {
+    /// The session.
+    #[schemars(length(min = 1, max = 60), regex(pattern = r"^[a-zA-Z0-9_-]+$"))]
+    pub session_name: String,
+    /// Only events after this seq (left out: from the first); a page's `next_after`.
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub after: Option<i64>,
+    /// The most events (default 200, at most 1000); a page also ends at 25,000 characters.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+    /// `markdown` (default, a readable transcript) or `json` (the events as stored).
+    #[serde(default)]
+    #[schemars(extend("enum" = ["markdown", "json"]))]
+    pub response_format: Option<String>,
+}
+
 /// `delete_all_agent_sessions` input (none).
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct NoInput {}
@@ -191,7 +224,7 @@ fn changes(title: &str) -> serde_json::Value {
     serde_json::json!({"title": title, "readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": true})
 }
 
-/// The seven tools over `orchestrator`.
+/// The nine tools over `orchestrator`.
 pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
     ToolSet::new()
         .with(list_blueprints_tool(orchestrator))
@@ -200,6 +233,8 @@ pub fn agent_session_tools(orchestrator: &Orchestrator) -> ToolSet {
         .with(resume_tool(orchestrator))
         .with(status_tool(orchestrator))
         .with(result_tool(orchestrator))
+        .with(cancel_tool(orchestrator))
+        .with(events_tool(orchestrator))
         .with(delete_all_tool(orchestrator))
 }
 
@@ -309,6 +344,47 @@ fn result_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         |o, input: ResultInput, _caller| async move {
             let format = format(input.response_format.as_deref())?;
             report_answer(&o.result(&input.session_name).await.map_err(failed)?, format)
+        },
+    )
+}
+
+/// `cancel_agent_session`: stop a session's run and its queued resumes.
+fn cancel_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
+    tool(
+        orchestrator,
+        "cancel_agent_session",
+        "Cancel an agent session's run in progress and the resumes queued behind it (the session \
+         keeps its conversation as before the run, and can be resumed). An error when nothing is \
+         queued or running.",
+        serde_json::json!({"title": "Cancel an agent session", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false}),
+        |o, input: CancelInput, _caller| async move {
+            let format = format(input.response_format.as_deref())?;
+            let report = o.cancel_session(&input.session_name).await.map_err(failed)?;
+            Ok(render_session(&report, format))
+        },
+    )
+}
+
+/// `get_agent_session_events`: a page of a session's transcript.
+fn events_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
+    tool(
+        orchestrator,
+        "get_agent_session_events",
+        "A page of an agent session's events (its transcript: text, tool calls and results, \
+         errors), after an event seq. Markdown joins the text; json gives the events as stored. \
+         Ask again with after = next_after for more.",
+        read_only("Get an agent session's events"),
+        |o, input: EventsInput, _caller| async move {
+            let format = format(input.response_format.as_deref())?;
+            let session = o.session_by_name(&input.session_name).await.map_err(failed)?;
+            let after = input.after.unwrap_or(0).max(0);
+            let events = o
+                .store()
+                .events_since(&session.session_id, after)
+                .await
+                .map_err(|e| failed(e.into()))?;
+            let limit = input.limit.unwrap_or(crate::transcript::DEFAULT_EVENTS);
+            Ok(crate::transcript::page(&session.session_name, &events, limit, format))
         },
     )
 }

@@ -389,7 +389,7 @@ async fn over_stdio_agent_session_name_is_the_parent_and_closing_stdin_ends_the_
     served::add_session(&data, "stdio-parent").await;
     let mcp = Mcp::connect(config).await;
     let names: Vec<&str> = mcp.tools.iter().map(|t| t.spec().name.as_str()).collect();
-    assert_eq!(names.len(), 7, "{names:?}");
+    assert_eq!(names.len(), 9, "{names:?}");
     let report = mcp
         .json(
             "start_agent_session",

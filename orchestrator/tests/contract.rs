@@ -149,3 +149,92 @@ async fn schemas_state_their_constraints_and_tools_their_annotations() -> TestRe
     assert_eq!(start["readOnlyHint"], false);
     h.stop().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_agent_session_stops_the_run_and_its_queued_resumes() -> TestResult {
+    let h = Harness::start(vec![common::stalling("stall")], 2).await?;
+    let o = &h.orchestrator;
+    let tools = agent_session_tools(o);
+    let cx = called_by(None);
+    let input = json!({"session_name": "s", "prompt": "go", "agent_blueprint_name": "stall", "async_mode": true});
+    assert!(!call(&tools, "start_agent_session", input, &cx).await?.is_error());
+    common::running(o, "s").await?;
+    let input = json!({"session_name": "s", "prompt": "more", "async_mode": true});
+    assert!(!call(&tools, "resume_agent_session", input, &cx).await?.is_error());
+    let answer = call(
+        &tools,
+        "cancel_agent_session",
+        json!({"session_name": "s", "response_format": "json"}),
+        &cx,
+    )
+    .await?;
+    assert!(!answer.is_error(), "{}", answer.text_content());
+    let report: Value = serde_json::from_str(&answer.text_content())?;
+    assert_eq!(report["status"], "cancelled", "{report}");
+    let jobs = o
+        .store()
+        .list_jobs(Some("s"), patchbay_orchestrator::store::Page::first(10))
+        .await?;
+    assert!(jobs.iter().all(|j| j.status.as_str() == "cancelled"), "{jobs:?}");
+    // Nothing left to cancel: an error saying so; an unknown session: an error too.
+    let again = call(&tools, "cancel_agent_session", json!({"session_name": "s"}), &cx).await?;
+    assert!(
+        again.is_error() && again.text_content().contains("no run"),
+        "{}",
+        again.text_content()
+    );
+    let ghost = call(&tools, "cancel_agent_session", json!({"session_name": "ghost"}), &cx).await?;
+    assert!(ghost.is_error());
+    h.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_agent_session_events_pages_the_transcript() -> TestResult {
+    let h = Harness::start(vec![common::answering("hi", "Hello there, parent.")], 1).await?;
+    let o = &h.orchestrator;
+    let tools = agent_session_tools(o);
+    let cx = called_by(None);
+    let input = json!({"session_name": "t", "prompt": "say hello", "agent_blueprint_name": "hi"});
+    assert!(!call(&tools, "start_agent_session", input, &cx).await?.is_error());
+    let text = call(&tools, "get_agent_session_events", json!({"session_name": "t"}), &cx)
+        .await?
+        .text_content();
+    assert!(text.starts_with("## t events\n"), "{text}");
+    assert!(text.contains("text: Hello there, parent."), "{text}");
+    assert!(text.contains("finished (stop)"), "{text}");
+    assert!(!text.contains("more events"), "{text}");
+    // JSON, one event a page: next_after leads through every event once.
+    let mut after = 0;
+    let mut seqs = Vec::new();
+    loop {
+        let input = json!({"session_name": "t", "after": after, "limit": 1, "response_format": "json"});
+        let page: Value = serde_json::from_str(
+            &call(&tools, "get_agent_session_events", input, &cx)
+                .await?
+                .text_content(),
+        )?;
+        let events = page["events"].as_array().ok_or("events")?;
+        assert_eq!(events.len(), 1, "{page}");
+        seqs.push(events[0]["seq"].as_i64().ok_or("seq")?);
+        assert!(
+            events[0]["created_at"].as_str().is_some_and(|t| t.ends_with('Z')),
+            "{page}"
+        );
+        match page["next_after"].as_i64() {
+            Some(next) => after = next,
+            None => break,
+        }
+    }
+    let expected: Vec<i64> = (1..=seqs.len() as i64).collect();
+    assert_eq!(seqs, expected);
+    assert!(seqs.len() >= 3, "{seqs:?}");
+    let ghost = call(
+        &tools,
+        "get_agent_session_events",
+        json!({"session_name": "ghost"}),
+        &cx,
+    )
+    .await?;
+    assert!(ghost.is_error());
+    h.stop().await
+}

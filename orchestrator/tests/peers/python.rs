@@ -68,7 +68,9 @@ pub(crate) async fn the_python_mcp_client_drives_all_seven_tools() {
     assert_eq!(
         out["tools"],
         serde_json::json!([
+            "cancel_agent_session",
             "delete_all_agent_sessions",
+            "get_agent_session_events",
             "get_agent_session_result",
             "get_agent_session_status",
             "list_agent_blueprints",
