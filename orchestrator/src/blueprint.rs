@@ -56,6 +56,7 @@ use std::path::{Path, PathBuf};
 use patchbay::McpServerConfig;
 use serde::{Deserialize, Serialize};
 
+use crate::limits::BlueprintLimits;
 use crate::names::{NameError, validate_blueprint_name};
 
 /// The largest blueprint file loaded: 1 MiB. A blueprint is a name, a description, a system
@@ -102,6 +103,10 @@ pub struct Blueprint {
     /// The most model turns per run; left out: the agent's own default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    /// Limits of this blueprint's sessions and runs (see [`crate::limits`]); left out: the
+    /// orchestrator's.
+    #[serde(default, skip_serializing_if = "BlueprintLimits::is_empty")]
+    pub limits: BlueprintLimits,
     /// Options given to the provider's builder (a TOML table, as JSON); left out: `{}`.
     #[serde(default = "empty_object")]
     pub provider_options: serde_json::Value,
@@ -329,6 +334,7 @@ impl Blueprints {
             mcp_servers: Vec::new(),
             orchestrator_tools: false,
             max_steps: None,
+            limits: BlueprintLimits::default(),
             provider_options: empty_object(),
             status: BlueprintStatus::Active,
         }

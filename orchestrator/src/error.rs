@@ -45,6 +45,9 @@ pub enum OrchestratorError {
     /// The resume would make a session its own parent or ancestor, or wait for itself.
     #[error("{0}")]
     Cycle(String),
+    /// A limit on starts was reached (depth of the parent chain, children per parent).
+    #[error("{0}")]
+    LimitReached(String),
     /// A `project_dir` outside the projects root.
     #[error("project_dir `{dir}` is outside the projects root `{root}` (--projects-root): pick a folder inside it")]
     OutsideRoot {
@@ -105,7 +108,7 @@ impl OrchestratorError {
         match self {
             Self::InvalidName(_) | Self::Invalid(_) | Self::NoCallbackTarget | Self::OutsideRoot { .. } => 400,
             Self::UnknownBlueprint(_) | Self::SessionNotFound(_) | Self::JobNotFound(_) | Self::UnknownCaller(_) => 404,
-            Self::Cycle(_) => 409,
+            Self::Cycle(_) | Self::LimitReached(_) => 409,
             Self::RetiredBlueprint(_)
             | Self::SessionExists(_)
             | Self::JobEnded { .. }
@@ -129,6 +132,7 @@ impl OrchestratorError {
             Self::UnknownCaller(_) => "caller_not_found",
             Self::NoCallbackTarget => "no_callback_target",
             Self::Cycle(_) => "cycle",
+            Self::LimitReached(_) => "limit_reached",
             Self::OutsideRoot { .. } => "outside_projects_root",
             Self::JobEnded { .. } => "job_ended",
             Self::StillRunning { .. } => "still_running",

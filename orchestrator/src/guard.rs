@@ -77,6 +77,53 @@ impl Orchestrator {
         Ok(())
     }
 
+    /// Refuses a start by `parent` past the limits of the parent's blueprint (or the
+    /// orchestrator's): the depth of the chain, the parent's children in all and at once.
+    pub(crate) async fn check_child_limits(&self, parent: &Session) -> Result<(), OrchestratorError> {
+        let limits = self
+            .inner
+            .blueprints
+            .get(&parent.agent_name)
+            .map_or(self.inner.limits, |b| b.limits.over(&self.inner.limits));
+        // The parent's depth: itself and its ancestors.
+        let mut depth: u32 = 1;
+        let mut next = parent.parent_session_name.clone();
+        while let Some(name) = next {
+            depth += 1;
+            if depth > limits.max_depth || depth as usize > MAX_CHAIN {
+                break;
+            }
+            next = self
+                .inner
+                .store
+                .get_session_by_name(&name)
+                .await?
+                .and_then(|s| s.parent_session_name);
+        }
+        if depth + 1 > limits.max_depth {
+            return Err(OrchestratorError::LimitReached(format!(
+                "session `{}` is {depth} deep: a child would pass the depth limit of {} (max_depth); do the work \
+                 in this run or return to the parent",
+                parent.session_name, limits.max_depth
+            )));
+        }
+        let (all, open) = self.inner.store.children(&parent.session_name).await?;
+        if all >= u64::from(limits.max_children) {
+            return Err(OrchestratorError::LimitReached(format!(
+                "session `{}` has started {all} children, the limit (max_children): resume one of them instead",
+                parent.session_name
+            )));
+        }
+        if open >= u64::from(limits.max_running_children) {
+            return Err(OrchestratorError::LimitReached(format!(
+                "session `{}` has {open} children pending or running, the limit at once (max_running_children): \
+                 wait for one with get_agent_session_status and wait_seconds",
+                parent.session_name
+            )));
+        }
+        Ok(())
+    }
+
     /// `dir` resolved (symlinks too) when it is a folder inside the projects root; relative
     /// folders are read under the orchestrator's own folder.
     pub fn confine(&self, dir: &Path) -> Result<PathBuf, OrchestratorError> {

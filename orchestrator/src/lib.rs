@@ -64,6 +64,7 @@ mod error;
 pub mod format;
 mod guard;
 pub mod http;
+pub mod limits;
 mod lock;
 pub mod names;
 pub mod notify;

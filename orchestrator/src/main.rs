@@ -40,6 +40,13 @@ options:
                        resolving `..` and symlinks) is refused (default: the folder serve started
                        in, or --project-dir when that is outside it)
   --sync-wait SECONDS  longest wait of a sync start or resume (default 600)
+  --max-depth N        the most sessions in a chain of parents, the root included (default 8)
+  --max-children N     the most children one session may start (default 100)
+  --max-running-children N
+                       the most children of one session pending or running at once (default 8)
+  --run-timeout SECONDS
+                       the longest one run may take; it is then cancelled (default 7200);
+                       a blueprint's [limits] override these four
   --max-request-bytes N  the largest request over MCP or the JSON API, so the largest prompt
                        (default 1048576); MCP answers a larger one with a JSON-RPC error
 
@@ -68,6 +75,7 @@ struct Args {
     projects_root: Option<PathBuf>,
     sync_wait: Duration,
     max_request_bytes: usize,
+    limits: patchbay_orchestrator::limits::Limits,
 }
 
 fn parse_args() -> Result<Args, lexopt::Error> {
@@ -86,6 +94,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
         projects_root: None,
         sync_wait: patchbay_orchestrator::DEFAULT_SYNC_WAIT,
         max_request_bytes: patchbay_orchestrator::DEFAULT_MAX_REQUEST_BYTES,
+        limits: patchbay_orchestrator::limits::Limits::default(),
     };
     while let Some(arg) = parser.next()? {
         match arg {
@@ -107,6 +116,12 @@ fn parse_args() -> Result<Args, lexopt::Error> {
             Long("port") => args.port = number(&mut parser, "--port")?,
             Long("project-dir") => args.project_dir = Some(parser.value()?.into()),
             Long("projects-root") => args.projects_root = Some(parser.value()?.into()),
+            Long("max-depth") => args.limits.max_depth = number(&mut parser, "--max-depth")?,
+            Long("max-children") => args.limits.max_children = number(&mut parser, "--max-children")?,
+            Long("max-running-children") => {
+                args.limits.max_running_children = number(&mut parser, "--max-running-children")?
+            }
+            Long("run-timeout") => args.limits.run_timeout = Duration::from_secs(number(&mut parser, "--run-timeout")?),
             Long("max-request-bytes") => args.max_request_bytes = number(&mut parser, "--max-request-bytes")?,
             Long("sync-wait") => args.sync_wait = Duration::from_secs(number(&mut parser, "--sync-wait")?),
             Short('h') | Long("help") => {
@@ -234,7 +249,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .workers(args.workers)
         .lease(args.lease)
         .sync_wait_limit(args.sync_wait)
-        .max_request_bytes(args.max_request_bytes);
+        .max_request_bytes(args.max_request_bytes)
+        .limits(args.limits);
     if let Some(dir) = &args.project_dir {
         builder = builder.project_dir(dir);
     }

@@ -14,6 +14,7 @@ use tokio_util::task::TaskTracker;
 use crate::blueprint::{Blueprint, BlueprintStatus, Blueprints};
 use crate::error::OrchestratorError;
 use crate::format::{BlueprintSummary, JobAccepted, SessionReport, SessionSummary};
+use crate::limits::Limits;
 use crate::names::validate_session_name;
 use crate::notify::Notifier;
 use crate::store::{
@@ -64,6 +65,7 @@ pub struct OrchestratorBuilder {
     projects_root: Option<PathBuf>,
     lease: Duration,
     max_request_bytes: usize,
+    limits: Limits,
 }
 
 impl std::fmt::Debug for OrchestratorBuilder {
@@ -123,6 +125,12 @@ impl OrchestratorBuilder {
         self
     }
 
+    /// The orchestrator's limits (see [`crate::limits`]); a blueprint's `[limits]` override them.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// The folder every session's `project_dir` must be inside (default: the project
     /// directory, see [`project_dir`](Self::project_dir)); a folder outside it is refused with
     /// [`OrchestratorError::OutsideRoot`].
@@ -154,6 +162,7 @@ impl OrchestratorBuilder {
             registry: self.registry.unwrap_or_else(Registry::compiled),
             sync_wait: self.sync_wait,
             max_request_bytes: self.max_request_bytes,
+            limits: self.limits,
             project_dir,
             projects_root,
             status: Notifier::new(),
@@ -198,6 +207,8 @@ pub(crate) struct Inner {
     pub(crate) sync_wait: Duration,
     /// The largest request taken over MCP and the API.
     pub(crate) max_request_bytes: usize,
+    /// The orchestrator's limits.
+    pub(crate) limits: Limits,
     /// The folder of sessions started without one (resolved).
     pub(crate) project_dir: PathBuf,
     /// Every session's folder is inside it (resolved).
@@ -309,6 +320,7 @@ impl Orchestrator {
             projects_root: None,
             lease: DEFAULT_LEASE,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            limits: Limits::default(),
         }
     }
 
@@ -389,6 +401,9 @@ impl Orchestrator {
         let caller = self.caller_session(request.caller.as_deref()).await?;
         if request.callback && caller.is_none() {
             return Err(OrchestratorError::NoCallbackTarget);
+        }
+        if let Some(parent) = &caller {
+            self.check_child_limits(parent).await?;
         }
         let project_dir = match request.project_dir.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
             Some(dir) => self.confine(Path::new(dir))?,

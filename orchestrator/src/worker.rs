@@ -197,13 +197,31 @@ async fn run(inner: &Arc<Inner>, job: &Job, signal: &Signal) -> Outcome {
         Ok(built) => built,
         Err(outcome) => return outcome,
     };
+    let timeout = blueprint.limits.over(&inner.limits).run_timeout;
     let (stream, transcript) = agent.stream_with_transcript(messages, signal.clone());
     let (events, queue) = tokio::sync::mpsc::channel(EVENT_QUEUE);
     let writer = tokio::spawn(write_events(inner.clone(), session.clone(), job.job_id.clone(), queue));
-    let record = forward_events(stream, &events).await;
+    // Past the timeout the run is cancelled; its stream then ends promptly.
+    let (record, timed_out) = {
+        let forwarded = forward_events(stream, &events);
+        tokio::pin!(forwarded);
+        tokio::select! {
+            record = &mut forwarded => (record, false),
+            () = tokio::time::sleep(timeout) => {
+                signal.cancel();
+                (forwarded.await, true)
+            }
+        }
+    };
     // Every event is stored before the job ends.
     drop(events);
     let _ = writer.await;
+    if timed_out {
+        return Outcome::Cancelled(format!(
+            "timed out after {} (timeout_seconds)",
+            humantime::format_duration(timeout)
+        ));
+    }
     record.outcome(inner, signal, &transcript)
 }
 

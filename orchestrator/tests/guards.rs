@@ -213,3 +213,89 @@ async fn a_parent_that_does_not_exist_is_refused() -> TestResult {
     assert!(o.session_by_name("kid").await.is_err());
     h.stop().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_past_the_depth_and_children_limits_are_refused() -> TestResult {
+    let limits = patchbay_orchestrator::limits::Limits {
+        max_depth: 3,
+        ..Default::default()
+    };
+    let mut narrow = common::answering("narrow", "ok");
+    narrow.limits.max_children = Some(1);
+    let h = Harness::start_with(vec![narrow], 2, |b| b.limits(limits)).await?;
+    let o = &h.orchestrator;
+    let child_of = |name: &str, parent: &str| StartRequest {
+        caller: Some(parent.to_owned()),
+        ..start(name)
+    };
+    ended(within("1", o.start_session(start("d1"))).await??)?;
+    ended(within("2", o.start_session(child_of("d2", "d1"))).await??)?;
+    ended(within("3", o.start_session(child_of("d3", "d2"))).await??)?;
+    let error = o
+        .start_session(child_of("d4", "d3"))
+        .await
+        .err()
+        .ok_or("past the depth")?;
+    assert_eq!(error.code(), "limit_reached", "{error}");
+    assert!(error.to_string().contains("max_depth"), "{error}");
+    // A parent on a blueprint allowing one child.
+    let parent = StartRequest {
+        blueprint: Some("narrow".to_owned()),
+        ..start("p")
+    };
+    ended(within("p", o.start_session(parent)).await??)?;
+    ended(within("first child", o.start_session(child_of("c1", "p"))).await??)?;
+    let error = o
+        .start_session(child_of("c2", "p"))
+        .await
+        .err()
+        .ok_or("past max_children")?;
+    assert!(error.to_string().contains("max_children"), "{error}");
+    assert!(o.session_by_name("c2").await.is_err());
+    h.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_running_at_once_are_limited() -> TestResult {
+    let limits = patchbay_orchestrator::limits::Limits {
+        max_running_children: 1,
+        ..Default::default()
+    };
+    let h = Harness::start_with(vec![common::stalling("stall")], 2, |b| b.limits(limits)).await?;
+    let o = &h.orchestrator;
+    ended(within("parent", o.start_session(start("boss"))).await??)?;
+    let child = |name: &str| StartRequest {
+        caller: Some("boss".to_owned()),
+        blueprint: Some("stall".to_owned()),
+        async_mode: true,
+        ..start(name)
+    };
+    o.start_session(child("k1")).await?;
+    let error = o
+        .start_session(child("k2"))
+        .await
+        .err()
+        .ok_or("a second child at once")?;
+    assert!(error.to_string().contains("max_running_children"), "{error}");
+    o.cancel_session("k1").await?;
+    o.start_session(child("k2")).await?;
+    h.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_timeout_is_cancelled_and_says_so() -> TestResult {
+    let mut slow = common::stalling("slow");
+    slow.limits.timeout_seconds = Some(1);
+    let h = Harness::start(vec![slow], 1).await?;
+    let o = &h.orchestrator;
+    let request = StartRequest {
+        blueprint: Some("slow".to_owned()),
+        ..start("late")
+    };
+    let report = ended(within("timed-out run", o.start_session(request)).await??)?;
+    assert_eq!(report.session.status, "cancelled", "{report:?}");
+    assert_eq!(report.job_status.as_deref(), Some("cancelled"));
+    let error = report.error.unwrap_or_default();
+    assert!(error.starts_with("timed out after 1s"), "{error}");
+    h.stop().await
+}

@@ -7,3 +7,5 @@ CREATE INDEX jobs_session_seq ON jobs (session_name, seq);
 -- row up to the page for each page.
 DROP INDEX sessions_created_at;
 CREATE INDEX sessions_created_at ON sessions (created_at, session_name);
+-- A parent's children (limits on children per parent).
+CREATE INDEX sessions_parent ON sessions (parent_session_name);

@@ -120,6 +120,8 @@ pub struct BlueprintView {
     pub orchestrator_tools: bool,
     /// The most model turns per run.
     pub max_steps: Option<u32>,
+    /// Its own limits (what it leaves out is the orchestrator's).
+    pub limits: crate::limits::BlueprintLimits,
     /// The names of its provider options (their values may be keys, so they are not shown).
     pub provider_option_keys: Vec<String>,
     /// `active` or `retired`.
@@ -153,6 +155,7 @@ impl BlueprintView {
                 .collect(),
             orchestrator_tools: blueprint.orchestrator_tools,
             max_steps: blueprint.max_steps,
+            limits: blueprint.limits,
             provider_option_keys,
             status: blueprint.status.as_str().to_owned(),
             source: source.map(|p| p.to_string_lossy().into_owned()),

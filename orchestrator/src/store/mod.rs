@@ -285,6 +285,9 @@ pub trait Store: Send + Sync + 'static {
             .await
     }
 
+    /// How many sessions have the parent `parent` (in all, and pending or running).
+    async fn children(&self, parent: &str) -> Result<(u64, u64), StoreError>;
+
     /// The job a session's status and result are about: its claimed or running job, else its
     /// oldest pending job, else its newest job that ran, else its newest job (`None`: no job).
     async fn current_job(&self, session_name: &str) -> Result<Option<Job>, StoreError>;

@@ -506,6 +506,11 @@ impl Store for PgStore {
         Ok(ended)
     }
 
+    async fn children(&self, parent: &str) -> Result<(u64, u64), StoreError> {
+        let (all, open): (i64, i64) = sqlx::query_as(sql::CHILDREN).bind(parent).fetch_one(&self.pool).await?;
+        Ok((u64::try_from(all).unwrap_or(0), u64::try_from(open).unwrap_or(0)))
+    }
+
     async fn current_job(&self, session_name: &str) -> Result<Option<Job>, StoreError> {
         sqlx::query(CURRENT_JOB)
             .bind(session_name)

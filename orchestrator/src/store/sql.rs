@@ -92,6 +92,10 @@ pub(super) const QUEUE_CALLBACK: &str = concat!(
     super::rows::job_cols!()
 );
 
+/// How many sessions have the parent `$1`, and how many of them are pending or running.
+pub(super) const CHILDREN: &str = "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status IN ('pending', 'running') \
+     THEN 1 ELSE 0 END), 0) FROM sessions WHERE parent_session_name = $1";
+
 /// The running jobs of sessions (all of them), oldest first: what a crash interrupted.
 pub(super) const RUNNING_JOBS: &str = concat!(
     "SELECT ",
