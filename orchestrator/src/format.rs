@@ -232,6 +232,31 @@ pub fn render_sessions(list: &[SessionSummary], format: ResponseFormat) -> Strin
     }
 }
 
+/// A page of sessions: JSON `{"total", "sessions", "next_after"}`; markdown ends with a line
+/// naming the next page's cursor when there is one.
+pub fn render_session_page(
+    list: &[SessionSummary],
+    total: u64,
+    next_after: Option<&str>,
+    format: ResponseFormat,
+) -> String {
+    match format {
+        ResponseFormat::Json => {
+            json(&serde_json::json!({ "total": total, "sessions": list, "next_after": next_after }))
+        }
+        ResponseFormat::Markdown => {
+            let mut out = render_sessions(list, format);
+            if let Some(next) = next_after {
+                let _ = write!(
+                    out,
+                    "\n[{total} sessions in all: ask again with after = {next} for more]\n"
+                );
+            }
+            out
+        }
+    }
+}
+
 /// One session's status and result; the result text is truncated.
 pub fn render_session(report: &SessionReport, format: ResponseFormat) -> String {
     let result = report.result.as_deref().map(truncate_result);

@@ -18,7 +18,8 @@ use crate::limits::Limits;
 use crate::names::validate_session_name;
 use crate::notify::Notifier;
 use crate::store::{
-    DEFAULT_LEASE, Job, JobKind, JobStatus, NewJob, NewSession, Page, Session, SessionStatus, SessionUpdate, Store,
+    DEFAULT_LEASE, Job, JobKind, JobStatus, NewJob, NewSession, Page, Session, SessionCursor, SessionFilter,
+    SessionStatus, SessionUpdate, Store,
 };
 
 /// The default number of runs at once.
@@ -383,6 +384,31 @@ impl Orchestrator {
             }
             page.offset += u64::from(page.limit);
         }
+    }
+
+    /// A keyset page of the sessions matching `filter` (oldest first), after the cursor `after`
+    /// (a previous page's `next_after`), at most `limit` (1 to 1000): the summaries, how many
+    /// match in all, and the cursor of the next page when this one came back full.
+    pub async fn find_sessions(
+        &self,
+        filter: &SessionFilter,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<(Vec<SessionSummary>, u64, Option<String>), OrchestratorError> {
+        let cursor = match after.map(str::trim).filter(|a| !a.is_empty()) {
+            Some(text) => Some(SessionCursor::decode(text).ok_or_else(|| {
+                OrchestratorError::Invalid(format!(
+                    "`after` must be a listing's next_after (`<created_at>.<session_name>`), not `{text}`"
+                ))
+            })?),
+            None => None,
+        };
+        let limit = limit.clamp(1, 1000);
+        let (sessions, total) = self.inner.store.find_sessions(filter, cursor.as_ref(), limit).await?;
+        let next = (sessions.len() == limit as usize)
+            .then(|| sessions.last().map(|s| SessionCursor::after(s).encode()))
+            .flatten();
+        Ok((sessions.iter().map(summary).collect(), total, next))
     }
 
     /// Start a session: create it and queue its first run in one transaction, then wait for

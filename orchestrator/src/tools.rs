@@ -18,16 +18,43 @@ use serde::de::DeserializeOwned;
 
 use crate::error::OrchestratorError;
 use crate::format::{
-    ResponseFormat, SessionReport, render_blueprints, render_job_accepted, render_session, render_sessions,
+    ResponseFormat, SessionReport, render_blueprints, render_job_accepted, render_session, render_session_page,
 };
 use crate::service::{CALLER_METADATA_KEY, Orchestrator, ResumeRequest, RunAnswer, StartRequest};
+use crate::store::{SessionFilter, SessionStatus};
 
 /// The longest `wait_seconds` honoured (ten minutes, as the sync limit's default).
 pub const MAX_WAIT_SECONDS: u64 = 600;
 
-/// `list_agent_blueprints` and `list_agent_sessions` input.
+/// `list_agent_blueprints` input.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListInput {
+    /// `markdown` (default) or `json`.
+    #[serde(default)]
+    #[schemars(extend("enum" = ["markdown", "json"]))]
+    pub response_format: Option<String>,
+}
+
+/// `list_agent_sessions` input: filters and a keyset page.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListSessionsInput {
+    /// Only sessions with this status.
+    #[serde(default)]
+    #[schemars(extend("enum" = ["pending", "running", "finished", "failed", "cancelled"]))]
+    pub status: Option<String>,
+    /// Only children of this session.
+    #[serde(default)]
+    pub parent_session_name: Option<String>,
+    /// Only sessions on this blueprint.
+    #[serde(default)]
+    pub agent_blueprint_name: Option<String>,
+    /// The `next_after` of the previous page (left out: the first page).
+    #[serde(default)]
+    pub after: Option<String>,
+    /// The most sessions in the page (default 100, at most 1000).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<u32>,
     /// `markdown` (default) or `json`.
     #[serde(default)]
     #[schemars(extend("enum" = ["markdown", "json"]))]
@@ -257,11 +284,30 @@ fn list_sessions_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
     tool(
         orchestrator,
         "list_agent_sessions",
-        "List every agent session with its status, blueprint, folder and parent.",
+        "List agent sessions with their status, blueprint, folder and parent, oldest first: filter by \
+         status, parent_session_name or agent_blueprint_name; a page holds up to limit (default 100), \
+         and next_after leads to the next.",
         read_only("List agent sessions"),
-        |o, input: ListInput, _caller| async move {
+        |o, input: ListSessionsInput, _caller| async move {
             let format = format(input.response_format.as_deref())?;
-            Ok(render_sessions(&o.list_sessions().await.map_err(failed)?, format))
+            let status = match input.status.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+                Some(text) => Some(text.parse::<SessionStatus>().map_err(|_| {
+                    format!(
+                        "status `{text}` is not a session status: use pending, running, finished, failed or cancelled"
+                    )
+                })?),
+                None => None,
+            };
+            let filter = SessionFilter {
+                status,
+                parent_session_name: input.parent_session_name.filter(|p| !p.trim().is_empty()),
+                agent_name: input.agent_blueprint_name.filter(|b| !b.trim().is_empty()),
+            };
+            let (sessions, total, next) = o
+                .find_sessions(&filter, input.after.as_deref(), input.limit.unwrap_or(100))
+                .await
+                .map_err(failed)?;
+            Ok(render_session_page(&sessions, total, next.as_deref(), format))
         },
     )
 }

@@ -21,6 +21,7 @@ on_both_backends!(
     a_status_wait_lasts_until_the_session_settles,
     a_cancelled_resume_does_not_show_the_previous_result,
     a_failed_resume_answers_its_error_not_the_previous_result,
+    sessions_are_listed_by_filter_in_keyset_pages,
 );
 
 fn start_on(name: &str, blueprint: &str, prompt: &str) -> StartRequest {
@@ -290,5 +291,84 @@ async fn a_failed_resume_answers_its_error_not_the_previous_result(backend: Back
     );
     let result = o.result("s").await?;
     assert_eq!(result, report);
+    h.stop().await
+}
+
+/// `list_agent_sessions`: filters (status, parent, blueprint) and keyset pages that visit every
+/// session once, in order, with the total; listings carry no conversation.
+async fn sessions_are_listed_by_filter_in_keyset_pages(backend: Backend) -> TestResult {
+    let Some(h) = Harness::start_on(backend, vec![answering("other", "ok")], 1).await? else {
+        return Ok(());
+    };
+    let o = &h.orchestrator;
+    let store = o.store().clone();
+    let names: Vec<String> = (0..7).map(|i| format!("s{i}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        let parent = (i % 2 == 1).then_some("s0");
+        store.create_session(session(name, parent)).await?;
+    }
+    let tools = patchbay_orchestrator::tools::agent_session_tools(o);
+    let cx = common::called_by(None);
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut input = serde_json::json!({"limit": 3, "response_format": "json"});
+        if let Some(after) = &after {
+            input["after"] = serde_json::json!(after);
+        }
+        let page: serde_json::Value = serde_json::from_str(
+            &common::call(&tools, "list_agent_sessions", input, &cx)
+                .await?
+                .text_content(),
+        )?;
+        assert_eq!(page["total"], 7, "{page}");
+        for s in page["sessions"].as_array().ok_or("sessions")? {
+            seen.push(s["session_name"].as_str().unwrap_or_default().to_owned());
+        }
+        match page["next_after"].as_str() {
+            Some(next) => after = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, names);
+    let input = serde_json::json!({"parent_session_name": "s0", "response_format": "json"});
+    let page: serde_json::Value = serde_json::from_str(
+        &common::call(&tools, "list_agent_sessions", input, &cx)
+            .await?
+            .text_content(),
+    )?;
+    assert_eq!(page["total"], 3, "{page}");
+    let input = serde_json::json!({"status": "finished", "response_format": "json"});
+    let page: serde_json::Value = serde_json::from_str(
+        &common::call(&tools, "list_agent_sessions", input, &cx)
+            .await?
+            .text_content(),
+    )?;
+    assert_eq!(page["total"], 0, "{page}");
+    let input = serde_json::json!({"status": "sleeping"});
+    assert!(
+        common::call(&tools, "list_agent_sessions", input, &cx)
+            .await?
+            .is_error()
+    );
+    let input = serde_json::json!({"after": "not-a-cursor"});
+    assert!(
+        common::call(&tools, "list_agent_sessions", input, &cx)
+            .await?
+            .is_error()
+    );
+    // Store level: the blueprint filter, and no conversation read.
+    let (found, total) = store
+        .find_sessions(
+            &patchbay_orchestrator::store::SessionFilter {
+                agent_name: Some("default".into()),
+                ..Default::default()
+            },
+            None,
+            100,
+        )
+        .await?;
+    assert_eq!(total, 7);
+    assert!(found.iter().all(|s| s.conversation.is_null()));
     h.stop().await
 }

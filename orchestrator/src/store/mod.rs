@@ -84,8 +84,8 @@ use tokio::sync::broadcast;
 pub use postgres::{CHANNEL as PG_CHANNEL, PgStore};
 pub use sqlite::{DB_FILE, SqliteStore};
 pub use types::{
-    Change, Job, JobEnd, JobEnded, JobKind, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionStatus,
-    SessionUpdate, StoredEvent, UnixMillis, UnknownValue, now_millis,
+    Change, Job, JobEnd, JobEnded, JobKind, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionCursor,
+    SessionFilter, SessionStatus, SessionUpdate, StoredEvent, UnixMillis, UnknownValue, now_millis,
 };
 
 /// The error of a job interrupted because the orchestrator stopped during its run.
@@ -199,6 +199,16 @@ pub trait Store: Send + Sync + 'static {
 
     /// A page of sessions, oldest first.
     async fn list_sessions(&self, page: Page) -> Result<Vec<Session>, StoreError>;
+
+    /// Up to `limit` sessions matching `filter`, oldest first, after `after` (keyset paging: a
+    /// page costs the same wherever it is), without their conversations (`conversation` is
+    /// `null`), and how many match in all.
+    async fn find_sessions(
+        &self,
+        filter: &SessionFilter,
+        after: Option<&SessionCursor>,
+        limit: u32,
+    ) -> Result<(Vec<Session>, u64), StoreError>;
 
     /// Applies `update` to the session with this id and returns it as stored.
     async fn update_session(&self, session_id: &str, update: SessionUpdate) -> Result<Session, StoreError>;

@@ -25,8 +25,8 @@ use super::rows::{
 };
 use super::sql::{self, CURRENT_JOB, LOCK_SESSION};
 use super::types::{
-    Change, Job, JobEnd, JobEnded, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionUpdate, StoredEvent,
-    UnixMillis, now_millis,
+    Change, Job, JobEnd, JobEnded, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionCursor,
+    SessionFilter, SessionUpdate, StoredEvent, UnixMillis, now_millis,
 };
 use super::{LEASE_EXPIRED, Store, StoreError, millis};
 use patchbay::async_trait;
@@ -338,6 +338,32 @@ impl Store for PgStore {
         .iter()
         .map(session_from_row)
         .collect()
+    }
+
+    async fn find_sessions(
+        &self,
+        filter: &SessionFilter,
+        after: Option<&SessionCursor>,
+        limit: u32,
+    ) -> Result<(Vec<Session>, u64), StoreError> {
+        let status = filter.status.map(|s| s.as_str());
+        let rows = sqlx::query(sql::FIND_SESSIONS)
+            .bind(status)
+            .bind(filter.parent_session_name.as_deref())
+            .bind(filter.agent_name.as_deref())
+            .bind(after.map(|a| a.created_at))
+            .bind(after.map(|a| a.session_name.as_str()))
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
+        let total: i64 = sqlx::query_scalar(sql::COUNT_SESSIONS)
+            .bind(status)
+            .bind(filter.parent_session_name.as_deref())
+            .bind(filter.agent_name.as_deref())
+            .fetch_one(&self.pool)
+            .await?;
+        let sessions = rows.iter().map(session_from_row).collect::<Result<Vec<_>, _>>()?;
+        Ok((sessions, u64::try_from(total).unwrap_or(0)))
     }
 
     async fn update_session(&self, session_id: &str, update: SessionUpdate) -> Result<Session, StoreError> {

@@ -17,6 +17,14 @@ macro_rules! session_cols {
     };
 }
 
+/// The columns of a session in a listing: no conversation (read as `null`).
+macro_rules! session_list_cols {
+    () => {
+        "session_id, session_name, agent_name, project_dir, parent_session_name, status, \
+         created_at, updated_at, finished_at, last_result, provider_session_id, 'null' AS conversation"
+    };
+}
+
 /// The columns of a job.
 macro_rules! job_cols {
     () => {
@@ -32,7 +40,7 @@ macro_rules! event_cols {
     };
 }
 
-pub(super) use {event_cols, job_cols, session_cols};
+pub(super) use {event_cols, job_cols, session_cols, session_list_cols};
 
 pub(super) fn bad_row(
     table: &'static str,

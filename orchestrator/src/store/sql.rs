@@ -96,6 +96,28 @@ pub(super) const QUEUE_CALLBACK: &str = concat!(
 pub(super) const CHILDREN: &str = "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status IN ('pending', 'running') \
      THEN 1 ELSE 0 END), 0) FROM sessions WHERE parent_session_name = $1";
 
+/// The filter of a session listing: status `$1`, parent `$2`, blueprint `$3` (each when not
+/// null), after the cursor `$4`, `$5` (when `$4` is not null).
+macro_rules! session_filter {
+    () => {
+        " WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR parent_session_name = $2) \
+         AND ($3 IS NULL OR agent_name = $3)"
+    };
+}
+
+/// A keyset page of sessions: [`session_filter!`], after the cursor `$4`, `$5`, at most `$6`.
+pub(super) const FIND_SESSIONS: &str = concat!(
+    "SELECT ",
+    super::rows::session_list_cols!(),
+    " FROM sessions",
+    session_filter!(),
+    " AND ($4 IS NULL OR created_at > $4 OR (created_at = $4 AND session_name > $5)) \
+     ORDER BY created_at, session_name LIMIT $6"
+);
+
+/// How many sessions match [`session_filter!`].
+pub(super) const COUNT_SESSIONS: &str = concat!("SELECT COUNT(*) FROM sessions", session_filter!());
+
 /// The running jobs of sessions (all of them), oldest first: what a crash interrupted.
 pub(super) const RUNNING_JOBS: &str = concat!(
     "SELECT ",

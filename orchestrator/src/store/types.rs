@@ -318,6 +318,53 @@ pub struct StoredEvent {
     pub created_at: UnixMillis,
 }
 
+/// Which sessions a filtered listing ([`Store::find_sessions`](super::Store::find_sessions))
+/// holds: each `Some` must match.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionFilter {
+    /// Only sessions with this status.
+    pub status: Option<SessionStatus>,
+    /// Only children of this session.
+    pub parent_session_name: Option<String>,
+    /// Only sessions on this blueprint.
+    pub agent_name: Option<String>,
+}
+
+/// Where a keyset page starts: after the session created at `created_at` named
+/// `session_name` (listings order by both). Its text form, `<created_at>.<session_name>`, is
+/// what callers pass back as `after`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionCursor {
+    /// The last listed session's creation time.
+    pub created_at: UnixMillis,
+    /// The last listed session's name.
+    pub session_name: String,
+}
+
+impl SessionCursor {
+    /// The cursor after `session`.
+    pub fn after(session: &Session) -> Self {
+        Self {
+            created_at: session.created_at,
+            session_name: session.session_name.clone(),
+        }
+    }
+
+    /// `<created_at>.<session_name>` (names have no `.`).
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.created_at, self.session_name)
+    }
+
+    /// Reads [`SessionCursor::encode`]'s form; `None` for anything else.
+    pub fn decode(text: &str) -> Option<Self> {
+        let (millis, name) = text.split_once('.')?;
+        Some(Self {
+            created_at: millis.parse().ok()?,
+            session_name: name.to_owned(),
+        })
+    }
+}
+
 /// A page of a listing, oldest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Page {
