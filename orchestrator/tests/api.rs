@@ -208,6 +208,19 @@ async fn jobs_sessions_and_agents_happy_paths() -> TestResult {
     assert_eq!(list["sessions"].as_array().map(Vec::len), Some(3), "{list}");
     assert_eq!(list["sessions"][2]["session_name"], "alpha");
     assert_eq!(list["next_offset"], Value::Null);
+    // Filters and keyset pages.
+    let (status, children) = api.get("/sessions?parent_session_name=boss&limit=1").await?;
+    assert_eq!(status, StatusCode::OK, "{children}");
+    assert_eq!(children["total"], 1, "{children}");
+    assert_eq!(children["sessions"][0]["session_name"], "alpha");
+    let (_, first) = api.get("/sessions?status=finished&limit=2").await?;
+    assert_eq!(first["total"], 3, "{first}");
+    let next = first["next_after"].as_str().ok_or("a next page")?.to_owned();
+    let (_, rest) = api
+        .get(&format!("/sessions?status=finished&limit=2&after={next}"))
+        .await?;
+    assert_eq!(rest["sessions"][0]["session_name"], "alpha", "{rest}");
+    assert_eq!(rest["next_after"], Value::Null, "{rest}");
     let id = api.session_id("alpha").await?;
     let (status, session) = api.get(&format!("/sessions/{id}")).await?;
     assert_eq!(status, StatusCode::OK);

@@ -10,6 +10,7 @@
 //! | `GET /jobs/{id}` | the job |
 //! | `POST /jobs/{id}/cancel` | the cancelled job (`409` once it has ended) |
 //! | `GET /sessions?limit=&offset=` | a page of sessions, oldest first ([`SessionList`]) |
+//! | `GET /sessions?status=&parent_session_name=&agent_name=&after=&limit=` | a keyset page of the matching sessions, with `total` and `next_after` |
 //! | `GET /sessions/by-name/{name}` | the session's report ([`SessionReport`]) |
 //! | `GET /sessions/{id}` | the session's report |
 //! | `GET /sessions/{id}/status` | the session's status report (the same as `GET /sessions/{id}`) |
@@ -86,7 +87,7 @@ pub use self::views::{
 use crate::format::{BlueprintSummary, SessionReport, SessionSummary};
 use crate::names::validate_session_name;
 use crate::service::{CALLER_HEADER, Orchestrator, StartRequest, summary};
-use crate::store::{JobKind, Page};
+use crate::store::{JobKind, Page, SessionFilter, SessionStatus};
 
 /// The default largest request body: 1 MiB (see [`Orchestrator::max_request_bytes`], set with
 /// `--max-request-bytes`; the same limit holds over MCP).
@@ -296,11 +297,57 @@ async fn cancel_job(State(o): State<Orchestrator>, Id(id): Id) -> ApiResult<Json
     Ok(Json(o.cancel_job(&id).await?.into()))
 }
 
+/// `GET /sessions`: offset pages (`limit`, `offset`), or keyset pages with filters (`status`,
+/// `parent_session_name`, `agent_name`, `after` = a page's `next_after`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionsQuery {
+    #[serde(default)]
+    limit: Option<u32>,
+    #[serde(default)]
+    offset: Option<u64>,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    status: Option<SessionStatus>,
+    #[serde(default)]
+    parent_session_name: Option<String>,
+    #[serde(default)]
+    agent_name: Option<String>,
+}
+
 async fn list_sessions(
     State(o): State<Orchestrator>,
-    Params(query): Params<PageQuery>,
+    Params(query): Params<SessionsQuery>,
 ) -> ApiResult<Json<SessionList>> {
-    let page = query.page()?;
+    let page = PageQuery {
+        limit: query.limit,
+        offset: query.offset,
+    }
+    .page()?;
+    let keyset = query.after.is_some()
+        || query.status.is_some()
+        || query.parent_session_name.is_some()
+        || query.agent_name.is_some();
+    if keyset {
+        if query.offset.is_some() {
+            return Err(ApiError::invalid(
+                "`offset` pages the whole list; with `after` or a filter, page with `after` = next_after",
+            ));
+        }
+        let filter = SessionFilter {
+            status: query.status,
+            parent_session_name: query.parent_session_name,
+            agent_name: query.agent_name,
+        };
+        let (sessions, total, next_after) = o.find_sessions(&filter, query.after.as_deref(), page.limit).await?;
+        return Ok(Json(SessionList {
+            sessions,
+            next_offset: None,
+            total: Some(total),
+            next_after,
+        }));
+    }
     let sessions = o
         .store()
         .list_sessions(page)
@@ -309,6 +356,8 @@ async fn list_sessions(
     Ok(Json(SessionList {
         next_offset: next_offset(page, sessions.len()),
         sessions: sessions.iter().map(summary).collect(),
+        total: None,
+        next_after: None,
     }))
 }
 

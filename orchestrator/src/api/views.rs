@@ -81,8 +81,14 @@ pub struct JobList {
 pub struct SessionList {
     /// The sessions.
     pub sessions: Vec<SessionSummary>,
-    /// The `offset` of the next page, when this page was full.
+    /// The `offset` of the next page, when this page was full (offset paging).
     pub next_offset: Option<u64>,
+    /// How many sessions match (keyset paging).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    /// The `after` of the next page, when this page was full (keyset paging).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_after: Option<String>,
 }
 
 /// `GET /agents`: every blueprint, retired ones included (their `status` says so).
