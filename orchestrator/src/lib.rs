@@ -32,11 +32,33 @@
 //!   resume continues from the last finished run (the failed prompt stays in the job history
 //!   and the events).
 //! - **Callbacks** resume the parent when the child's job ends `completed`, `failed` or
-//!   `cancelled` (a parent waiting for a callback is never left hanging). A parent that is not
-//!   a session of this orchestrator (a person's Claude Code) cannot be resumed: a warning is
-//!   logged and nothing is queued.
-//! - **`wait_seconds`** returns at once for a session whose run has ended and has nothing
-//!   queued (nothing would change), and is capped at 600 s.
+//!   `cancelled`, whatever ends it (its run, a cancel, the restart after a crash, a lease that
+//!   ran out): the parent's resume is queued in the transaction that ends the child's job, so
+//!   it is queued exactly once (a parent waiting for a callback is never left hanging).
+//!   `callback: true` without a calling session of this orchestrator (a person's Claude Code)
+//!   is refused at once (`no_callback_target`): nobody could be resumed.
+//! - **Callers are sessions here**: a named caller that breaks
+//!   the name rule or names no session is refused, over MCP and the API alike; no session can
+//!   become its own parent or ancestor, or resume itself.
+//! - **A session's state comes from all its jobs**: it is `running` while any job of it is
+//!   pending, claimed or running; its report is about its *current job* (the one going on, else
+//!   the last one that ran), whose own result or error it carries (`jobs.result`): a failed or
+//!   cancelled run never shows an earlier run's text. A failed or cancelled run answers over
+//!   MCP with `isError: true`.
+//! - **`wait_seconds`** waits until the session settles (every job of it ended) or the time is
+//!   up, not until its first change; a settled session answers at once. Capped at 600 s.
+//! - **Projects root**: every `project_dir` is resolved (symlinks too) and must be inside the
+//!   root (`--projects-root`, [`OrchestratorBuilder::projects_root`]).
+//! - **Limits** ([`limits`]): depth of the parent chain, children per parent in all and at
+//!   once, a timeout per run; global, and per blueprint.
+//! - **A stop is bounded** ([`STOP_GRACE`]) whatever the database does; runs whose end could
+//!   not be recorded are named in the log and settled later as interrupted.
+//!
+//! # Departures from the design the tools come from
+//! - An async start or resume answers `status: "running"` and the design's message, plus
+//!   `job_id` and `job_status` (the queued job's own status).
+//! - `list_agent_sessions` pages (100 by default, `next_after`); `total` counts every match.
+//! - Two tools more: `cancel_agent_session` and `get_agent_session_events`.
 //! - **Runs of agent runtimes** (claude-agent) resume through their provider session id; other
 //!   providers resume from the stored conversation.
 //! - **Worker slots are lent while a run waits**: a run that makes a sync start or resume, or
