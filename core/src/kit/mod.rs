@@ -20,11 +20,16 @@
 //!   [`kind_for_status`] and [`parse_retry_after`] (HTTP errors), [`MetricsRecorder`] (the
 //!   `Finish` metrics), [`ContentBuilder`] (events back into content blocks), [`run_tool`]
 //!   (a host tool run with its errors turned into results).
+//! - [`ParentDeathSignal`] rewrites a program line so the child dies with the thread that
+//!   spawned it (util-linux `setpriv --pdeathsig=KILL`), and [`find_program`] searches a
+//!   `PATH` value: for the crates that spawn processes (tools, claude-agent, MCP). Core itself
+//!   spawns nothing; here is the lowest crate they all share.
 
 mod counts;
 mod drive;
 mod framing;
 mod options;
+mod pdeathsig;
 mod redact;
 mod secret;
 mod span;
@@ -34,6 +39,7 @@ pub use counts::token_count;
 pub use drive::{Driver, StreamLimits, StreamTranslator, read_error_body, within};
 pub use framing::{Framer, Framing, MAX_LINE_BYTES};
 pub use options::{OptionsError, read_options};
+pub use pdeathsig::{ParentDeathSignal, find_program};
 pub use redact::{redact_serde_message, redact_url, redirect_error};
 pub use secret::Secret;
 pub(crate) use span::observed;
