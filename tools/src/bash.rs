@@ -6,12 +6,22 @@
 //! the whole group gets `SIGKILL`, so background jobs it started do not outlive the call (a
 //! process that leaves the group with `setsid` is beyond reach). A shell is not confined to the
 //! root: that is why the tool is off unless the host turns it on.
+//!
+//! When the host itself dies without running any of that (`kill -9`, a crash), the shell dies
+//! with it: on Linux with util-linux `setpriv` on `PATH` the shell is started as `setpriv
+//! --pdeathsig=KILL -- bash -c ...` (see patchbay-core's `kit::ParentDeathSignal`), so the
+//! kernel kills it when the thread that spawned it ends. Without `setpriv` it is started
+//! directly and outlives a killed host. Either way, what the shell started (a `sleep`, a
+//! server) is orphaned, not killed, by the host's death: a host that must not leave those
+//! running tags them through [`Workspace::with_env`] and sweeps them (the orchestrator does).
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use patchbay_core::kit::{ParentDeathSignal, find_program};
 use patchbay_core::{Tool, ToolContext, ToolResult, ToolSpec, ToolStatus, parse_input};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -245,38 +255,46 @@ fn closing_line(
 }
 
 fn spawn(workspace: &Workspace, root: &Root, command: &str) -> Result<tokio::process::Child, ToolError> {
-    let build = |shell: &str| {
-        let mut cmd = Command::new(shell);
-        if !workspace.inherits_env() {
-            cmd.env_clear();
-            for key in BASIC_ENV {
-                if let Some(value) = std::env::var_os(key) {
-                    cmd.env(key, value);
-                }
+    // The shell is found here, not by the spawn: through `setpriv` a missing `bash` would show
+    // as setpriv's exit 127 instead of the spawn's NotFound that falls back to `sh`.
+    let search_path = workspace
+        .env()
+        .get("PATH")
+        .map(OsString::from)
+        .or_else(|| std::env::var_os("PATH"))
+        .or_else(|| Some(OsString::from("/usr/bin:/bin")));
+    let shell = ["bash", "sh"]
+        .into_iter()
+        .find_map(|name| find_program(name, search_path.as_deref()))
+        .ok_or_else(|| ToolError::failed("could not start a shell: neither bash nor sh is on PATH"))?;
+    let (program, leading) = ParentDeathSignal::detect().command_line(shell.as_os_str());
+    let mut cmd = Command::new(program);
+    if !workspace.inherits_env() {
+        cmd.env_clear();
+        for key in BASIC_ENV {
+            if let Some(value) = std::env::var_os(key) {
+                cmd.env(key, value);
             }
         }
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(&root.path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env("PAGER", "cat")
-            .env("GIT_PAGER", "cat")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .envs(workspace.env())
-            .kill_on_drop(true);
-        #[cfg(unix)]
-        cmd.process_group(0);
-        cmd.spawn()
-    };
-    match build("bash") {
-        Ok(child) => Ok(child),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            build("sh").map_err(|err| ToolError::failed(format!("could not start a shell: {err}")))
-        }
-        Err(err) => Err(ToolError::failed(format!("could not start bash: {err}"))),
     }
+    cmd.args(leading)
+        .arg("-c")
+        .arg(command)
+        .current_dir(&root.path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .envs(workspace.env())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    // Spawned on the thread polling the call (a runtime worker or `block_on`'s thread, never
+    // the blocking pool): the parent-death signal follows that thread.
+    cmd.spawn()
+        .map_err(|err| ToolError::failed(format!("could not start {}: {err}", shell.display())))
 }
 
 async fn read_some<R: AsyncRead + Unpin>(pipe: &mut Option<R>, buf: &mut [u8]) -> std::io::Result<usize> {

@@ -7,6 +7,7 @@ mod bash;
 mod edit;
 mod glob;
 mod grep;
+mod pdeathsig;
 mod read;
 mod support;
 mod tool_set;
