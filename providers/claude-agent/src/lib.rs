@@ -75,6 +75,16 @@
 //!   never waits. stdout lines up to `max_line_bytes` (core's `kit::Framer`), past it a
 //!   `Protocol` error naming `Limit::LineLength`; the stderr tail and exit code are attached to
 //!   process errors.
+//! - **Host death**: the CLI is started as `setpriv --pdeathsig=KILL -- <cli> ...` when
+//!   util-linux `setpriv` is on `PATH` (Linux; core's `kit::ParentDeathSignal`), so the kernel
+//!   kills it when the thread that spawned it ends: a `kill -9` of the host leaves no CLI
+//!   editing files. The spawn runs on the thread polling the call (a runtime worker, or the
+//!   thread in `block_on`), never on the blocking pool, whose idle threads end. Without
+//!   `setpriv` the CLI is started directly and outlives a killed host. What the CLI starts (its
+//!   Bash commands, MCP servers) is orphaned, not killed, by the host's death: a host tags it
+//!   through `RequestContext::env` and sweeps it (the orchestrator does). A CLI that cannot be
+//!   executed then shows as one that exited at once (setpriv's status 126 or 127 and message in
+//!   the stderr tail), not as a spawn error.
 //! - **Span**: planning, spawning and every poll of the stream run inside
 //!   `chat{gen_ai.provider.name = "claude-agent", gen_ai.request.model}`
 //!   ([`patchbay_core::kit::request_span_for`]); in-process host tool runs are `execute_tool`

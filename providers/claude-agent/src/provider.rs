@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use patchbay_core::kit::{check_conversation, record_error, request_span_for};
+use patchbay_core::kit::{ParentDeathSignal, check_conversation, record_error, request_span_for};
 use patchbay_core::{
     Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, Tool,
     ToolContext, ToolResult, ToolSet, ToolSpec,
@@ -356,8 +356,14 @@ pub(crate) fn spawn_launch(
             source,
         })?;
     }
-    let mut command = Command::new(program);
-    command.args(launch.args);
+    // Under `setpriv --pdeathsig=KILL` when it is on PATH (see `ParentDeathSignal`): the CLI
+    // dies with the thread that spawned it, a runtime worker (the spawn runs where the call
+    // is polled, never on the blocking pool). The program is made absolute first: setpriv
+    // execs it after `current_dir`.
+    let program = std::path::absolute(program).unwrap_or_else(|_| program.to_path_buf());
+    let (wrapper, leading) = ParentDeathSignal::detect().command_line(program.as_os_str());
+    let mut command = Command::new(wrapper);
+    command.args(leading).args(launch.args);
     if !launch.inherit_env {
         command.env_clear();
         for key in ["PATH", "HOME", "TMPDIR", "LANG"] {
