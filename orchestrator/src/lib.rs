@@ -76,6 +76,14 @@
 //!   `X-Agent-Session-Name: <the run's session>`); `patchbay-orchestrator mcp` serves that
 //!   endpoint too, besides stdio. The header is the caller's claim: any holder of the token
 //!   may name any session, as in the original design.
+//! - **No run outlives its orchestrator**: the processes a run starts (a `bash` tool's shell, a
+//!   claude-agent CLI) get the parent-death signal (`setpriv --pdeathsig=KILL` when util-linux
+//!   is installed), so a `kill -9` of the orchestrator kills them; and every process a run
+//!   starts carries [`RUN_ENV`]`=<job id>`, so what those started (a shell's `sleep`, a CLI's
+//!   tools) is killed at the next start, before the interrupted job is marked failed (SQLite),
+//!   or when a dead worker's lease is settled (PostgreSQL: on the settling process's machine
+//!   only). Linux only (`/proc`); a sweep kills only processes whose job its own store holds, so
+//!   two orchestrators on one machine never kill each other's runs.
 //! - **Provider options are trusted configuration**: blueprints come from the operator's
 //!   folder; the API shows only their keys.
 
@@ -90,6 +98,7 @@ pub mod limits;
 mod lock;
 pub mod names;
 pub mod notify;
+mod orphans;
 mod service;
 pub mod store;
 pub mod tools;
@@ -99,6 +108,7 @@ mod worker;
 
 pub use error::OrchestratorError;
 pub use lock::{DataDirLock, LOCK_FILE, LockError, lock_data_dir};
+pub use orphans::RUN_ENV;
 pub use service::{
     CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SYNC_WAIT, DEFAULT_WORKERS,
     McpEndpoint, Orchestrator, OrchestratorBuilder, ResumeRequest, RunAnswer, STOP_GRACE, StartRequest, report,

@@ -143,7 +143,10 @@ impl OrchestratorBuilder {
     /// Recover from a previous crash ([`Store::recover_after_crash`]) and start the workers
     /// on the current tokio runtime.
     pub async fn start(self) -> Result<Orchestrator, OrchestratorError> {
+        // Processes left by interrupted runs go before their jobs are marked failed.
+        crate::orphans::sweep_at_start(self.store.as_ref()).await;
         let recovery = self.store.recover_after_crash().await?;
+        crate::orphans::kill_runs(&recovery.failed_jobs);
         if !recovery.is_empty() {
             tracing::warn!(
                 failed = recovery.failed_jobs.len(),

@@ -13,6 +13,7 @@ use patchbay::{
 };
 
 use crate::blueprint::Blueprint;
+use crate::orphans::RUN_ENV;
 use crate::service::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, Inner, Running};
 use crate::store::{Change, Job, JobEnd, JobKind, Session, SessionUpdate, StoreError};
 
@@ -94,6 +95,7 @@ pub(crate) async fn keep_leases(inner: Arc<Inner>) {
         }
         match inner.store.expire_leases().await {
             Ok(settled) if !settled.is_empty() => {
+                crate::orphans::kill_runs(&settled.failed_jobs);
                 tracing::warn!(
                     failed = settled.failed_jobs.len(),
                     requeued = settled.requeued_jobs.len(),
@@ -274,10 +276,11 @@ fn agent_for(
         },
     };
     messages.push(Message::user(job.prompt.clone()));
-    let context = context_for(inner, session, blueprint, resume_id);
+    // Every process the run starts carries its job id (see `orphans`).
+    let context = context_for(inner, session, blueprint, resume_id).with_env(RUN_ENV, &job.job_id);
     let mut agent = Agent::new(provider, blueprint.model.clone())
         .with_name(blueprint.name.clone())
-        .with_tools(tools_for(blueprint, session))
+        .with_tools(tools_for(blueprint, session, &job.job_id))
         .with_context(context);
     if !capabilities.runs_tools {
         // A direct API connects no MCP servers itself: the agent loop does.
@@ -441,14 +444,15 @@ fn context_for(inner: &Inner, session: &Session, blueprint: &Blueprint, resume_i
 }
 
 /// The blueprint's coding tools, rooted at the session's project folder.
-fn tools_for(blueprint: &Blueprint, session: &Session) -> ToolSet {
+fn tools_for(blueprint: &Blueprint, session: &Session, job_id: &str) -> ToolSet {
     if blueprint.tools.is_empty() {
         return ToolSet::new();
     }
     let bash = blueprint.tools.iter().any(|t| t == "bash");
     let workspace = Workspace::new(&session.project_dir)
         .with_bash(bash)
-        .with_env(CALLER_ENV, &session.session_name);
+        .with_env(CALLER_ENV, &session.session_name)
+        .with_env(RUN_ENV, job_id);
     let all = coding_tools(workspace);
     let mut chosen = ToolSet::new();
     for tool in all.iter() {
