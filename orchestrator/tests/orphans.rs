@@ -1,7 +1,8 @@
 //! The `patchbay-orchestrator` binary killed with SIGKILL during a run's `bash` tool call leaves
 //! no process of that run behind once it is started again: the shell dies with the
 //! orchestrator (parent-death signal), and the shell's `sleep`, orphaned, is killed at the next
-//! start (tagged with the run's job id) before the job is marked failed.
+//! start (tagged with the run's job id) before the job is marked failed. Another orchestrator
+//! (another data folder) started beside a running one leaves that one's runs alone.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -100,6 +101,44 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// A sleep no other test runs: 30 s, and this test process's id and `n` as the fraction.
+fn unique_sleep(n: u32) -> String {
+    format!("30.{}{n}", std::process::id())
+}
+
+/// Waits for the `sleep <seconds>` of a run; panics with the orchestrator's log after
+/// [`RUN_LIMIT`].
+async fn wait_for_sleep(seconds: &str, served: &Served) -> Vec<u32> {
+    let started = Instant::now();
+    loop {
+        let found = processes_running(&["sleep", seconds]);
+        if !found.is_empty() {
+            return found;
+        }
+        assert!(
+            started.elapsed() < RUN_LIMIT,
+            "no `sleep {seconds}` within {RUN_LIMIT:?}:\n{}",
+            served.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Starts session `session` on the `napper` blueprint; returns its job id.
+async fn start_napping(served: &Served, session: &str) -> String {
+    let mcp = served.connect(Some("test-parent")).await;
+    let input = json!({
+        "session_name": session,
+        "agent_blueprint_name": "napper",
+        "prompt": "Take a nap.",
+        "async_mode": true,
+        "response_format": "json",
+    });
+    let accepted = mcp.json("start_agent_session", input).await;
+    mcp.close().await;
+    accepted["job_id"].as_str().unwrap().to_owned()
+}
+
 fn folder(parent: &Path, name: &str) -> std::path::PathBuf {
     let dir = parent.join(name);
     std::fs::create_dir_all(&dir).unwrap();
@@ -112,38 +151,14 @@ async fn kill_9_during_a_bash_call_leaves_no_process_of_the_run_after_restart() 
     let data = dir.path().join("data");
     let project = folder(dir.path(), "project");
     let blueprints = folder(dir.path(), "blueprints");
-    // A sleep no other test runs: 30 s and this test process's id as a fraction.
-    let seconds = format!("30.{}", std::process::id());
+    let seconds = unique_sleep(1);
     std::fs::write(blueprints.join("napper.toml"), napper(&seconds)).unwrap();
     let args = ["--workers", "1", "--project-dir", project.to_str().unwrap()];
 
     let first = Served::start(&data, Some(&blueprints), &args, &dir.path().join("first.log")).await;
-    let mcp = first.connect(Some("test-parent")).await;
-    let input = json!({
-        "session_name": "napping",
-        "agent_blueprint_name": "napper",
-        "prompt": "Take a nap.",
-        "async_mode": true,
-        "response_format": "json",
-    });
-    let accepted = mcp.json("start_agent_session", input).await;
-    let job_id = accepted["job_id"].as_str().unwrap().to_owned();
-    mcp.close().await;
-
+    let job_id = start_napping(&first, "napping").await;
     // The run reaches its tool call: the shell's sleep runs.
-    let started = Instant::now();
-    let sleeps = loop {
-        let found = processes_running(&["sleep", &seconds]);
-        if !found.is_empty() {
-            break found;
-        }
-        assert!(
-            started.elapsed() < RUN_LIMIT,
-            "no `sleep {seconds}` within {RUN_LIMIT:?}:\n{}",
-            first.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let sleeps = wait_for_sleep(&seconds, &first).await;
     let _cleanup = KillOnDrop(sleeps.clone());
     let tags: Vec<Option<String>> = sleeps.iter().map(|&pid| env_of(pid, RUN_ENV)).collect();
 
@@ -180,4 +195,46 @@ async fn kill_9_during_a_bash_call_leaves_no_process_of_the_run_after_restart() 
         log.contains("killed processes left running by interrupted runs"),
         "{log}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orchestrator_started_beside_a_running_one_leaves_its_runs_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = folder(dir.path(), "project");
+    let blueprints = folder(dir.path(), "blueprints");
+    let seconds = unique_sleep(2);
+    std::fs::write(blueprints.join("napper.toml"), napper(&seconds)).unwrap();
+    let args = ["--workers", "1", "--project-dir", project.to_str().unwrap()];
+
+    let first = Served::start(
+        &dir.path().join("first-data"),
+        Some(&blueprints),
+        &args,
+        &dir.path().join("first.log"),
+    )
+    .await;
+    let job_id = start_napping(&first, "napping").await;
+    let sleeps = wait_for_sleep(&seconds, &first).await;
+    let _cleanup = KillOnDrop(sleeps.clone());
+    assert_eq!(env_of(sleeps[0], RUN_ENV), Some(job_id));
+
+    // Another data folder, another store: its start-up sweep finds the tagged sleep, whose job
+    // its store does not hold, and leaves it (serving means the sweep is done).
+    let second = Served::start(
+        &dir.path().join("second-data"),
+        Some(&blueprints),
+        &args,
+        &dir.path().join("second.log"),
+    )
+    .await;
+    let alive: Vec<u32> = sleeps.iter().copied().filter(|&pid| !gone(pid)).collect();
+    assert_eq!(
+        alive, sleeps,
+        "the other orchestrator's start killed a live run's processes"
+    );
+    let mcp = first.connect(None).await;
+    let report = mcp.status("napping", 0).await;
+    assert_eq!(report["job_status"], "running", "{report:#}");
+    mcp.close().await;
+    drop(second);
 }
