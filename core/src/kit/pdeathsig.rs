@@ -1,40 +1,39 @@
-//! Child processes that die with the thread that started them.
-//!
-//! The kernel's parent-death signal (`PR_SET_PDEATHSIG`, Linux) is set by the child itself,
-//! between `fork` and `exec`; the workspace forbids `unsafe` and so `pre_exec`, so the child
-//! is started as util-linux `setpriv --pdeathsig=KILL -- PROGRAM ARGS...` instead: `setpriv`
-//! sets the signal and then execs the program, which keeps setpriv's process id, process group
-//! and parent. Core spawns nothing itself: [`ParentDeathSignal`] only rewrites the program line
-//! a crate that spawns (the `bash` tool, the claude-agent CLI, MCP stdio servers) then runs.
-//!
-//! What a caller must know:
-//! - **The signal follows the spawning thread, not the process**: the kernel sends it when
-//!   the thread that forked the child ends. `tokio::process::Command::spawn` forks on the
-//!   thread that polls it: a runtime worker thread (alive until the runtime shuts down) or the
-//!   thread in `block_on`. Never spawn from a `spawn_blocking` closure (the blocking pool ends
-//!   idle threads after a few seconds, and the child with them), nor after
-//!   `tokio::task::block_in_place` in the same poll (that thread then joins the blocking pool).
-//! - **Only the direct child gets it**: the signal is not inherited across `fork`, so what the
-//!   child starts (a shell's `sleep`, a CLI's tools) is orphaned, not killed, when the host
-//!   dies. A host that must reap those too tags them (an environment variable) and sweeps them
-//!   at its next start, as the orchestrator does.
-//! - **Fallback**: without `setpriv` on `PATH` (not Linux, or no util-linux) the program is
-//!   started directly, without the signal; nothing else changes. `setpriv` 2.33 or later is
-//!   needed for `--pdeathsig` (an older one exits with its usage message instead of running
-//!   the program).
-//! - **A narrow window**: a parent that dies between the fork and setpriv's `prctl` leaves
-//!   the child without the signal.
-//! - **Errors move**: a program that cannot be executed is reported by `setpriv` (exit status
-//!   126 or 127, its message on stderr) rather than by the spawn, so resolve the program first
-//!   (an absolute path) when the difference matters.
+//! Child processes that die with the thread that started them (see [`ParentDeathSignal`]).
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// How a child is started so the kernel sends it `SIGKILL` when the thread that spawned it
-/// ends: through `setpriv --pdeathsig=KILL --` when `setpriv` was found, else directly (see
-/// the [module docs](self) for what that covers and what it does not).
+/// ends: through `setpriv --pdeathsig=KILL --` when `setpriv` was found, else directly.
+///
+/// The kernel's parent-death signal (`PR_SET_PDEATHSIG`, Linux) is set by the child itself,
+/// between `fork` and `exec`; the workspace forbids `unsafe` and so `pre_exec`, so the child
+/// is started as util-linux `setpriv --pdeathsig=KILL -- PROGRAM ARGS...` instead: `setpriv`
+/// sets the signal and then execs the program, which keeps setpriv's process id, process group
+/// and parent. Core spawns nothing itself: this only rewrites the program line that a crate
+/// which spawns (the `bash` tool, the claude-agent CLI) then runs.
+///
+/// What a caller must know:
+/// - **The signal follows the spawning thread, not the process**: the kernel sends it when
+///   the thread that forked the child ends. `tokio::process::Command::spawn` forks on the
+///   thread that polls it: a runtime worker thread (alive until the runtime shuts down) or the
+///   thread in `block_on`. Never spawn from a `spawn_blocking` closure (the blocking pool ends
+///   idle threads after a few seconds, and the child with them), nor after
+///   `tokio::task::block_in_place` in the same poll (that thread then joins the blocking pool).
+/// - **Only the direct child gets it**: the signal is not inherited across `fork`, so what the
+///   child starts (a shell's `sleep`, a CLI's tools) is orphaned, not killed, when the host
+///   dies. A host that must reap those too tags them (an environment variable) and sweeps them
+///   at its next start, as the orchestrator does.
+/// - **Fallback**: without `setpriv` on `PATH` (not Linux, or no util-linux) the program is
+///   started directly, without the signal; nothing else changes. `setpriv` 2.33 or later is
+///   needed for `--pdeathsig` (an older one exits with its usage message instead of running
+///   the program).
+/// - **A narrow window**: a parent that dies between the fork and setpriv's `prctl` leaves
+///   the child without the signal.
+/// - **Errors move**: a program that cannot be executed is reported by `setpriv` (exit status
+///   126 or 127, its message on stderr) rather than by the spawn, so resolve the program first
+///   (an absolute path) when the difference matters.
 ///
 /// ```
 /// use std::ffi::OsString;
