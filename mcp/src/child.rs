@@ -5,8 +5,16 @@
 //! shutdown), waits, then sends SIGTERM to the group, waits, then SIGKILL; dropping without a
 //! graceful stop sends SIGKILL to the group at once. Either way the group gets a final SIGKILL,
 //! so descendants never outlive the server.
+//!
+//! When the host dies without any of that (`kill -9`), the server dies with it: it is started
+//! under `setpriv --pdeathsig=KILL` when util-linux `setpriv` is on `PATH` and the command is
+//! found beforehand (see `launcher`); the spawn runs on the thread polling the connect (a
+//! runtime worker), never on the blocking pool. What the server started is orphaned, not
+//! killed; a host sweeps it through the environment it gave (`RequestContext::env` reaches
+//! the server's).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -14,6 +22,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal as Sig, killpg};
 use nix::unistd::Pid;
+use patchbay_core::kit::{ParentDeathSignal, find_program};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -44,6 +53,38 @@ impl StderrTail {
     }
 }
 
+/// The program line of a spawn: under `setpriv --pdeathsig=KILL` (core's
+/// `kit::ParentDeathSignal`) when setpriv is on `PATH` and the command is found (an absolute
+/// path to an executable file, or a bare name on the server's `PATH`); else the command
+/// itself, so a missing one is still the spawn's error and a relative path keeps its meaning.
+fn launcher(spawn: &Spawn<'_>) -> (OsString, Vec<OsString>) {
+    let command = Path::new(spawn.command);
+    let direct = (OsString::from(spawn.command), Vec::new());
+    let tie = ParentDeathSignal::detect();
+    if tie.setpriv().is_none() {
+        return direct;
+    }
+    let found = if command.is_absolute() {
+        // The file itself: its name looked up in its own folder.
+        let name = command.file_name().and_then(OsStr::to_str);
+        name.zip(command.parent())
+            .and_then(|(name, dir)| find_program(name, Some(dir.as_os_str())))
+    } else if command.components().count() == 1 {
+        let path = spawn
+            .env
+            .get("PATH")
+            .map(OsString::from)
+            .or_else(|| std::env::var_os("PATH"));
+        find_program(spawn.command, path.as_deref())
+    } else {
+        None
+    };
+    match found {
+        Some(program) => tie.command_line(program.as_os_str()),
+        None => direct,
+    }
+}
+
 /// A running stdio server process (the leader of its own process group).
 #[derive(Debug)]
 pub(crate) struct ChildProcess {
@@ -64,8 +105,10 @@ pub(crate) struct Spawn<'a> {
 impl ChildProcess {
     /// Start the process with piped stdio; stderr lines go to `spawn.stderr` and to tracing.
     pub(crate) fn spawn(spawn: Spawn<'_>) -> Result<(Self, ChildStdout, ChildStdin), Error> {
-        let mut command = Command::new(spawn.command);
+        let (program, leading) = launcher(&spawn);
+        let mut command = Command::new(program);
         command
+            .args(leading)
             .args(spawn.args)
             .envs(&spawn.env)
             .stdin(Stdio::piped())

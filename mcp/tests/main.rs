@@ -8,5 +8,6 @@ mod client;
 mod connect;
 mod conversions;
 mod hardening;
+mod host_death;
 mod plain;
 mod server;
