@@ -37,6 +37,9 @@
 //!   forking while it is swept); a pid reused between the scan and the kill is the narrow race
 //!   left. The log says how many processes and runs, never what an environment holds.
 //! - A process that clears its environment (or drops the variable) escapes the sweep.
+//! - The tag differs per job, and so does a claude-agent launch's keep-alive fingerprint (it
+//!   hashes the environment): nothing is lost, since a run builds its own provider and no
+//!   kept-alive CLI outlives it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
