@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use patchbay_orchestrator::RUN_ENV;
-use patchbay_orchestrator::store::INTERRUPTED;
+use patchbay_orchestrator::store::{INTERRUPTED, LEASE_EXPIRED};
 use serde_json::json;
 
 use served::Served;
@@ -237,4 +237,96 @@ async fn an_orchestrator_started_beside_a_running_one_leaves_its_runs_alone() {
     assert_eq!(report["job_status"], "running", "{report:#}");
     mcp.close().await;
     drop(second);
+}
+
+/// On PostgreSQL: a `worker` process killed with SIGKILL during a bash call; the `serve`
+/// process settling its lease kills the orphaned sleep (same machine) as it marks the job
+/// failed. Skipped without PostgreSQL's binaries, except in CI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settled_lease_kills_what_the_dead_workers_run_left_on_this_machine() {
+    if !patchbay_pgtemp::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "PostgreSQL's binaries are missing (CI installs them: apt-get install postgresql)"
+        );
+        eprintln!("skipped: PostgreSQL's binaries are missing (apt-get install postgresql)");
+        return;
+    }
+    let server = tokio::task::spawn_blocking(patchbay_pgtemp::PgServer::shared)
+        .await
+        .unwrap()
+        .unwrap();
+    let url = tokio::task::spawn_blocking(move || server.create_database("orphans"))
+        .await
+        .unwrap()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let project = folder(dir.path(), "project");
+    let blueprints = folder(dir.path(), "blueprints");
+    let seconds = unique_sleep(3);
+    std::fs::write(blueprints.join("napper.toml"), napper(&seconds)).unwrap();
+    let blueprints_arg = blueprints.to_str().unwrap();
+    // Leases of 2 s, settled every 2/3 s by the serve process (it runs no job itself).
+    let serve = Served::start_with_args(
+        &[
+            "--database",
+            &url,
+            "--blueprints",
+            blueprints_arg,
+            "--workers",
+            "0",
+            "--lease",
+            "2",
+        ],
+        &dir.path().join("serve.log"),
+    )
+    .await;
+    let stderr = std::fs::File::create(dir.path().join("worker.log")).unwrap();
+    let mut worker = tokio::process::Command::new(served::BIN)
+        .args([
+            "worker",
+            "--database",
+            &url,
+            "--blueprints",
+            blueprints_arg,
+            "--lease",
+            "2",
+        ])
+        .arg("--project-dir")
+        .arg(&project)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::from(stderr))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    let body = json!({"type": "start_session", "session_name": "napping", "prompt": "go", "agent_name": "napper"});
+    let (status, job) = serve.api_send(reqwest::Method::POST, "/jobs", Some(&body)).await;
+    assert_eq!(status, 201, "{job}");
+    let job_id = job["job_id"].as_str().unwrap().to_owned();
+    let sleeps = wait_for_sleep(&seconds, &serve).await;
+    let _cleanup = KillOnDrop(sleeps.clone());
+    assert_eq!(env_of(sleeps[0], RUN_ENV), Some(job_id.clone()));
+
+    worker.start_kill().unwrap(); // SIGKILL
+    worker.wait().await.unwrap();
+    let killed = Instant::now();
+    while sleeps.iter().any(|&pid| !gone(pid)) && killed.elapsed() < GONE_LIMIT {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let left: Vec<u32> = sleeps.iter().copied().filter(|&pid| !gone(pid)).collect();
+    assert!(
+        left.is_empty(),
+        "`sleep {seconds}` {left:?} still runs {GONE_LIMIT:?} after its worker was killed:\n{}",
+        serve.stderr()
+    );
+    let (_, job) = serve.api_get(&format!("/jobs/{job_id}")).await;
+    assert_eq!(job["status"], "failed", "{job}");
+    assert_eq!(job["error"], LEASE_EXPIRED, "{job}");
+    let log = serve.stderr();
+    assert!(
+        log.contains("killed processes left running by interrupted runs"),
+        "{log}"
+    );
 }
