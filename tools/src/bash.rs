@@ -17,6 +17,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -254,19 +255,24 @@ fn closing_line(
     }
 }
 
-fn spawn(workspace: &Workspace, root: &Root, command: &str) -> Result<tokio::process::Child, ToolError> {
-    // The shell is found here, not by the spawn: through `setpriv` a missing `bash` would show
-    // as setpriv's exit 127 instead of the spawn's NotFound that falls back to `sh`.
+/// `bash`, else `sh`, on the command's `PATH` (the workspace's, else the host's). Found here,
+/// not by the spawn: through `setpriv` a missing `bash` would show as setpriv's exit 127, not
+/// as the spawn's NotFound.
+fn find_shell(workspace: &Workspace) -> Result<PathBuf, ToolError> {
     let search_path = workspace
         .env()
         .get("PATH")
         .map(OsString::from)
         .or_else(|| std::env::var_os("PATH"))
-        .or_else(|| Some(OsString::from("/usr/bin:/bin")));
-    let shell = ["bash", "sh"]
+        .unwrap_or_else(|| OsString::from("/usr/bin:/bin"));
+    ["bash", "sh"]
         .into_iter()
-        .find_map(|name| find_program(name, search_path.as_deref()))
-        .ok_or_else(|| ToolError::failed("could not start a shell: neither bash nor sh is on PATH"))?;
+        .find_map(|name| find_program(name, Some(&search_path)))
+        .ok_or_else(|| ToolError::failed("could not start a shell: neither bash nor sh is on PATH"))
+}
+
+fn spawn(workspace: &Workspace, root: &Root, command: &str) -> Result<tokio::process::Child, ToolError> {
+    let shell = find_shell(workspace)?;
     let (program, leading) = ParentDeathSignal::detect().command_line(shell.as_os_str());
     let mut cmd = Command::new(program);
     if !workspace.inherits_env() {
