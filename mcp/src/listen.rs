@@ -10,6 +10,18 @@
 //! starts as soon as hyper waits for the next request, so it would close every idle HTTP/1
 //! connection at the header-read limit, and it does not cover the bytes hyper-util reads to
 //! tell HTTP/1 from HTTP/2 (a client that sends nothing at all).
+//!
+//! At the connection cap a new connection is never reset (see [`cap`]): it takes the slot of
+//! the connection waiting longest for its request headers (a new connection that sent nothing
+//! included), which is closed; when no connection is receiving headers, of the one idle
+//! longest between requests; and only when every connection has a request in flight is it
+//! answered `503 Service Unavailable` with `Retry-After: 1` and `Connection: close`, then
+//! closed. So half-open connections, which any local process can open without a token, cannot
+//! keep requests out, and only requests in flight (long streams among them) fill the cap for
+//! good; a service serving long-lived streams bounds them itself (the orchestrator's event
+//! streams have a budget per credential). The common case costs an atomic or two: a permit
+//! below the cap, and one atomic word per connection that its task updates when its phase
+//! changes, which the accept loop scans only at the cap.
 
 use std::convert::Infallible;
 use std::io;
@@ -27,8 +39,12 @@ use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
+
+use self::cap::{Clock, Permit, Seat, Seats, Waiting};
+
+mod cap;
 
 /// How long a request's headers may take to arrive: from the accept on a new connection, from
 /// the request's first byte on a kept-alive one. Ten seconds: a local client sends its headers
@@ -40,7 +56,9 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// so a pooled client closes first and never races the server's close, and short enough that
 /// abandoned connections give their slot back within a minute.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How many connections are served at once; further ones are accepted and closed at once.
+/// How many connections are served at once. At the cap a new connection takes the slot of
+/// the one waiting longest for its request headers (else of the one idle longest), or is
+/// answered `503` with `Retry-After` when every connection has a request in flight.
 /// 512: far above what local MCP clients open (our client set opens one per call in flight),
 /// and far below the usual descriptor limit of 1024, so a flood of connections leaves the
 /// process descriptors for its own files, pipes and child processes.
@@ -49,8 +67,6 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// before dropping them.
 pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// At most one warning per this period while the connection cap turns connections away.
-const CAP_WARNING_EVERY: Duration = Duration::from_secs(10);
 /// Backoff after an `accept` error such as EMFILE (doubling from the first to the last).
 const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));
 
@@ -74,12 +90,11 @@ impl Default for Limits {
 
 /// Serve `app` on `listener` until `stop`, then wait (up to the grace) for open connections.
 pub(crate) async fn serve(listener: TcpListener, app: axum::Router, limits: Limits, stop: CancellationToken) {
-    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let mut seats = Seats::new(limits.max_connections);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().header_read_timeout(None::<Duration>);
     let builder = Arc::new(builder);
     let app = TowerToHyperService::new(app);
-    let mut refused = Refused::default();
     let mut backoff = None;
     loop {
         let accepted = tokio::select! {
@@ -102,28 +117,25 @@ pub(crate) async fn serve(listener: TcpListener, app: axum::Router, limits: Limi
                 continue;
             }
         };
-        match permits.clone().try_acquire_owned() {
-            Ok(permit) => {
+        match seats.admit() {
+            Some(activity) => {
                 let connection = Connection {
                     builder: builder.clone(),
                     app: app.clone(),
                     limits,
+                    clock: seats.clock(),
                     stop: stop.clone(),
-                    _permit: permit,
+                    seat: Seat(activity),
                 };
                 tokio::spawn(connection.run(stream));
             }
-            Err(_) => {
-                drop(stream);
-                refused.note(limits.max_connections);
-            }
+            None => seats.refuse(stream),
         }
     }
     drop(listener);
     // Every connection holds a permit until it ends: all permits back means all ended. Each
     // connection bounds its own graceful end by the grace; this bound is a second line.
-    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE + Duration::from_secs(1), permits.acquire_many(all)).await;
+    seats.drained(SHUTDOWN_GRACE + Duration::from_secs(1)).await;
 }
 
 /// What to wait before the next `accept` after `error`, if anything. Errors of one connection
@@ -142,31 +154,6 @@ fn accept_failed(error: &io::Error, backoff: &mut Option<Duration>) -> Option<Du
     Some(delay)
 }
 
-/// Connections turned away at the cap, counted between (rate-limited) warnings.
-#[derive(Default)]
-struct Refused {
-    since_warning: u64,
-    warned: Option<Instant>,
-}
-
-impl Refused {
-    /// Say that a connection over the cap was closed (a warning at most every 10 s).
-    fn note(&mut self, cap: usize) {
-        self.since_warning += 1;
-        if self.warned.is_some_and(|at| at.elapsed() < CAP_WARNING_EVERY) {
-            tracing::debug!("MCP tool server: connection cap of {cap} reached: closing a new connection");
-            return;
-        }
-        tracing::warn!(
-            "MCP tool server: connection cap of {cap} (max_connections) reached: closed {} new connection(s) \
-             since the last warning",
-            self.since_warning
-        );
-        self.since_warning = 0;
-        self.warned = Some(Instant::now());
-    }
-}
-
 type App = TowerToHyperService<axum::Router>;
 
 /// One accepted connection, holding its slot under the cap until it ends.
@@ -174,8 +161,10 @@ struct Connection {
     builder: Arc<auto::Builder<TokioExecutor>>,
     app: App,
     limits: Limits,
+    clock: Clock,
     stop: CancellationToken,
-    _permit: OwnedSemaphorePermit,
+    /// The connection's slot under the cap, given back when it ends.
+    seat: Seat,
 }
 
 /// What a connection is doing, and so which limit applies.
@@ -191,7 +180,7 @@ enum Phase {
 
 impl Connection {
     async fn run(self, stream: TcpStream) {
-        let activity = Arc::new(Activity::default());
+        let activity = self.seat.0.clone();
         let io = TokioIo::new(Watched::new(stream, activity.clone()));
         let service = Tracked {
             app: self.app.clone(),
@@ -202,6 +191,7 @@ impl Connection {
         let stop = self.stop.cancelled();
         tokio::pin!(stop);
         let limits = self.limits;
+        let clock = self.clock;
         let deadline = tokio::time::sleep(limits.header_read);
         tokio::pin!(deadline);
         let mut phase = Phase::Head;
@@ -212,6 +202,9 @@ impl Connection {
         let tripped_in = std::future::poll_fn(|cx| {
             loop {
                 activity.polling.store(true, Ordering::SeqCst);
+                if activity.waiting.evicted() {
+                    return Poll::Ready(Some(Closed::Evicted));
+                }
                 if let Poll::Ready(ended) = conn.as_mut().poll(cx) {
                     if let Err(error) = ended {
                         tracing::debug!("MCP tool server connection ended: {error}");
@@ -228,31 +221,48 @@ impl Connection {
                 let now = activity.phase();
                 if !stopping && now != phase {
                     phase = now;
-                    let limit = match phase {
-                        Phase::Head => Some(limits.header_read),
-                        Phase::Idle => Some(limits.idle),
-                        Phase::Busy => None,
-                    };
-                    if let Some(limit) = limit {
-                        deadline.as_mut().reset((Instant::now() + limit).into());
+                    // Busy was published by the request itself (see `Activity::begin`).
+                    if phase != Phase::Busy {
+                        let at = Instant::now();
+                        let (limit, word) = match phase {
+                            Phase::Head => (limits.header_read, clock.head(at)),
+                            _ => (limits.idle, clock.idle(at)),
+                        };
+                        activity.waiting.set(word);
+                        deadline.as_mut().reset((at + limit).into());
                     }
                 }
                 if (stopping || phase != Phase::Busy) && deadline.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(Some((phase, stopping)));
+                    return Poll::Ready(Some(Closed::Tripped { phase, stopping }));
                 }
                 // An answer ending on another task (HTTP/2) wakes this one, unless it ended
                 // while this poll was running: look once more after saying we are done.
                 activity.waker.register(cx.waker());
                 activity.polling.store(false, Ordering::SeqCst);
-                if stopping || activity.phase() == phase {
+                // Likewise for an eviction by the accept loop.
+                if (stopping || activity.phase() == phase) && !activity.waiting.evicted() {
                     return Poll::Pending;
                 }
             }
         });
-        if let Some((phase, stopping)) = tripped_in.await {
-            tripped(phase, stopping, &limits);
+        match tripped_in.await {
+            Some(Closed::Tripped { phase, stopping }) => tripped(phase, stopping, &limits),
+            Some(Closed::Evicted) => tracing::debug!(
+                "MCP tool server: connection cap of {} (max_connections) reached: closing this connection, the one \
+                 waiting longest, to make room for a new one",
+                limits.max_connections
+            ),
+            None => {}
         }
     }
+}
+
+/// Why a connection was closed by the server rather than by its client or hyper.
+enum Closed {
+    /// A limit: the header-read or idle timeout, or the shutdown grace.
+    Tripped { phase: Phase, stopping: bool },
+    /// The accept loop gave its slot to a newer connection (see [`cap`]).
+    Evicted,
 }
 
 /// Say which limit closed a connection.
@@ -274,7 +284,8 @@ fn tripped(phase: Phase, stopping: bool, limits: &Limits) {
 }
 
 /// What one connection's reader, service and answers tell its task. The reader and the
-/// service run inside the connection's poll; an answer may end on another task (HTTP/2).
+/// service run inside the connection's poll; an answer may end on another task (HTTP/2). The
+/// accept loop reads `waiting` and may claim the connection (see [`cap`]).
 struct Activity {
     /// Requests whose answer is not written yet.
     in_flight: AtomicUsize,
@@ -284,20 +295,29 @@ struct Activity {
     /// The connection's task is polling, and looks at the phase when done.
     polling: AtomicBool,
     waker: AtomicWaker,
+    /// What the connection waits for and since when, for the accept loop at the cap.
+    waiting: Waiting,
+    /// The slot under the cap.
+    permit: Permit,
 }
 
-impl Default for Activity {
-    fn default() -> Self {
+impl Activity {
+    /// A new connection, waiting for its first request's headers since `stamp`.
+    fn new(stamp: u64, permit: OwnedSemaphorePermit) -> Self {
         Self {
             in_flight: AtomicUsize::new(0),
             reading: AtomicBool::new(true),
             polling: AtomicBool::new(false),
             waker: AtomicWaker::new(),
+            waiting: Waiting::new(stamp),
+            permit: Permit::new(permit),
         }
     }
-}
 
-impl Activity {
+    fn take_permit(&self) -> Option<OwnedSemaphorePermit> {
+        self.permit.take()
+    }
+
     fn phase(&self) -> Phase {
         if self.in_flight.load(Ordering::SeqCst) > 0 {
             Phase::Busy
@@ -315,6 +335,8 @@ impl Activity {
     }
 
     fn begin(self: &Arc<Self>) -> InFlight {
+        // First, so that the accept loop cannot claim the connection under this request.
+        self.waiting.set(0);
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         self.reading.store(false, Ordering::SeqCst);
         InFlight(self.clone())

@@ -199,7 +199,13 @@ impl ToolServerBuilder {
 
     /// Serve at most this many connections at once (at least 1; default
     /// [`DEFAULT_MAX_CONNECTIONS`](crate::DEFAULT_MAX_CONNECTIONS), 512). With the cap reached,
-    /// a new connection is accepted and closed at once, and a warning names the cap.
+    /// a new connection is served in the place of the connection waiting longest for its
+    /// request headers (a connection that sent nothing yet included), which is closed; if
+    /// none is, in the place of the one idle longest between requests; only when every
+    /// connection has a request in flight is the new one answered `503 Service Unavailable`
+    /// with `Retry-After: 1` and closed, never reset. A warning (at most every 10 s) names the
+    /// cap and counts both. Requests in flight are never cut, so routes serving long-lived
+    /// streams should bound how many one client may hold (see the crate docs, "Limits").
     pub fn max_connections(mut self, max: usize) -> Self {
         self.limits.max_connections = max.clamp(1, u32::MAX as usize);
         self

@@ -1,7 +1,12 @@
 //! The tool server against hostile local clients (issue 11): connections that stall before
-//! or between requests are closed by the header-read and idle timeouts, connections over the
-//! cap are closed at once, and request headers cannot add metadata to a registered context.
+//! or between requests are closed by the header-read and idle timeouts, request headers cannot
+//! add metadata to a registered context, and a full house locks no one out (issue 25): at the
+//! connection cap the connection waiting longest for its request headers (else the one idle
+//! longest) makes room for the new one, and only when every connection has a request in flight
+//! is the new one answered `503` with `Retry-After` (never reset).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use patchbay_core::{FnTool, McpServerConfig, McpTransport, RequestContext, ToolContext, ToolResult, ToolSet};
@@ -9,6 +14,7 @@ use patchbay_mcp::{McpClientSet, ToolServer};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
 
 use crate::common::tools;
 
@@ -166,40 +172,34 @@ async fn an_idle_kept_alive_connection_is_closed_at_the_idle_timeout() {
 
 #[tokio::test]
 async fn an_idle_http2_connection_is_closed_at_the_idle_timeout() {
-    // One slot: a second client gets in only once the first one's idle connection is closed.
     let server = ToolServer::builder(tools())
-        .max_connections(1)
         .header_read_timeout(NEVER)
         .idle_timeout(Duration::from_millis(300))
         .start()
         .await
         .expect("server starts");
-    let first = patchbay_http::client_builder()
-        .http2_prior_knowledge()
-        .build()
-        .expect("client");
-    let answer = first
-        .post(server.url())
-        .bearer_auth(server.token())
+    let stream = TcpStream::connect(server.addr()).await.expect("connects");
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .expect("HTTP/2 handshake");
+    let connection = tokio::spawn(connection);
+    let request = http::Request::post(server.url())
+        .header("authorization", format!("Bearer {}", server.token()))
+        .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .json(&initialize_body())
-        .send()
-        .await
-        .expect("answered over HTTP/2");
-    assert_eq!(answer.version(), reqwest::Version::HTTP_2);
+        .body(initialize_body().to_string())
+        .expect("request");
+    let answer = sender.send_request(request).await.expect("answered over HTTP/2");
     assert!(answer.status().is_success(), "{}", answer.status());
-    answer.bytes().await.expect("whole answer");
+    drop(answer);
+    // The connection ends when the server closes it: at the idle timeout, not before.
     let start = Instant::now();
-    let status = loop {
-        match initialize(&server).await {
-            Ok(status) => break status,
-            Err(_) if start.elapsed() < PATIENCE => tokio::time::sleep(Duration::from_millis(20)).await,
-            Err(error) => panic!("the idle HTTP/2 connection kept the only slot: {error}"),
-        }
-    };
-    assert!(status.is_success(), "{status}");
+    let ended = tokio::time::timeout(PATIENCE, connection).await;
+    assert!(ended.is_ok(), "the idle HTTP/2 connection stayed open");
     assert!(start.elapsed() >= Duration::from_millis(250), "{:?}", start.elapsed());
-    drop(first);
     server.shutdown().await;
 }
 
@@ -233,45 +233,6 @@ async fn a_call_in_flight_outlives_both_timeouts() {
         .await;
     assert_eq!(result.text_content(), "finished", "{result:?}");
     connections.close().await;
-    server.shutdown().await;
-}
-
-#[tokio::test]
-async fn connections_over_the_cap_are_closed_at_once_and_calls_resume_below_it() {
-    let server = ToolServer::builder(tools())
-        .max_connections(4)
-        .header_read_timeout(NEVER)
-        .idle_timeout(NEVER)
-        .start()
-        .await
-        .expect("server starts");
-    // Accepted in order: these four take every slot.
-    let mut stalled = Vec::new();
-    for _ in 0..4 {
-        let mut stream = TcpStream::connect(server.addr()).await.expect("connects");
-        stream.write_all(b"POST /mcp HT").await.expect("half a request line");
-        stalled.push(stream);
-    }
-    let mut over = TcpStream::connect(server.addr()).await.expect("accepted by the kernel");
-    let closed = closed_within(&mut over, PATIENCE).await;
-    let closed = closed.expect("the server closed the connection over the cap");
-    assert!(closed < Duration::from_secs(2), "not closed at once: {closed:?}");
-    assert!(stalled.iter().all(still_open), "a connection under the cap was closed");
-
-    drop(stalled);
-    // The server sees the stalled ones go shortly after: retry until a slot is free.
-    let start = Instant::now();
-    let status = loop {
-        match initialize(&server).await {
-            Ok(status) => break status,
-            Err(error) if start.elapsed() < PATIENCE => {
-                eprintln!("not yet: {error}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Err(error) => panic!("no slot came free: {error}"),
-        }
-    };
-    assert!(status.is_success(), "{status}");
     server.shutdown().await;
 }
 
@@ -316,5 +277,196 @@ async fn meta_headers_cannot_change_a_registered_context() {
     let metadata = result.metadata.expect("whoami reports its context");
     assert_eq!(metadata["metadata"], json!({"project": "p1"}));
     connections.close().await;
+    server.shutdown().await;
+}
+
+/// Open a connection and send half a request line: a half-open connection.
+async fn half_open(server: &ToolServer) -> TcpStream {
+    let mut stream = TcpStream::connect(server.addr()).await.expect("connects");
+    stream.write_all(b"POST /mcp HT").await.expect("half a request line");
+    stream
+}
+
+#[tokio::test]
+async fn at_the_cap_the_oldest_half_open_connection_makes_room() {
+    let server = ToolServer::builder(tools())
+        .max_connections(4)
+        .header_read_timeout(NEVER)
+        .idle_timeout(NEVER)
+        .start()
+        .await
+        .expect("server starts");
+    let mut stalled = Vec::new();
+    for _ in 0..4 {
+        stalled.push(half_open(&server).await);
+    }
+    // Each request over the cap closes the oldest half-open connection, and only that one.
+    for oldest in 0..2 {
+        let status = initialize(&server).await.expect("answered at the cap");
+        assert!(status.is_success(), "{status}");
+        assert!(
+            closed_within(&mut stalled[oldest], PATIENCE).await.is_some(),
+            "half-open connection {oldest} (the oldest) stayed open"
+        );
+        assert!(
+            stalled[oldest + 1..].iter().all(still_open),
+            "a newer half-open connection was closed"
+        );
+    }
+    drop(stalled);
+    server.shutdown().await;
+}
+
+/// Half-open connections kept at `count` (each one re-opened as the server closes it), until
+/// dropped; `rolled` counts the re-opened ones.
+struct Rolling {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    rolled: Arc<AtomicUsize>,
+}
+
+impl Rolling {
+    async fn start(server: &ToolServer, count: usize) -> Self {
+        let rolled = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..count {
+            // Opened here, in order, so that all of them hold a slot before the test goes on.
+            let mut stream = half_open(server).await;
+            let (addr, rolled) = (server.addr(), rolled.clone());
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let mut buf = [0u8; 256];
+                    while let Ok(1..) = stream.read(&mut buf).await {}
+                    stream = loop {
+                        if let Ok(mut stream) = TcpStream::connect(addr).await
+                            && stream.write_all(b"POST /mcp HT").await.is_ok()
+                        {
+                            break stream;
+                        }
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    };
+                    rolled.fetch_add(1, Ordering::SeqCst);
+                }
+            }));
+        }
+        Self { tasks, rolled }
+    }
+}
+
+impl Drop for Rolling {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+#[tokio::test]
+async fn rolling_half_open_connections_at_the_cap_lock_no_one_out() {
+    let server = ToolServer::builder(tools())
+        .max_connections(8)
+        .idle_timeout(NEVER)
+        .start()
+        .await
+        .expect("server starts");
+    let rolling = Rolling::start(&server, 8).await;
+    let mut answered = 0;
+    for _ in 0..8 {
+        match initialize(&server).await {
+            Ok(status) if status.is_success() => answered += 1,
+            Ok(status) => eprintln!("refused: {status}"),
+            Err(error) => eprintln!("failed: {error}"),
+        }
+    }
+    assert_eq!(
+        answered, 8,
+        "real requests answered while half-open connections fill the cap"
+    );
+    assert!(
+        rolling.rolled.load(Ordering::SeqCst) >= 1,
+        "the half-open connections were never closed"
+    );
+    drop(rolling);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn at_the_cap_an_idle_connection_makes_room_when_none_is_half_open() {
+    let server = ToolServer::builder(tools())
+        .max_connections(2)
+        .header_read_timeout(NEVER)
+        .idle_timeout(NEVER)
+        .start()
+        .await
+        .expect("server starts");
+    let mut idle = Vec::new();
+    for _ in 0..2 {
+        let mut stream = TcpStream::connect(server.addr()).await.expect("connects");
+        let status = initialize_raw(&mut stream, &server).await;
+        assert!(status.starts_with("http/1.1 200"), "{status}");
+        idle.push(stream);
+    }
+    let status = initialize(&server).await.expect("answered at the cap");
+    assert!(status.is_success(), "{status}");
+    assert!(
+        closed_within(&mut idle[0], PATIENCE).await.is_some(),
+        "the connection idle longest stayed open"
+    );
+    assert!(still_open(&idle[1]), "the connection idle for less time was closed");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn at_the_cap_with_every_connection_busy_a_new_one_is_answered_503() {
+    let arrived = Arc::new(Semaphore::new(0));
+    let gate = Arc::new(Semaphore::new(0));
+    let hold = {
+        let (arrived, gate) = (arrived.clone(), gate.clone());
+        axum::routing::get(move || async move {
+            arrived.add_permits(1);
+            let _pass = gate.acquire().await;
+            "released"
+        })
+    };
+    let server = ToolServer::builder(tools())
+        .max_connections(2)
+        .header_read_timeout(NEVER)
+        .idle_timeout(NEVER)
+        .with_routes(axum::Router::new().route("/hold", hold))
+        .start()
+        .await
+        .expect("server starts");
+    let url = server.url().replace("/mcp", "/hold");
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let client = patchbay_http::client_builder()
+            .timeout(PATIENCE)
+            .build()
+            .expect("client");
+        let request = client.get(&url).bearer_auth(server.token());
+        held.push(tokio::spawn(async move {
+            request.send().await.map(|answer| answer.status())
+        }));
+    }
+    let _both = tokio::time::timeout(PATIENCE, arrived.acquire_many(2))
+        .await
+        .expect("both requests in flight");
+
+    let mut over = TcpStream::connect(server.addr()).await.expect("accepted by the kernel");
+    let request = format!("GET /hold HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr());
+    over.write_all(request.as_bytes()).await.expect("request sent");
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(PATIENCE, over.read_to_end(&mut answer)).await;
+    let read = read.expect("answered and closed in time");
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(read.is_ok(), "reset instead of answered: {read:?} after {answer:?}");
+    assert!(answer.starts_with("http/1.1 503 service unavailable\r\n"), "{answer}");
+    assert!(answer.contains("\r\nretry-after: 1\r\n"), "{answer}");
+    assert!(answer.contains("\r\nconnection: close\r\n"), "{answer}");
+
+    gate.add_permits(2);
+    for request in held {
+        let status = request.await.expect("joined").expect("the held requests are answered");
+        assert!(status.is_success(), "{status}");
+    }
     server.shutdown().await;
 }
