@@ -4,6 +4,7 @@
 use patchbay::mcp::{ToolServer, ToolServerBuilder};
 use patchbay::{RequestContext, mcp::Error as McpError};
 
+use crate::api::{StreamBudget, StreamLimits};
 use crate::service::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, McpEndpoint, Orchestrator};
 use crate::tools::agent_session_tools;
 use crate::web::{WebLogin, WebView, fresh_secret};
@@ -15,12 +16,16 @@ pub struct HttpOptions {
     pub port: u16,
     /// The bearer token (`None`: a fresh random one).
     pub token: Option<String>,
+    /// How many event streams may be open at once, per credential and in all (see
+    /// [`crate::api`], "Streams").
+    pub streams: StreamLimits,
 }
 
 impl std::fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpOptions")
             .field("port", &self.port)
+            .field("streams", &self.streams)
             .finish_non_exhaustive()
     }
 }
@@ -50,10 +55,11 @@ pub struct Serving {
 pub async fn serve(orchestrator: &Orchestrator, options: HttpOptions) -> Result<Serving, McpError> {
     let token = options.token.unwrap_or_else(fresh_secret);
     let web = WebView::new(token.clone());
+    let streams = StreamBudget::new(options.streams, Some(web.token_check()));
     let server = mcp_builder(orchestrator)
         .port(options.port)
         .with_token(token)
-        .with_routes(crate::api::routes(orchestrator.clone()))
+        .with_routes(crate::api::routes_with(orchestrator.clone(), streams))
         .with_public_routes(web.routes())
         .authorize_with(web.authorizer())
         .start()

@@ -264,6 +264,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         token: std::env::var("PATCHBAY_ORCHESTRATOR_TOKEN")
             .ok()
             .filter(|t| !t.is_empty()),
+        ..HttpOptions::default()
     };
     let serving = serve(&orchestrator, options).await?;
     let server = serving.server;

@@ -15,7 +15,7 @@
 //! | `GET /sessions/{id}` | the session's report |
 //! | `GET /sessions/{id}/status` | the session's status report (the same as `GET /sessions/{id}`) |
 //! | `GET /sessions/{id}/result` | the report with the result (`409` while a run is queued or going on) |
-//! | `GET /sessions/{id}/events?after=&follow=` | server-sent events (see below) |
+//! | `GET /sessions/{id}/events?after=&follow=` | server-sent events (see below); `429` over the stream budget |
 //! | `DELETE /sessions/{id}` | the deleted session ([`SessionSummary`]); its run is cancelled |
 //! | `DELETE /sessions` | how many were deleted ([`Deleted`]) |
 //! | `GET /agents` | every blueprint ([`AgentList`]) |
@@ -29,12 +29,13 @@
 //! for what the caller can fix: `400` for bad input (a session name breaking the rule,
 //! malformed JSON, unknown fields, bad query parameters), `404` for an unknown id, name, route,
 //! `405` for a wrong method, `409` for a conflict (an existing name, a result asked for while
-//! running, cancelling an ended job), `413` for a body over the request limit ([`MAX_BODY_BYTES`] unless `--max-request-bytes` says
-//! otherwise; MCP answers a larger call with a JSON-RPC error stating it), `415` for a body
-//! that is not `application/json`; `503` while shutting down and `500` for storage failures.
-//! A request without the right token is `401`, answered by the listener before any route, in
-//! the same shape (`{"error": {"code": "unauthorized", "message": ...}}`; `/mcp` answers
-//! JSON-RPC's shape instead).
+//! running, cancelling an ended job), `413` for a body over the request limit
+//! ([`MAX_BODY_BYTES`] unless `--max-request-bytes` says otherwise; MCP answers a larger call
+//! with a JSON-RPC error stating it), `415` for a body that is not `application/json`, `429`
+//! for an event stream over the stream budget (see "Streams"); `503` while shutting down and
+//! `500` for storage failures. A request without the right token is `401`, answered by the
+//! listener before any route, in the same shape (`{"error": {"code": "unauthorized",
+//! "message": ...}}`; `/mcp` answers JSON-RPC's shape instead).
 //!
 //! # Events
 //! `GET /sessions/{id}/events` is a `text/event-stream`: first the session's stored events, then
@@ -46,6 +47,22 @@
 //! orchestrator shuts down), `ended` (with `follow=false`, once the session's run has ended and
 //! nothing is queued), or `error` (the store failed). The end message has no id, so a client
 //! reconnecting after it resumes where it was. A keep-alive comment goes out every 15 s.
+//!
+//! # Streams
+//! Event streams are long-lived (with `follow`, the default, one never ends on its own) and
+//! each holds a connection of the listener, whose cap
+//! ([`DEFAULT_MAX_CONNECTIONS`](patchbay::mcp::DEFAULT_MAX_CONNECTIONS), 512) they share with
+//! every other request, the MCP endpoint's and the web view's included. So they have a budget
+//! of their own ([`StreamLimits`], set with
+//! [`HttpOptions::streams`](crate::http::HttpOptions::streams)): at most
+//! [`DEFAULT_STREAMS_PER_CREDENTIAL`] (64) open at once per credential, and
+//! [`DEFAULT_MAX_STREAMS`] (256, half the connection cap) over all. A credential is what let
+//! the request in: the bearer token is one, each web-view login (its session cookie, which the
+//! web view's pages follow streams with) another. A stream over the budget is answered at once
+//! `429 Too Many Requests` with `{"error": {"code": "too_many_streams", ...}}` and
+//! `Retry-After: 5`, so it holds no connection; a stream gives its place back when it ends or
+//! its client goes away (noticed at the latest at the next keep-alive comment). Streams with
+//! `follow=false` count too: a run can go on for hours.
 //!
 //! # Decisions
 //! - **Times are RFC 3339 text** (UTC, milliseconds), as in the MCP tools' JSON: the API
@@ -63,16 +80,27 @@
 //!   session); `GET /agents/{name}` shows provider option names, MCP header and environment
 //!   names and the number of stdio arguments, never their values (they may hold keys), and
 //!   redacts credentials and query strings in MCP URLs.
+//! - **The stream budget counts credentials**, not addresses (every client is on loopback):
+//!   the token holder and each browser login get their own share, and the total leaves half
+//!   the connection cap to short requests however many logins there are. Credentials are told
+//!   apart by a keyed hash of the header value (a random key per process), never kept or
+//!   logged; `Authorization` counts only when it holds the token (a request let in by its
+//!   cookie cannot pick fresh budgets with made-up `Authorization` values). The budget is
+//!   checked before the session is read, so a flood of streams costs no store reads; `429`
+//!   (not `503`) because it is this client that holds too many, and waiting for one of them
+//!   to end is the remedy.
 //! - **Listings are paged**: `limit` 1 to [`MAX_PAGE`] (default [`DEFAULT_PAGE`]), `offset`
 //!   from 0; `next_offset` is set when the page was full. Unknown query parameters are refused.
 
 mod error;
 mod sse;
+mod streams;
 mod views;
 
 use std::path::Path;
+use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Extension, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -81,6 +109,8 @@ use serde::Deserialize;
 
 pub use self::error::ApiError;
 use self::error::{Body, Id, Params};
+pub use self::streams::{DEFAULT_MAX_STREAMS, DEFAULT_STREAMS_PER_CREDENTIAL, StreamLimits};
+pub(crate) use self::streams::{StreamBudget, TokenCheck};
 pub use self::views::{
     AgentList, BlueprintView, Deleted, JobList, JobView, McpServerView, McpTransportView, SessionList,
 };
@@ -100,8 +130,14 @@ pub const MAX_PAGE: u32 = 1000;
 type ApiResult<T> = Result<T, ApiError>;
 
 /// The API routes over `orchestrator`, to serve with the MCP endpoint (see
-/// [`crate::http::serve_http`]); unknown paths and methods answer JSON errors.
+/// [`crate::http::serve_http`]); unknown paths and methods answer JSON errors. Event streams
+/// are held to the default [`StreamLimits`], each `Authorization` value being one credential.
 pub fn routes(orchestrator: Orchestrator) -> Router {
+    routes_with(orchestrator, StreamBudget::new(StreamLimits::default(), None))
+}
+
+/// [`routes`] with event streams held to `budget`.
+pub(crate) fn routes_with(orchestrator: Orchestrator, budget: StreamBudget) -> Router {
     Router::new()
         .route("/jobs", post(create_job).get(list_jobs))
         .route("/jobs/{id}", get(get_job))
@@ -111,7 +147,10 @@ pub fn routes(orchestrator: Orchestrator) -> Router {
         .route("/sessions/{id}", get(get_session).delete(delete_session))
         .route("/sessions/{id}/status", get(get_session))
         .route("/sessions/{id}/result", get(session_result))
-        .route("/sessions/{id}/events", get(sse::events))
+        .route(
+            "/sessions/{id}/events",
+            get(sse::events).layer(Extension(Arc::new(budget))),
+        )
         .route("/agents", get(list_agents))
         .route("/agents/{name}", get(get_agent))
         .method_not_allowed_fallback(method_not_allowed)

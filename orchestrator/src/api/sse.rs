@@ -5,13 +5,16 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::State;
+use std::sync::Arc;
+
+use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures::Stream;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::error::{ApiError, Id, Params};
+use super::streams::{StreamBudget, StreamPermit};
 use crate::service::Orchestrator;
 use crate::store::{JobStatus, StoredEvent};
 
@@ -62,14 +65,37 @@ struct Tail {
     /// Set once the stream should end (after what is pending).
     ending: Option<End>,
     done: bool,
+    /// The stream's place in the budget, given back when the stream is dropped.
+    _permit: StreamPermit,
 }
 
+/// The events endpoint: `429` over the stream budget (before any other check, so a flood of
+/// streams costs no store reads), else the stream.
 pub(super) async fn events(
     State(o): State<Orchestrator>,
+    Extension(budget): Extension<Arc<StreamBudget>>,
     Id(id): Id,
     Params(query): Params<EventsQuery>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Response {
+    let permit = match budget.open(&headers) {
+        Ok(permit) => permit,
+        Err(refused) => return refused.into_response(),
+    };
+    match follow(o, id, query, headers, permit).await {
+        Ok(stream) => stream.into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// The stream of session `id`'s events, holding `permit` while it is open.
+async fn follow(
+    o: Orchestrator,
+    id: String,
+    query: EventsQuery,
+    headers: HeaderMap,
+    permit: StreamPermit,
+) -> Result<Sse<impl futures::Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let after = match headers.get("last-event-id") {
         Some(value) => value
             .to_str()
@@ -91,6 +117,7 @@ pub(super) async fn events(
         pending: VecDeque::new(),
         ending: None,
         done: false,
+        _permit: permit,
     };
     let stream = futures::stream::unfold(tail, |mut tail| async move {
         let event = tail.next().await?;

@@ -91,6 +91,13 @@ impl WebView {
         pages::routes(self.keys.clone())
     }
 
+    /// Whether an `Authorization: Bearer` value is the token (for the stream budget, which
+    /// counts the token as one credential and each cookie session as another).
+    pub(crate) fn token_check(&self) -> crate::api::TokenCheck {
+        let keys = self.keys.clone();
+        Arc::new(move |given| keys.is_token(given))
+    }
+
     /// The cookie check for the JSON API.
     pub(crate) fn authorizer(&self) -> Authorizer {
         let keys = self.keys.clone();
