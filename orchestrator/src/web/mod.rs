@@ -57,6 +57,11 @@
 //!   rebinding).
 //! - **Pages carry a strict Content-Security-Policy** (only their own script, style and
 //!   requests; no framing), and the script writes every value as text, never as HTML.
+//! - **A login's event streams have a budget** (see [`crate::api`], "Streams"): each login
+//!   (cookie) may follow 64 sessions at once, apart from the token's share, so tabs left open
+//!   cannot take the listener's connections; a session page opened beyond that shows its
+//!   events as "disconnected" (the stream was answered `429`) until reloaded after another
+//!   tab closed.
 //! - **Listings are refreshed every few seconds** (the API has no change feed for them); the
 //!   session page follows the event stream, so text shows as it is stored.
 
