@@ -178,3 +178,42 @@ impl IntoResponse for Refused {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, value.parse().expect("a header value"));
+        }
+        map
+    }
+
+    #[test]
+    fn the_token_and_each_cookie_are_credentials_and_made_up_tokens_are_not() {
+        let limits = StreamLimits {
+            per_credential: 1,
+            total: 3,
+        };
+        let budget = Arc::new(StreamBudget::new(limits, Some(Arc::new(|given| given == "tok"))));
+        let token = headers(&[("authorization", "Bearer tok")]);
+        let first = budget.open(&token).expect("the token's first stream");
+        assert!(budget.open(&token).is_err(), "the token's second stream");
+
+        // Let in by its cookie: a made-up Authorization value is no credential of its own.
+        let cookie = |bearer| headers(&[("authorization", bearer), ("cookie", "other=1; patchbay_9=a")]);
+        let _a = budget.open(&cookie("Bearer x")).expect("the cookie's first stream");
+        assert!(budget.open(&cookie("Bearer y")).is_err(), "the same cookie again");
+        let _b = budget
+            .open(&headers(&[("cookie", "patchbay_9=b")]))
+            .expect("another login");
+        let over = budget.open(&headers(&[("cookie", "patchbay_9=c")]));
+        assert!(over.is_err(), "over the total");
+
+        drop(first);
+        assert!(budget.open(&token).is_ok(), "a dropped stream gives its place back");
+        assert!(!format!("{budget:?}").contains("tok"), "Debug shows counts only");
+    }
+}
