@@ -227,7 +227,8 @@ pub(crate) async fn the_cli_as_a_parent_gets_the_child_result_and_is_recorded_as
         .flatten()
         .filter_map(|s| s["session_name"].as_str())
         .collect();
-    assert_eq!(names, ["cli-child"], "{sessions:#}");
+    // The CLI's own session (added above: callers are sessions here) and its child.
+    assert_eq!(names, ["cli-parent", "cli-child"], "{sessions:#}");
     mcp.close().await;
     let (status, log) = served.terminate(Duration::from_secs(30)).await;
     assert!(status.is_some_and(|s| s.success()), "{status:?}\n{log}");

@@ -100,6 +100,23 @@ async def main():
         out["child_resume"] = await call_json(
             parent, "resume_agent_session", {"session_name": "py-child", "prompt": "Once more."}
         )
+        # The transcript over MCP, one event a page, then as markdown.
+        events, after = [], 0
+        while True:
+            page = await call_json(
+                parent, "get_agent_session_events", {"session_name": "py-child", "after": after, "limit": 1}
+            )
+            events.extend(e["event"]["type"] for e in page["events"])
+            if page["next_after"] is None:
+                break
+            after = page["next_after"]
+        out["child_event_types"] = events
+        out["child_events_markdown"] = (
+            await call(parent, "get_agent_session_events", {"session_name": "py-child"})
+        )["text"]
+        # Nothing to cancel once settled: an error answer.
+        out["cancel_settled"] = await call(parent, "cancel_agent_session", {"session_name": "py-child"})
+        out["status_of_unknown"] = await status(parent, "py-nobody", 0)
         out["result_of_unknown"] = await call(parent, "get_agent_session_result", {"session_name": "py-nobody"})
         out["start_existing"] = await call(
             parent, "start_agent_session", {"session_name": "py-child", "prompt": "Again."}

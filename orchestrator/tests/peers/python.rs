@@ -80,6 +80,23 @@ pub(crate) async fn the_python_mcp_client_drives_all_seven_tools() {
         ])
     );
     assert_eq!(names(&out["blueprints"], "blueprints", "name"), ["default"]);
+    // The transcript, paged one event at a time, and in markdown; cancel with nothing to cancel.
+    let types: Vec<&str> = out["child_event_types"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(types.first(), Some(&"started"), "{types:?}");
+    assert!(types.contains(&"finish"), "{types:?}");
+    let markdown = out["child_events_markdown"].as_str().unwrap_or_default();
+    assert!(markdown.contains(&format!("text: {HELLO}")), "{markdown}");
+    assert_eq!(out["cancel_settled"]["is_error"], true, "{:#}", out["cancel_settled"]);
+    assert_eq!(
+        out["status_of_unknown"]["status"], "not_existent",
+        "{:#}",
+        out["status_of_unknown"]
+    );
     assert!(
         out["blueprints_markdown"]
             .as_str()
@@ -98,7 +115,14 @@ pub(crate) async fn the_python_mcp_client_drives_all_seven_tools() {
     // Async start with a callback: accepted at once, to call back the header's session.
     let child = &out["child_start"];
     assert_eq!(child["session_name"], "py-child", "{child:#}");
-    assert_eq!(child["status"], "pending", "{child:#}");
+    assert_eq!(child["status"], "running", "{child:#}");
+    assert_eq!(child["job_status"], "pending", "{child:#}");
+    assert!(
+        child["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("get_agent_session_status")),
+        "{child:#}"
+    );
     assert_eq!(child["callback_to"], "py-parent", "{child:#}");
     let statuses = out["child_statuses"].as_array().unwrap();
     assert!(
