@@ -16,7 +16,8 @@
 //! 2. **The same on SQLite in one process**: the in-process `Orchestrator` with 4 workers,
 //!    the jobs enqueued through `Orchestrator::start_session` (async; a job written to SQLite
 //!    behind the orchestrator's back would wake no worker), timed the same way.
-//! 3. **Listing 10,000 sessions** page by page with `Store::list_sessions` (OFFSET paging),
+//! 3. **Listing 10,000 sessions** page by page with `Store::find_sessions` (keyset paging, the
+//!    total counted on each page, as the tool and the API list),
 //!    pages of 100 and of 1000, on both backends: the whole listing and its first and last
 //!    page (median of 5 listings after one warm-up); then again with a 4 KB conversation on
 //!    every session, since a listed session carries its whole conversation.
@@ -619,19 +620,25 @@ async fn list_all(
     page_size: u32,
     n: usize,
 ) -> (Vec<patchbay_orchestrator::store::Session>, Vec<Duration>) {
-    let mut page = Page::first(page_size);
+    // Keyset pages, as `list_agent_sessions` and `GET /sessions?after=` list (the total counted
+    // on every page, as they count it).
+    let mut after: Option<patchbay_orchestrator::store::SessionCursor> = None;
     let (mut all, mut times) = (Vec::with_capacity(n), Vec::new());
+    let filter = patchbay_orchestrator::store::SessionFilter::default();
     loop {
         let began = Instant::now();
-        let batch = store.list_sessions(page).await.expect("lists sessions");
+        let (batch, _total) = store
+            .find_sessions(&filter, after.as_ref(), page_size)
+            .await
+            .expect("lists sessions");
         times.push(began.elapsed());
         let done = batch.len() < page_size as usize;
+        after = batch.last().map(patchbay_orchestrator::store::SessionCursor::after);
         all.extend(batch);
         if done {
             assert_eq!(all.len(), n, "listed every session once");
             return (all, times);
         }
-        page.offset += u64::from(page_size);
     }
 }
 
@@ -784,7 +791,7 @@ fn print_queue(runs: &[QueueRun]) {
 
 fn print_listing(runs: &[ListingRun]) {
     let sessions = runs.first().map_or(0, |r| r.sessions);
-    println!("\nlisting {sessions} sessions page by page (OFFSET), median of {LISTINGS} listings");
+    println!("\nlisting {sessions} sessions page by page (keyset, with the total), median of {LISTINGS} listings");
     println!(
         "{:<12} {:>13} {:>5} {:>8} {:>10} {:>14} {:>13} {:>11}",
         "backend", "conversation", "page", "queries", "total ms", "first page ms", "last page ms", "last/first"
