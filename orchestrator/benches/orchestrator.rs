@@ -38,9 +38,25 @@ fn main() {
 async fn orchestrator(workers: usize) -> (tempfile::TempDir, Orchestrator) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let store = SqliteStore::open(dir.path()).await.expect("the store opens");
-    let orchestrator = Orchestrator::builder(Arc::new(store), Blueprints::new())
+    let store: Arc<dyn patchbay_orchestrator::store::Store> = Arc::new(store);
+    // The caller the round trip names is a session here, with room for all its children.
+    store
+        .create_session(patchbay_orchestrator::store::NewSession {
+            session_name: "bench".to_owned(),
+            agent_name: "default".to_owned(),
+            project_dir: dir.path().display().to_string(),
+            parent_session_name: None,
+        })
+        .await
+        .expect("the caller session");
+    let limits = patchbay_orchestrator::limits::Limits {
+        max_children: u32::MAX,
+        ..Default::default()
+    };
+    let orchestrator = Orchestrator::builder(store, Blueprints::new())
         .workers(workers)
         .project_dir(dir.path())
+        .limits(limits)
         .start()
         .await
         .expect("starts");

@@ -111,7 +111,9 @@ pub(super) const FIND_SESSIONS: &str = concat!(
     super::rows::session_list_cols!(),
     " FROM sessions",
     session_filter!(),
-    " AND ($4 IS NULL OR created_at > $4 OR (created_at = $4 AND session_name > $5)) \
+    // A row comparison, so both databases seek the (created_at, session_name) index instead of
+    // reading every row before the cursor (an `OR` of the two columns did, on PostgreSQL).
+    " AND (created_at, session_name) > (COALESCE($4, -1), COALESCE($5, '')) \
      ORDER BY created_at, session_name LIMIT $6"
 );
 
