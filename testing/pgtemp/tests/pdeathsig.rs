@@ -14,8 +14,7 @@ const HOLD_SERVER: &str = "PATCHBAY_PGTEMP_HOLD_SERVER";
 const POSTMASTER: &str = "postmaster pid ";
 
 /// The child's part of [`killed_process_leaves_no_server`]; does nothing on its own.
-#[test]
-fn holds_a_server_until_killed() {
+pub(crate) fn holds_a_server_until_killed() {
     if std::env::var_os(HOLD_SERVER).is_none() {
         return;
     }
@@ -26,8 +25,7 @@ fn holds_a_server_until_killed() {
     }
 }
 
-#[test]
-fn killed_process_leaves_no_server() {
+pub(crate) fn killed_process_leaves_no_server() {
     if !postgres_installed() {
         return;
     }

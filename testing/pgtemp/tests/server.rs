@@ -6,8 +6,7 @@ use patchbay_pgtemp::PgServer;
 
 use crate::support::{postgres_installed, psql, running};
 
-#[test]
-fn two_databases_on_the_shared_server_answer_select_1() {
+pub(crate) fn two_databases_on_the_shared_server_answer_select_1() {
     if !postgres_installed() {
         return;
     }
@@ -28,8 +27,7 @@ fn two_databases_on_the_shared_server_answer_select_1() {
     assert!(first.ends_with(&format!("/{name}")), "{first} is database {name}");
 }
 
-#[test]
-fn server_outlives_the_thread_that_started_it() {
+pub(crate) fn server_outlives_the_thread_that_started_it() {
     if !postgres_installed() {
         return;
     }
@@ -43,8 +41,7 @@ fn server_outlives_the_thread_that_started_it() {
     assert_eq!(psql(&server, &server.admin_url(), "select 1"), "1");
 }
 
-#[test]
-fn dropped_private_server_is_stopped() {
+pub(crate) fn dropped_private_server_is_stopped() {
     if !postgres_installed() {
         return;
     }
