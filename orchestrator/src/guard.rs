@@ -67,12 +67,7 @@ impl Orchestrator {
                     chain.join("` <- `")
                 )));
             }
-            next = self
-                .inner
-                .store
-                .get_session_by_name(&name)
-                .await?
-                .and_then(|s| s.parent_session_name);
+            next = self.parent_of(&name).await?;
         }
         Ok(())
     }
@@ -93,12 +88,7 @@ impl Orchestrator {
             if depth > limits.max_depth || depth as usize > MAX_CHAIN {
                 break;
             }
-            next = self
-                .inner
-                .store
-                .get_session_by_name(&name)
-                .await?
-                .and_then(|s| s.parent_session_name);
+            next = self.parent_of(&name).await?;
         }
         if depth + 1 > limits.max_depth {
             return Err(OrchestratorError::LimitReached(format!(
@@ -122,6 +112,12 @@ impl Orchestrator {
             )));
         }
         Ok(())
+    }
+
+    /// The parent of the session `name` (`None`: no parent, or no such session).
+    async fn parent_of(&self, name: &str) -> Result<Option<String>, OrchestratorError> {
+        let session = self.inner.store.get_session_by_name(name).await?;
+        Ok(session.and_then(|s| s.parent_session_name))
     }
 
     /// `dir` resolved (symlinks too) when it is a folder inside the projects root; relative

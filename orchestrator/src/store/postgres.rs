@@ -23,7 +23,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::rows::{
     event_cols, event_from_row, job_cols, job_from_row, page_bounds, session_cols, session_from_row, to_json_text,
 };
-use super::sql::{self, CURRENT_JOB, LOCK_SESSION};
+use super::sql::{self, LOCK_SESSION};
 use super::types::{
     Change, Job, JobEnd, JobEnded, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionCursor,
     SessionFilter, SessionUpdate, StoredEvent, UnixMillis, now_millis,
@@ -346,24 +346,8 @@ impl Store for PgStore {
         after: Option<&SessionCursor>,
         limit: u32,
     ) -> Result<(Vec<Session>, u64), StoreError> {
-        let status = filter.status.map(|s| s.as_str());
-        let rows = sqlx::query(sql::FIND_SESSIONS)
-            .bind(status)
-            .bind(filter.parent_session_name.as_deref())
-            .bind(filter.agent_name.as_deref())
-            .bind(after.map(|a| a.created_at))
-            .bind(after.map(|a| a.session_name.as_str()))
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?;
-        let total: i64 = sqlx::query_scalar(sql::COUNT_SESSIONS)
-            .bind(status)
-            .bind(filter.parent_session_name.as_deref())
-            .bind(filter.agent_name.as_deref())
-            .fetch_one(&self.pool)
-            .await?;
-        let sessions = rows.iter().map(session_from_row).collect::<Result<Vec<_>, _>>()?;
-        Ok((sessions, u64::try_from(total).unwrap_or(0)))
+        let mut conn = self.pool.acquire().await?;
+        sql::find_sessions_in::<sqlx::Postgres>(&mut conn, filter, after, limit).await
     }
 
     async fn update_session(&self, session_id: &str, update: SessionUpdate) -> Result<Session, StoreError> {
@@ -533,18 +517,13 @@ impl Store for PgStore {
     }
 
     async fn children(&self, parent: &str) -> Result<(u64, u64), StoreError> {
-        let (all, open): (i64, i64) = sqlx::query_as(sql::CHILDREN).bind(parent).fetch_one(&self.pool).await?;
-        Ok((u64::try_from(all).unwrap_or(0), u64::try_from(open).unwrap_or(0)))
+        let mut conn = self.pool.acquire().await?;
+        sql::children_in::<sqlx::Postgres>(&mut conn, parent).await
     }
 
     async fn current_job(&self, session_name: &str) -> Result<Option<Job>, StoreError> {
-        sqlx::query(CURRENT_JOB)
-            .bind(session_name)
-            .fetch_optional(&self.pool)
-            .await?
-            .as_ref()
-            .map(job_from_row)
-            .transpose()
+        let mut conn = self.pool.acquire().await?;
+        sql::current_job_in::<sqlx::Postgres>(&mut conn, session_name).await
     }
 
     async fn append_events(

@@ -17,9 +17,11 @@
 //! statement would read an older snapshot under `READ COMMITTED`). Locks are always taken
 //! session first, then jobs, and a child's session before its parent's.
 
+use sqlx::Row as _;
+
 use super::StoreError;
-use super::rows::job_from_row;
-use super::types::{JobEnd, JobEnded, Recovery, UnixMillis};
+use super::rows::{job_from_row, session_from_row};
+use super::types::{Job, JobEnd, JobEnded, Recovery, Session, SessionCursor, SessionFilter, UnixMillis};
 
 /// The order that puts a session's current job first (see the module docs).
 macro_rules! current_order {
@@ -51,7 +53,7 @@ pub(super) const LOCK_SESSION_OF_JOB: &str = "UPDATE sessions SET status = statu
      WHERE session_name = (SELECT session_name FROM jobs WHERE job_id = $1)";
 
 /// The current job of session `$1`.
-pub(super) const CURRENT_JOB: &str = concat!(
+const CURRENT_JOB: &str = concat!(
     "SELECT ",
     super::rows::job_cols!(),
     " FROM jobs j WHERE j.session_name = $1 ORDER BY ",
@@ -93,7 +95,7 @@ pub(super) const QUEUE_CALLBACK: &str = concat!(
 );
 
 /// How many sessions have the parent `$1`, and how many of them are pending or running.
-pub(super) const CHILDREN: &str = "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status IN ('pending', 'running') \
+const CHILDREN: &str = "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status IN ('pending', 'running') \
      THEN 1 ELSE 0 END), 0) FROM sessions WHERE parent_session_name = $1";
 
 /// The filter of a session listing: status `$1`, parent `$2`, blueprint `$3` (each when not
@@ -106,7 +108,7 @@ macro_rules! session_filter {
 }
 
 /// A keyset page of sessions: [`session_filter!`], after the cursor `$4`, `$5`, at most `$6`.
-pub(super) const FIND_SESSIONS: &str = concat!(
+const FIND_SESSIONS: &str = concat!(
     "SELECT ",
     super::rows::session_list_cols!(),
     " FROM sessions",
@@ -118,7 +120,7 @@ pub(super) const FIND_SESSIONS: &str = concat!(
 );
 
 /// How many sessions match [`session_filter!`].
-pub(super) const COUNT_SESSIONS: &str = concat!("SELECT COUNT(*) FROM sessions", session_filter!());
+const COUNT_SESSIONS: &str = concat!("SELECT COUNT(*) FROM sessions", session_filter!());
 
 /// The running jobs of sessions (all of them), oldest first: what a crash interrupted.
 pub(super) const RUNNING_JOBS: &str = concat!(
@@ -141,6 +143,8 @@ macro_rules! on_any_backend {
             for<'q> &'q str: sqlx::Encode<'q, $db> + sqlx::Type<$db>,
             for<'q> Option<&'q str>: sqlx::Encode<'q, $db> + sqlx::Type<$db>,
             for<'q> i64: sqlx::Encode<'q, $db> + sqlx::Type<$db>,
+            for<'q> Option<i64>: sqlx::Encode<'q, $db> + sqlx::Type<$db>,
+            usize: sqlx::ColumnIndex<$db::Row>,
             for<'x> String: sqlx::Decode<'x, $db> + sqlx::Type<$db>,
             for<'x> i64: sqlx::Decode<'x, $db> + sqlx::Type<$db>,
             for<'x> bool: sqlx::Decode<'x, $db> + sqlx::Type<$db>,
@@ -231,5 +235,57 @@ on_any_backend! {
         recovery.failed_sessions.dedup();
         recovery.callbacks.sort();
         Ok(())
+    }
+}
+
+on_any_backend! {
+    /// [`Store::find_sessions`](super::Store::find_sessions) on one connection.
+    pub(super) async fn find_sessions_in<DB>(
+        conn: &mut DB::Connection,
+        filter: &SessionFilter,
+        after: Option<&SessionCursor>,
+        limit: u32,
+    ) -> Result<(Vec<Session>, u64), StoreError> {
+        let status = filter.status.map(|s| s.as_str());
+        let rows = sqlx::query::<DB>(FIND_SESSIONS)
+            .bind(status)
+            .bind(filter.parent_session_name.as_deref())
+            .bind(filter.agent_name.as_deref())
+            .bind(after.map(|a| a.created_at))
+            .bind(after.map(|a| a.session_name.as_str()))
+            .bind(i64::from(limit))
+            .fetch_all(&mut *conn)
+            .await?;
+        let count = sqlx::query::<DB>(COUNT_SESSIONS)
+            .bind(status)
+            .bind(filter.parent_session_name.as_deref())
+            .bind(filter.agent_name.as_deref())
+            .fetch_one(&mut *conn)
+            .await?;
+        let total: i64 = count.try_get(0usize)?;
+        let sessions = rows.iter().map(session_from_row).collect::<Result<Vec<_>, _>>()?;
+        Ok((sessions, u64::try_from(total).unwrap_or(0)))
+    }
+}
+
+on_any_backend! {
+    /// [`Store::children`](super::Store::children) on one connection.
+    pub(super) async fn children_in<DB>(conn: &mut DB::Connection, parent: &str) -> Result<(u64, u64), StoreError> {
+        let row = sqlx::query::<DB>(CHILDREN).bind(parent).fetch_one(&mut *conn).await?;
+        let (all, open): (i64, i64) = (row.try_get(0usize)?, row.try_get(1usize)?);
+        Ok((u64::try_from(all).unwrap_or(0), u64::try_from(open).unwrap_or(0)))
+    }
+}
+
+on_any_backend! {
+    /// [`Store::current_job`](super::Store::current_job) on one connection.
+    pub(super) async fn current_job_in<DB>(conn: &mut DB::Connection, session_name: &str) -> Result<Option<Job>, StoreError> {
+        sqlx::query::<DB>(CURRENT_JOB)
+            .bind(session_name)
+            .fetch_optional(&mut *conn)
+            .await?
+            .as_ref()
+            .map(job_from_row)
+            .transpose()
     }
 }
