@@ -89,7 +89,6 @@
 
 pub mod api;
 pub mod blueprint;
-mod callback;
 mod error;
 pub mod format;
 mod guard;

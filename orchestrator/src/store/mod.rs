@@ -69,6 +69,7 @@
 //! - **Bad data is an error**: an unknown status text or broken JSON in a row is
 //!   [`StoreError::BadRow`], never a panic.
 
+mod callback;
 mod postgres;
 mod rows;
 mod sql;

@@ -189,7 +189,7 @@ on_any_backend! {
         let callback = match (job.callback, job.parent_session_name.as_deref()) {
             (true, Some(parent)) => {
                 sqlx::query::<DB>(LOCK_SESSION).bind(parent).execute(&mut *conn).await?;
-                let prompt = crate::callback::prompt(&job.session_name, end);
+                let prompt = super::callback::prompt(&job.session_name, end);
                 let row = sqlx::query::<DB>(QUEUE_CALLBACK)
                     .bind(uuid::Uuid::new_v4().to_string().as_str())
                     .bind(prompt.as_str())

@@ -1,8 +1,8 @@
 //! What a callback tells the parent: the prompt of the resume queued when a child's job ends
-//! (see [`Store::end_job`](crate::store::Store::end_job)).
+//! (see [`Store::end_job`](super::Store::end_job)).
 
+use super::types::{JobEnd, JobStatus};
 use crate::format::truncate_result;
-use crate::store::{JobEnd, JobStatus};
 
 /// The prompt resuming the parent of the session `child` whose job ended as `end`: its result
 /// (cut as results are) or its error.
