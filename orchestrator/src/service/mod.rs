@@ -17,9 +17,17 @@ use crate::format::{BlueprintSummary, JobAccepted, SessionReport, SessionSummary
 use crate::limits::Limits;
 use crate::names::validate_session_name;
 use crate::notify::Notifier;
+mod builder;
+mod reports;
+
+pub use builder::OrchestratorBuilder;
+pub(crate) use reports::rfc3339;
+use reports::settled;
+pub use reports::{report, summary};
+
 use crate::store::{
-    DEFAULT_LEASE, Job, JobKind, JobStatus, NewJob, NewSession, Page, Session, SessionCursor, SessionFilter,
-    SessionStatus, SessionUpdate, Store,
+    Job, JobKind, JobStatus, NewJob, NewSession, Page, Session, SessionCursor, SessionFilter, SessionStatus,
+    SessionUpdate, Store,
 };
 
 /// The default number of runs at once.
@@ -52,145 +60,6 @@ impl std::fmt::Debug for McpEndpoint {
         f.debug_struct("McpEndpoint")
             .field("url", &self.url)
             .finish_non_exhaustive()
-    }
-}
-
-/// Builds an [`Orchestrator`].
-pub struct OrchestratorBuilder {
-    store: Arc<dyn Store>,
-    blueprints: Blueprints,
-    registry: Option<Registry>,
-    workers: usize,
-    sync_wait: Duration,
-    project_dir: Option<PathBuf>,
-    projects_root: Option<PathBuf>,
-    lease: Duration,
-    max_request_bytes: usize,
-    limits: Limits,
-}
-
-impl std::fmt::Debug for OrchestratorBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OrchestratorBuilder")
-            .field("blueprints", &self.blueprints.len())
-            .field("workers", &self.workers)
-            .field("sync_wait", &self.sync_wait)
-            .field("project_dir", &self.project_dir)
-            .field("projects_root", &self.projects_root)
-            .finish_non_exhaustive()
-    }
-}
-
-impl OrchestratorBuilder {
-    /// Build providers with this registry instead of [`Registry::compiled`] (a host adds its
-    /// own providers this way).
-    pub fn registry(mut self, registry: Registry) -> Self {
-        self.registry = Some(registry);
-        self
-    }
-
-    /// Run at most this many jobs at once (default [`DEFAULT_WORKERS`]). Zero runs none in
-    /// this process: it only takes requests, for worker processes sharing its store (see
-    /// [`Store::is_shared`]) to run.
-    pub fn workers(mut self, workers: usize) -> Self {
-        self.workers = workers;
-        self
-    }
-
-    /// How long a claimed job stays this process's without renewal (default
-    /// [`DEFAULT_LEASE`]; at least one second). Leases are renewed every third of it; when this
-    /// process dies, others settle its jobs this long after the last renewal.
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease.max(Duration::from_secs(1));
-        self
-    }
-
-    /// Wait at most this long for a sync start or resume (default [`DEFAULT_SYNC_WAIT`]).
-    pub fn sync_wait_limit(mut self, limit: Duration) -> Self {
-        self.sync_wait = limit;
-        self
-    }
-
-    /// The working directory of sessions started without `project_dir`, and the base of
-    /// relative ones (default: the current directory).
-    pub fn project_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.project_dir = Some(dir.into());
-        self
-    }
-
-    /// The largest request taken, over MCP and the JSON API alike (default
-    /// [`DEFAULT_MAX_REQUEST_BYTES`]): MCP answers a larger one with a JSON-RPC error stating
-    /// the limit, the API with `413`.
-    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
-        self.max_request_bytes = bytes.max(1);
-        self
-    }
-
-    /// The orchestrator's limits (see [`crate::limits`]); a blueprint's `[limits]` override them.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// The folder every session's `project_dir` must be inside (default: the project
-    /// directory, see [`project_dir`](Self::project_dir)); a folder outside it is refused with
-    /// [`OrchestratorError::OutsideRoot`].
-    pub fn projects_root(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.projects_root = Some(dir.into());
-        self
-    }
-
-    /// Recover from a previous crash ([`Store::recover_after_crash`]) and start the workers
-    /// on the current tokio runtime.
-    pub async fn start(self) -> Result<Orchestrator, OrchestratorError> {
-        // Processes left by interrupted runs go before their jobs are marked failed.
-        crate::orphans::sweep_at_start(self.store.as_ref()).await;
-        let recovery = self.store.recover_after_crash().await?;
-        crate::orphans::kill_runs(&recovery.failed_jobs);
-        if !recovery.is_empty() {
-            tracing::warn!(
-                failed = recovery.failed_jobs.len(),
-                requeued = recovery.requeued_jobs.len(),
-                callbacks = recovery.callbacks.len(),
-                "recovered after a stop during runs: running jobs failed (their callbacks queued), claimed jobs \
-                 queued again"
-            );
-        }
-        let (project_dir, projects_root) = folders(self.project_dir, self.projects_root)?;
-        let changes = self.store.changes();
-        let inner = Arc::new(Inner {
-            worker_id: format!("orchestrator-{}", uuid::Uuid::new_v4()),
-            lease: self.lease,
-            store: self.store,
-            blueprints: self.blueprints,
-            registry: self.registry.unwrap_or_else(Registry::compiled),
-            sync_wait: self.sync_wait,
-            max_request_bytes: self.max_request_bytes,
-            limits: self.limits,
-            project_dir,
-            projects_root,
-            status: Notifier::new(),
-            events: Notifier::new(),
-            queue: Notify::new(),
-            running: Mutex::new(HashMap::new()),
-            endpoint: Mutex::new(None),
-            stop: CancellationToken::new(),
-            slots: Arc::new(Semaphore::new(self.workers)),
-            runs: TaskTracker::new(),
-            dispatcher: Mutex::new(None),
-            released: CancellationToken::new(),
-        });
-        if self.workers > 0 {
-            let dispatcher = tokio::spawn(crate::worker::dispatch(inner.clone()));
-            if let Ok(mut slot) = inner.dispatcher.lock() {
-                *slot = Some(dispatcher);
-            }
-        }
-        tokio::spawn(crate::worker::keep_leases(inner.clone()));
-        if let Some(changes) = changes {
-            tokio::spawn(crate::worker::follow_changes(inner.clone(), changes));
-        }
-        Ok(Orchestrator { inner })
     }
 }
 
@@ -232,7 +101,7 @@ pub(crate) struct Inner {
     pub(crate) slots: Arc<Semaphore>,
     /// The runs in progress, awaited at shutdown.
     pub(crate) runs: TaskTracker,
-    dispatcher: Mutex<Option<JoinHandle<()>>>,
+    pub(super) dispatcher: Mutex<Option<JoinHandle<()>>>,
     /// Cancelled at shutdown once the runs have stopped: calls still waiting answer at once.
     pub(crate) released: CancellationToken,
 }
@@ -314,18 +183,7 @@ impl std::fmt::Debug for Orchestrator {
 impl Orchestrator {
     /// A builder over `store` and `blueprints`.
     pub fn builder(store: Arc<dyn Store>, blueprints: Blueprints) -> OrchestratorBuilder {
-        OrchestratorBuilder {
-            store,
-            blueprints,
-            registry: None,
-            workers: DEFAULT_WORKERS,
-            sync_wait: DEFAULT_SYNC_WAIT,
-            project_dir: None,
-            projects_root: None,
-            lease: DEFAULT_LEASE,
-            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
-            limits: Limits::default(),
-        }
+        OrchestratorBuilder::new(store, blueprints)
     }
 
     /// The store.
@@ -837,31 +695,6 @@ impl Orchestrator {
     }
 }
 
-/// The project directory (default: the current one) and the projects root (default: the
-/// project directory), both resolved; the project directory must be inside the root.
-fn folders(project_dir: Option<PathBuf>, root: Option<PathBuf>) -> Result<(PathBuf, PathBuf), OrchestratorError> {
-    let resolve = |dir: PathBuf, what: &str| {
-        std::fs::canonicalize(&dir).map_err(|e| OrchestratorError::Invalid(format!("{what} `{}`: {e}", dir.display())))
-    };
-    let project_dir = match project_dir {
-        Some(dir) => resolve(dir, "the project directory")?,
-        None => std::env::current_dir()
-            .and_then(std::fs::canonicalize)
-            .map_err(|e| OrchestratorError::Invalid(format!("no current directory: {e}")))?,
-    };
-    let root = match root {
-        Some(root) => resolve(root, "the projects root")?,
-        None => project_dir.clone(),
-    };
-    if !project_dir.starts_with(&root) {
-        return Err(OrchestratorError::OutsideRoot {
-            dir: project_dir.display().to_string(),
-            root: root.display().to_string(),
-        });
-    }
-    Ok((project_dir, root))
-}
-
 fn check_prompt(prompt: &str) -> Result<(), OrchestratorError> {
     if prompt.trim().is_empty() {
         return Err(OrchestratorError::Invalid("the prompt is empty".to_owned()));
@@ -890,63 +723,5 @@ impl Drop for LentSlot {
                 }
             }
         }
-    }
-}
-
-/// RFC 3339 text (UTC, milliseconds) for unix milliseconds.
-pub(crate) fn rfc3339(millis: i64) -> String {
-    let time = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or_default());
-    humantime::format_rfc3339_millis(time).to_string()
-}
-
-/// The summary of a session.
-pub fn summary(s: &Session) -> SessionSummary {
-    SessionSummary {
-        session_name: s.session_name.clone(),
-        session_id: s.session_id.clone(),
-        agent_name: s.agent_name.clone(),
-        status: s.status.as_str().to_owned(),
-        project_dir: Some(s.project_dir.clone()),
-        parent_session_name: s.parent_session_name.clone(),
-        created_at: rfc3339(s.created_at),
-        updated_at: rfc3339(s.updated_at),
-    }
-}
-
-/// Whether every job of the reported session has ended (its current job is over).
-fn settled(report: &SessionReport) -> bool {
-    report
-        .job_status
-        .as_deref()
-        .is_none_or(|s| s.parse::<JobStatus>().is_ok_and(JobStatus::is_terminal))
-}
-
-/// The report of a session and its current job ([`Store::current_job`]): the status follows
-/// the job (`running` while it is queued or runs, unless the session never ran), the result is
-/// that job's own, and the error is why that job failed or was cancelled.
-pub fn report(s: &Session, job: Option<&Job>) -> SessionReport {
-    let mut session = summary(s);
-    if let Some(job) = job {
-        let status = match job.status {
-            JobStatus::Pending if s.status == SessionStatus::Pending => SessionStatus::Pending,
-            JobStatus::Pending | JobStatus::Claimed | JobStatus::Running => SessionStatus::Running,
-            JobStatus::Completed => SessionStatus::Finished,
-            JobStatus::Failed => SessionStatus::Failed,
-            JobStatus::Cancelled => SessionStatus::Cancelled,
-        };
-        session.status = status.as_str().to_owned();
-    }
-    let ended = job.filter(|j| j.status.is_terminal());
-    let result = ended.filter(|j| j.status == JobStatus::Completed).and_then(|j| {
-        // Runs that ended before results were kept per run: the session's last result.
-        j.result.clone().or_else(|| s.last_result.clone())
-    });
-    SessionReport {
-        session,
-        finished_at: ended.and_then(|j| j.finished_at).map(rfc3339),
-        job_id: job.map(|j| j.job_id.clone()),
-        job_status: job.map(|j| j.status.as_str().to_owned()),
-        error: ended.and_then(|j| j.error.clone()),
-        result,
     }
 }
