@@ -32,6 +32,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::blueprint::Blueprint;
+use crate::store::UsageTotals;
 
 /// The most characters of a result text an answer carries.
 pub const MAX_RESULT_CHARS: usize = 25_000;
@@ -147,7 +148,7 @@ impl From<&Blueprint> for BlueprintSummary {
 }
 
 /// One session as listed to callers. Times are RFC 3339 text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionSummary {
     /// The caller-chosen unique name.
     pub session_name: String,
@@ -165,11 +166,14 @@ pub struct SessionSummary {
     pub created_at: String,
     /// When it last changed.
     pub updated_at: String,
+    /// The tokens and cost of all its runs.
+    #[serde(default)]
+    pub usage: UsageTotals,
 }
 
 /// One session's status and, once it ended, its result: the answer of
 /// `get_agent_session_status` and `get_agent_session_result`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionReport {
     /// The session.
     #[serde(flatten)]
@@ -184,6 +188,15 @@ pub struct SessionReport {
     pub error: Option<String>,
     /// The last result text (truncated when rendered).
     pub result: Option<String>,
+    /// The tokens and cost of the current job's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_usage: Option<UsageTotals>,
+    /// The root of the session's tree (the top of its parent chain).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_root: Option<String>,
+    /// The tokens and cost of every session in the tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_usage: Option<UsageTotals>,
 }
 
 /// The answer of a start or resume that did not wait for the run (async mode, or the wait
@@ -271,6 +284,11 @@ pub fn render_session(report: &SessionReport, format: ResponseFormat) -> String 
             field(&mut out, "job_id", report.job_id.as_deref());
             field(&mut out, "job_status", report.job_status.as_deref());
             field(&mut out, "error", report.error.as_deref());
+            let run_usage = report.run_usage.filter(|u| !u.is_empty()).map(|u| u.to_string());
+            field(&mut out, "run_usage", run_usage.as_deref());
+            if let (Some(root), Some(usage)) = (&report.tree_root, report.tree_usage) {
+                field(&mut out, "tree_usage", Some(&format!("{usage} (the tree of `{root}`)")));
+            }
             if let Some(result) = result {
                 let _ = write!(out, "\n### result\n\n{result}\n");
             }
@@ -304,6 +322,8 @@ fn session_markdown(s: &SessionSummary) -> String {
     field(&mut out, "parent_session_name", s.parent_session_name.as_deref());
     field(&mut out, "created_at", Some(&s.created_at));
     field(&mut out, "updated_at", Some(&s.updated_at));
+    let usage = (!s.usage.is_empty()).then(|| s.usage.to_string());
+    field(&mut out, "usage", usage.as_deref());
     out
 }
 

@@ -50,7 +50,13 @@
 //! - **Projects root**: every `project_dir` is resolved (symlinks too) and must be inside the
 //!   root (`--projects-root`, [`OrchestratorBuilder::projects_root`]).
 //! - **Limits** ([`limits`]): depth of the parent chain, children per parent in all and at
-//!   once, a timeout per run; global, and per blueprint.
+//!   once, a timeout per run, a token budget per session tree; global, and per blueprint. A
+//!   resume by a new parent passes the new parent's child limits (the session joins its tree).
+//! - **Usage** ([`store::UsageTotals`]): a run's tokens (and cost, where the provider reports
+//!   it) are stored on its job and added to its session at the end of each step, so a report
+//!   carries the current run's usage (`run_usage`), the session's (`usage`, also in listings)
+//!   and its tree's (`tree_usage`, summed on demand from the root, `tree_root`), as do the API
+//!   and the web view. A tree is everything under the top of a parent chain.
 //! - **A stop is bounded** ([`STOP_GRACE`]) whatever the database does; runs whose end could
 //!   not be recorded are named in the log and settled later as interrupted.
 //!
@@ -89,6 +95,7 @@
 
 pub mod api;
 pub mod blueprint;
+mod budget;
 mod error;
 pub mod format;
 mod guard;

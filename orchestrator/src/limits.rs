@@ -9,6 +9,13 @@
 //! | `max_children` | 100 | a start by a parent that has that many children is refused |
 //! | `max_running_children` | 8 | a start by a parent with that many children pending or running is refused |
 //! | `timeout_seconds` | 7200 | the run is cancelled, its job ends `cancelled` with the error `timed out after ...` |
+//! | `max_tree_tokens` | none | starts and resumes in the tree are refused (`limit_reached`); a run in it is cancelled at its next step's end with the error `token budget spent ...` |
+//!
+//! The token budget belongs to a session tree (every session under the top of a parent chain,
+//! see [`crate::store::Store::tree_usage`]): its root's blueprint sets it, else the
+//! orchestrator. Tokens count input, cache reads and writes, and output
+//! ([`crate::store::UsageTotals::total_tokens`]); a run's usage is stored at the end of each of
+//! its steps (one model call), so one step can go past the budget before the run is stopped.
 
 use std::time::Duration;
 
@@ -25,6 +32,8 @@ pub struct Limits {
     pub max_running_children: u32,
     /// The longest one run may take.
     pub run_timeout: Duration,
+    /// The most tokens a session tree may spend (`None`: no budget).
+    pub max_tree_tokens: Option<u64>,
 }
 
 impl Default for Limits {
@@ -34,6 +43,7 @@ impl Default for Limits {
             max_children: 100,
             max_running_children: 8,
             run_timeout: Duration::from_secs(2 * 60 * 60),
+            max_tree_tokens: None,
         }
     }
 }
@@ -54,6 +64,9 @@ pub struct BlueprintLimits {
     /// The longest one run of this blueprint may take, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_seconds: Option<u64>,
+    /// The most tokens a tree whose root runs on this blueprint may spend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tree_tokens: Option<u64>,
 }
 
 impl BlueprintLimits {
@@ -69,6 +82,7 @@ impl BlueprintLimits {
             max_children: self.max_children.unwrap_or(global.max_children),
             max_running_children: self.max_running_children.unwrap_or(global.max_running_children),
             run_timeout: self.timeout_seconds.map_or(global.run_timeout, Duration::from_secs),
+            max_tree_tokens: self.max_tree_tokens.or(global.max_tree_tokens),
         }
     }
 }

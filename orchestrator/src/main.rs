@@ -45,8 +45,11 @@ options:
   --max-running-children N
                        the most children of one session pending or running at once (default 8)
   --run-timeout SECONDS
-                       the longest one run may take; it is then cancelled (default 7200);
-                       a blueprint's [limits] override these four
+                       the longest one run may take; it is then cancelled (default 7200)
+  --max-tree-tokens N  the most tokens a session tree (a root session and everything it started)
+                       may spend; past it starts and resumes in the tree are refused and its
+                       runs cancelled (default: no budget); a blueprint's [limits] override
+                       these five
   --max-request-bytes N  the largest request over MCP or the JSON API, so the largest prompt
                        (default 1048576); MCP answers a larger one with a JSON-RPC error
 
@@ -122,6 +125,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
                 args.limits.max_running_children = number(&mut parser, "--max-running-children")?
             }
             Long("run-timeout") => args.limits.run_timeout = Duration::from_secs(number(&mut parser, "--run-timeout")?),
+            Long("max-tree-tokens") => args.limits.max_tree_tokens = Some(number(&mut parser, "--max-tree-tokens")?),
             Long("max-request-bytes") => args.max_request_bytes = number(&mut parser, "--max-request-bytes")?,
             Long("sync-wait") => args.sync_wait = Duration::from_secs(number(&mut parser, "--sync-wait")?),
             Short('h') | Long("help") => {

@@ -13,6 +13,7 @@ use patchbay::{
 };
 
 use crate::blueprint::Blueprint;
+use crate::budget::UsageMeter;
 use crate::orphans::RUN_ENV;
 use crate::service::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, Inner, Running};
 use crate::store::{Change, Job, JobEnd, JobKind, Session, SessionUpdate, StoreError};
@@ -205,7 +206,7 @@ async fn run(inner: &Arc<Inner>, job: &Job, signal: &Signal) -> Outcome {
     let writer = tokio::spawn(write_events(inner.clone(), session.clone(), job.job_id.clone(), queue));
     // Past the timeout the run is cancelled; its stream then ends promptly.
     let (record, timed_out) = {
-        let forwarded = forward_events(stream, &events);
+        let forwarded = forward_events(inner, job, stream, &events, signal);
         tokio::pin!(forwarded);
         tokio::select! {
             record = &mut forwarded => (record, false),
@@ -292,14 +293,27 @@ fn agent_for(
     Ok((agent, messages))
 }
 
-/// Send every item of the run to the event writer, noting what the outcome needs.
-async fn forward_events(mut stream: EventStream, events: &tokio::sync::mpsc::Sender<serde_json::Value>) -> RunRecord {
+/// Send every item of the run to the event writer, noting what the outcome needs and storing
+/// what the run spends (see [`UsageMeter`]).
+async fn forward_events(
+    inner: &Inner,
+    job: &Job,
+    mut stream: EventStream,
+    events: &tokio::sync::mpsc::Sender<serde_json::Value>,
+    signal: &Signal,
+) -> RunRecord {
     let mut record = RunRecord::default();
+    let mut meter = UsageMeter::new();
     while let Some(item) = stream.next().await {
+        if let Ok(event) = &item {
+            meter.note(inner, &job.job_id, &job.session_name, event, signal).await;
+        }
         let value = record.note(item);
         // Waits only when the writer is EVENT_QUEUE events behind.
         let _ = events.send(value).await;
     }
+    meter.close(inner, &job.job_id).await;
+    record.budget_spent = meter.spent;
     record
 }
 
@@ -311,6 +325,8 @@ struct RunRecord {
     provider_session_id: Option<String>,
     finished: bool,
     error: Option<ProviderError>,
+    /// Why the tree's token budget ended the run.
+    budget_spent: Option<String>,
 }
 
 impl RunRecord {
@@ -339,6 +355,9 @@ impl RunRecord {
 
     /// How the job ended, from the run's end and the cancel signal.
     fn outcome(self, inner: &Inner, signal: &Signal, transcript: &Transcript) -> Outcome {
+        if let Some(spent) = self.budget_spent {
+            return Outcome::Cancelled(spent);
+        }
         match self.error {
             Some(e) if e.kind() == ErrorKind::Cancelled || signal.is_cancelled() => {
                 Outcome::Cancelled(cancel_reason(inner).to_owned())

@@ -6,6 +6,7 @@ use patchbay_orchestrator::format::{
     BlueprintSummary, JobAccepted, MAX_RESULT_CHARS, ResponseFormat, STARTED_IN_BACKGROUND, SessionReport,
     SessionSummary, render_blueprints, render_job_accepted, render_session, render_sessions, truncate_result,
 };
+use patchbay_orchestrator::store::UsageTotals;
 use serde_json::{Value, json};
 
 fn blueprints() -> Vec<BlueprintSummary> {
@@ -37,6 +38,7 @@ fn session(name: &str, parent: Option<&str>) -> SessionSummary {
         parent_session_name: parent.map(Into::into),
         created_at: "2025-01-02T03:04:05Z".into(),
         updated_at: "2025-01-02T03:04:06Z".into(),
+        usage: UsageTotals::default(),
     }
 }
 
@@ -48,6 +50,9 @@ fn report(result: Option<String>) -> SessionReport {
         job_status: Some("completed".into()),
         error: None,
         result,
+        run_usage: None,
+        tree_root: None,
+        tree_usage: None,
     }
 }
 
@@ -223,6 +228,7 @@ fn sessions_in_json_keep_null_fields() {
             "parent_session_name": null,
             "created_at": "2025-01-02T03:04:05Z",
             "updated_at": "2025-01-02T03:04:06Z",
+            "usage": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0, "reasoning_tokens": 0},
         }]})
     );
 }
@@ -270,6 +276,7 @@ fn session_report_in_json_is_flat() {
             "job_status": "completed",
             "error": null,
             "result": "Done.",
+            "usage": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0, "reasoning_tokens": 0},
         })
     );
 }
@@ -321,4 +328,33 @@ fn job_accepted_in_both_formats() {
     };
     let value: Value = serde_json::from_str(&render_job_accepted(&without, ResponseFormat::Json)).unwrap();
     assert!(value.get("callback_to").is_none());
+}
+
+#[test]
+fn usage_shows_in_both_formats_when_something_was_spent() {
+    let spent = UsageTotals {
+        input_tokens: 1000,
+        output_tokens: 234,
+        cache_read_tokens: 50,
+        cost_usd: Some(0.0123),
+        ..UsageTotals::default()
+    };
+    let mut report = report(Some("Done.".into()));
+    report.session.usage = spent;
+    report.run_usage = Some(spent);
+    report.tree_root = Some("parent".into());
+    report.tree_usage = Some(spent);
+    let markdown = render_session(&report, ResponseFormat::Markdown);
+    let line = "1284 tokens (input 1000, output 234, cache read 50, cache write 0), $0.0123";
+    assert!(markdown.contains(&format!("- usage: {line}\n")), "{markdown}");
+    assert!(markdown.contains(&format!("- run_usage: {line}\n")), "{markdown}");
+    assert!(
+        markdown.contains(&format!("- tree_usage: {line} (the tree of `parent`)\n")),
+        "{markdown}"
+    );
+    let value: Value = serde_json::from_str(&render_session(&report, ResponseFormat::Json)).unwrap();
+    assert_eq!(value["usage"]["total_tokens"], 1284);
+    assert_eq!(value["run_usage"]["cost_usd"], 0.0123);
+    assert_eq!(value["tree_root"], "parent");
+    assert_eq!(value["tree_usage"]["input_tokens"], 1000);
 }

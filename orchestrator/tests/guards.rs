@@ -252,6 +252,17 @@ async fn starts_past_the_depth_and_children_limits_are_refused() -> TestResult {
         .ok_or("past max_children")?;
     assert!(error.to_string().contains("max_children"), "{error}");
     assert!(o.session_by_name("c2").await.is_err());
+    // A resume by a new parent makes the session that parent's child: the same limits.
+    ended(within("a root", o.start_session(start("stray"))).await??)?;
+    let error = o
+        .resume_session(resume("stray", Some("p")))
+        .await
+        .err()
+        .ok_or("adopting past max_children")?;
+    assert!(error.to_string().contains("max_children"), "{error}");
+    assert_eq!(o.session_by_name("stray").await?.parent_session_name, None);
+    // Its own parent resuming it again is not a new child.
+    ended(within("c1 again", o.resume_session(resume("c1", Some("p")))).await??)?;
     h.stop().await
 }
 

@@ -420,6 +420,9 @@ async fn drive(site: &Site, browser: &Client) -> TestResult {
     .await?;
     wait_text(browser, "#events .run:nth-of-type(2) .run-footer", "finished: stop").await?;
     wait_text(browser, "#app .title-row", "finished").await?;
+    // Usage: four model calls of 876 tokens, for the session, and 1,752 for its last run.
+    wait_text(browser, "#app .facts", "3,504 tokens").await?;
+    wait_text(browser, "#app .facts", "1,752 tokens").await?;
     screenshot(browser, "web-view.png").await?;
 
     // Cancel the stalled child from its page.
@@ -432,6 +435,11 @@ async fn drive(site: &Site, browser: &Client) -> TestResult {
     // Back on the sessions: both ended, the cancelled one too.
     browser.goto(&site.url("/")).await?;
     wait_text(browser, "#sessions tbody", "cancelled").await?;
+    let rows = texts(browser, "#sessions tbody tr").await?;
+    assert!(
+        rows[0].contains("3,504"),
+        "the tree shows each session's tokens: {rows:?}"
+    );
     screenshot(browser, "web-index.png").await?;
     Ok(())
 }

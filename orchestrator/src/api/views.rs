@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 use crate::blueprint::Blueprint;
 use crate::format::{BlueprintSummary, SessionSummary};
 use crate::service::rfc3339;
-use crate::store::{Job, JobKind, JobStatus};
+use crate::store::{Job, JobKind, JobStatus, UsageTotals};
 
 /// A job as the API shows it: the stored job with its times as RFC 3339 text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobView {
     /// The job's id.
     pub job_id: String,
@@ -43,6 +43,9 @@ pub struct JobView {
     pub started_at: Option<String>,
     /// When it ended.
     pub finished_at: Option<String>,
+    /// The tokens and cost of its run so far.
+    #[serde(default)]
+    pub usage: UsageTotals,
 }
 
 impl From<Job> for JobView {
@@ -63,12 +66,13 @@ impl From<Job> for JobView {
             claimed_at: job.claimed_at.map(rfc3339),
             started_at: job.started_at.map(rfc3339),
             finished_at: job.finished_at.map(rfc3339),
+            usage: job.usage,
         }
     }
 }
 
 /// `GET /jobs`: a page of jobs in queue order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobList {
     /// The jobs, oldest first.
     pub jobs: Vec<JobView>,
@@ -77,7 +81,7 @@ pub struct JobList {
 }
 
 /// `GET /sessions`: a page of sessions, oldest first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionList {
     /// The sessions.
     pub sessions: Vec<SessionSummary>,

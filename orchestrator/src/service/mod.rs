@@ -22,8 +22,8 @@ mod reports;
 
 pub use builder::OrchestratorBuilder;
 pub(crate) use reports::rfc3339;
-use reports::settled;
 pub use reports::{report, summary};
+use reports::{settled, with_tree};
 
 use crate::store::{
     Job, JobKind, JobStatus, NewJob, NewSession, Page, Session, SessionCursor, SessionFilter, SessionStatus,
@@ -123,7 +123,7 @@ impl Inner {
 
 /// What a start or resume answers: the finished session, or the queued job when the call did
 /// not wait (async mode) or its wait ended first.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum RunAnswer {
     /// The run ended (finished, failed or cancelled); the report carries its result or error.
     Ended(Box<SessionReport>),
@@ -291,6 +291,7 @@ impl Orchestrator {
         }
         if let Some(parent) = &caller {
             self.check_child_limits(parent).await?;
+            self.check_tree_budget(&parent.session_name).await?;
         }
         let project_dir = match request.project_dir.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
             Some(dir) => self.confine(Path::new(dir))?,
@@ -349,12 +350,19 @@ impl Orchestrator {
         let caller = self.caller_session(request.caller.as_deref()).await?;
         if let Some(caller) = &caller {
             self.refuse_cycle(&session.session_name, caller).await?;
+            if session.parent_session_name.as_deref() != Some(caller.session_name.as_str()) {
+                // A new parent: the session joins the caller's tree, under the caller's limits.
+                self.check_child_limits(caller).await?;
+            }
         }
         if request.callback && caller.is_none() && session.parent_session_name.is_none() {
             return Err(OrchestratorError::NoCallbackTarget);
         }
         // The folder is checked again: the projects root may have changed since the start.
         self.confine(Path::new(&session.project_dir))?;
+        // The tree the run will be in: the caller's when it becomes the new parent.
+        self.check_tree_budget(caller.as_ref().map_or(&session.session_name, |c| &c.session_name))
+            .await?;
         if let Some(caller) = &request.caller
             && session.parent_session_name.as_deref() != Some(caller)
         {
@@ -485,10 +493,17 @@ impl Orchestrator {
     }
 
     /// The report of a session: its status, its current job (the run going on, else the last
-    /// one that ran) and that run's result or error.
+    /// one that ran), that run's result or error, and the usage of the run, the session and
+    /// its tree.
     pub async fn report(&self, session: &Session) -> Result<SessionReport, OrchestratorError> {
         let current = self.inner.store.current_job(&session.session_name).await?;
-        Ok(report(session, current.as_ref()))
+        self.with_tree_usage(report(session, current.as_ref())).await
+    }
+
+    /// `report` with its session tree's usage.
+    async fn with_tree_usage(&self, report: SessionReport) -> Result<SessionReport, OrchestratorError> {
+        let tree = self.inner.store.tree_usage(&report.session.session_name).await?;
+        Ok(with_tree(report, tree))
     }
 
     async fn report_by_name(&self, name: &str) -> Result<SessionReport, OrchestratorError> {
@@ -691,7 +706,8 @@ impl Orchestrator {
             }));
         }
         let session = self.session_by_name(&job.session_name).await?;
-        Ok(RunAnswer::Ended(Box::new(report(&session, Some(&job)))))
+        let report = self.with_tree_usage(report(&session, Some(&job))).await?;
+        Ok(RunAnswer::Ended(Box::new(report)))
     }
 }
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::format::{SessionReport, SessionSummary};
-use crate::store::{Job, JobStatus, Session, SessionStatus};
+use crate::store::{Job, JobStatus, Session, SessionStatus, TreeUsage};
 
 /// RFC 3339 text (UTC, milliseconds) for unix milliseconds.
 pub(crate) fn rfc3339(millis: i64) -> String {
@@ -22,6 +22,7 @@ pub fn summary(s: &Session) -> SessionSummary {
         parent_session_name: s.parent_session_name.clone(),
         created_at: rfc3339(s.created_at),
         updated_at: rfc3339(s.updated_at),
+        usage: s.usage,
     }
 }
 
@@ -60,5 +61,17 @@ pub fn report(s: &Session, job: Option<&Job>) -> SessionReport {
         job_status: job.map(|j| j.status.as_str().to_owned()),
         error: ended.and_then(|j| j.error.clone()),
         result,
+        run_usage: job.map(|j| j.usage),
+        tree_root: None,
+        tree_usage: None,
     }
+}
+
+/// `report` with the usage of its session's tree.
+pub(crate) fn with_tree(mut report: SessionReport, tree: TreeUsage) -> SessionReport {
+    if let Some(root) = tree.root_session_name {
+        report.tree_root = Some(root);
+        report.tree_usage = Some(tree.usage);
+    }
+    report
 }

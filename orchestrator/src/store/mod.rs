@@ -75,6 +75,7 @@ mod rows;
 mod sql;
 mod sqlite;
 mod types;
+mod usage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,6 +89,7 @@ pub use types::{
     Change, Job, JobEnd, JobEnded, JobKind, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionCursor,
     SessionFilter, SessionStatus, SessionUpdate, StoredEvent, UnixMillis, UnknownValue, now_millis,
 };
+pub use usage::{TreeUsage, UsageTotals};
 
 /// The error of a job interrupted because the orchestrator stopped during its run.
 pub const INTERRUPTED: &str = "interrupted: the orchestrator stopped during the run";
@@ -302,6 +304,14 @@ pub trait Store: Send + Sync + 'static {
     /// The job a session's status and result are about: its claimed or running job, else its
     /// oldest pending job, else its newest job that ran, else its newest job (`None`: no job).
     async fn current_job(&self, session_name: &str) -> Result<Option<Job>, StoreError>;
+
+    /// Adds `delta` to the usage of job `job_id` and of its session, in one transaction (a
+    /// run's worker calls it as the run spends; see [`UsageTotals`]).
+    async fn add_usage(&self, job_id: &str, delta: &UsageTotals) -> Result<(), StoreError>;
+
+    /// The usage of the tree session `session_name` belongs to: every session under the top of
+    /// its parent chain (`root_session_name: None` when the session does not exist).
+    async fn tree_usage(&self, session_name: &str) -> Result<TreeUsage, StoreError>;
 
     /// Appends one event to a session's events; returns it numbered.
     async fn append_event(

@@ -8,28 +8,35 @@ use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use super::StoreError;
 use super::types::{Job, Page, Session, StoredEvent, UnknownValue};
+use super::usage::usage_from_row;
 
 /// The columns of a session, in [`session_from_row`]'s order.
 macro_rules! session_cols {
     () => {
-        "session_id, session_name, agent_name, project_dir, parent_session_name, status, \
-         created_at, updated_at, finished_at, last_result, provider_session_id, conversation"
+        concat!(
+            "session_id, session_name, agent_name, project_dir, parent_session_name, status, \
+         created_at, updated_at, finished_at, last_result, provider_session_id, conversation, ",
+            super::usage::usage_cols!()
+        )
     };
 }
 
 /// The columns of a session in a listing: no conversation (read as `null`).
 macro_rules! session_list_cols {
     () => {
-        "session_id, session_name, agent_name, project_dir, parent_session_name, status, \
-         created_at, updated_at, finished_at, last_result, provider_session_id, 'null' AS conversation"
+        concat!(
+            "session_id, session_name, agent_name, project_dir, parent_session_name, status, \
+         created_at, updated_at, finished_at, last_result, provider_session_id, 'null' AS conversation, ",
+            super::usage::usage_cols!()
+        )
     };
 }
 
 /// The columns of a job.
 macro_rules! job_cols {
     () => {
-        "job_id, kind, session_name, agent_name, prompt, project_dir, parent_session_name, \
-         callback, status, error, result, claimed_by, created_at, claimed_at, started_at, finished_at, lease_until"
+        concat!("job_id, kind, session_name, agent_name, prompt, project_dir, parent_session_name, \
+         callback, status, error, result, claimed_by, created_at, claimed_at, started_at, finished_at, lease_until, ", super::usage::usage_cols!())
     };
 }
 
@@ -91,6 +98,7 @@ where
     for<'x> String: Decode<'x, R::Database> + Type<R::Database>,
     for<'x> i64: Decode<'x, R::Database> + Type<R::Database>,
     for<'x> bool: Decode<'x, R::Database> + Type<R::Database>,
+    for<'x> f64: Decode<'x, R::Database> + Type<R::Database>,
 {
     const T: &str = "sessions";
     Ok(Session {
@@ -106,6 +114,7 @@ where
         last_result: get(row, T, "last_result")?,
         provider_session_id: get(row, T, "provider_session_id")?,
         conversation: get_json(row, T, "conversation")?,
+        usage: usage_from_row(row)?,
     })
 }
 
@@ -116,6 +125,7 @@ where
     for<'x> String: Decode<'x, R::Database> + Type<R::Database>,
     for<'x> i64: Decode<'x, R::Database> + Type<R::Database>,
     for<'x> bool: Decode<'x, R::Database> + Type<R::Database>,
+    for<'x> f64: Decode<'x, R::Database> + Type<R::Database>,
 {
     const T: &str = "jobs";
     Ok(Job {
@@ -136,6 +146,7 @@ where
         started_at: get(row, T, "started_at")?,
         finished_at: get(row, T, "finished_at")?,
         lease_until: get(row, T, "lease_until")?,
+        usage: usage_from_row(row)?,
     })
 }
 

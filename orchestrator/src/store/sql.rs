@@ -148,9 +148,13 @@ macro_rules! on_any_backend {
             for<'x> String: sqlx::Decode<'x, $db> + sqlx::Type<$db>,
             for<'x> i64: sqlx::Decode<'x, $db> + sqlx::Type<$db>,
             for<'x> bool: sqlx::Decode<'x, $db> + sqlx::Type<$db>,
+            for<'x> f64: sqlx::Decode<'x, $db> + sqlx::Type<$db>,
+            for<'q> Option<f64>: sqlx::Encode<'q, $db> + sqlx::Type<$db>,
             $body
     };
 }
+
+pub(super) use on_any_backend;
 
 on_any_backend! {
     /// Recomputes session `name`'s status from its jobs (the caller holds its lock).

@@ -16,6 +16,7 @@ use super::types::{
     Job, JobEnd, JobEnded, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionCursor, SessionFilter,
     SessionUpdate, StoredEvent, UnixMillis, now_millis,
 };
+use super::usage::{self, TreeUsage, UsageTotals};
 use super::{INTERRUPTED, LEASE_EXPIRED, Store, StoreError, millis};
 use patchbay::async_trait;
 
@@ -310,6 +311,18 @@ impl Store for SqliteStore {
     async fn current_job(&self, session_name: &str) -> Result<Option<Job>, StoreError> {
         let mut conn = self.pool.acquire().await?;
         sql::current_job_in::<sqlx::Sqlite>(&mut conn, session_name).await
+    }
+
+    async fn add_usage(&self, job_id: &str, delta: &UsageTotals) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        usage::add_usage_in::<sqlx::Sqlite>(&mut tx, job_id, delta).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn tree_usage(&self, session_name: &str) -> Result<TreeUsage, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        usage::tree_usage_in::<sqlx::Sqlite>(&mut conn, session_name).await
     }
 
     async fn get_job(&self, job_id: &str) -> Result<Option<Job>, StoreError> {

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::usage::UsageTotals;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -157,6 +158,9 @@ pub struct Session {
     pub provider_session_id: Option<String>,
     /// The stored conversation (patchbay messages, a JSON array), for providers without sessions.
     pub conversation: Value,
+    /// The tokens and cost of all its runs so far.
+    #[serde(default)]
+    pub usage: UsageTotals,
 }
 
 /// What [`Store::create_session`](super::Store::create_session) needs; the rest is generated.
@@ -230,6 +234,9 @@ pub struct Job {
     ///
     /// [`Store::renew_leases`]: super::Store::renew_leases
     pub lease_until: Option<UnixMillis>,
+    /// The tokens and cost of its run so far.
+    #[serde(default)]
+    pub usage: UsageTotals,
 }
 
 /// How a job ends ([`Store::end_job`](super::Store::end_job)).

@@ -82,6 +82,24 @@ function when(iso) {
   return iso ? el("time", { datetime: iso, title: iso, text: age(iso) }) : "";
 }
 
+// Usage totals (a session's, a run's, a tree's; the API's `UsageTotals`): "1,234 tokens · $0.0123",
+// or "" when none.
+function tokens(usage) {
+  return usage && usage.total_tokens ? usage.total_tokens.toLocaleString("en-US") : "";
+}
+
+function totalsText(usage) {
+  if (!usage || (!usage.total_tokens && usage.cost_usd == null)) return "";
+  const cost = usage.cost_usd == null ? "" : ` · $${usage.cost_usd.toFixed(4)}`;
+  return `${tokens(usage) || 0} tokens${cost}`;
+}
+
+function usageTitle(usage) {
+  if (!usage) return "";
+  return `input ${usage.input_tokens}, output ${usage.output_tokens}, cache read ${usage.cache_read_tokens}, ` +
+    `cache write ${usage.cache_write_tokens}`;
+}
+
 function badge(status) {
   return el("span", { class: `badge ${status || "none"}`, text: status || "—" });
 }
@@ -174,12 +192,13 @@ function jobTable(jobs, ids, withSession, after) {
       el("td", { class: "prompt", title: job.prompt, text: shorten(job.prompt, 90) }),
       el("td", {}, when(job.created_at)),
       el("td", { text: between(job.started_at, job.finished_at) }),
+      el("td", { class: "tokens", title: usageTitle(job.usage), text: tokens(job.usage) }),
       el("td", { class: "actions" }, cancel));
   });
   return el("table", { class: "jobs" },
     el("thead", {}, el("tr", {}, el("th", { text: "Job" }), withSession ? el("th", { text: "Session" }) : null,
       el("th", { text: "Type" }), el("th", { text: "Status" }), el("th", { text: "Prompt" }),
-      el("th", { text: "Queued" }), el("th", { text: "Took" }), el("th", {}))),
+      el("th", { text: "Queued" }), el("th", { text: "Took" }), el("th", { text: "Tokens" }), el("th", {}))),
     el("tbody", {}, rows));
 }
 
@@ -213,7 +232,8 @@ function sessionTree(sessions) {
       el("td", {}, badge(session.status)),
       el("td", { text: session.agent_name }),
       el("td", { class: "path", title: session.project_dir || "", text: shortPath(session.project_dir) }),
-      el("td", {}, when(session.created_at))));
+      el("td", {}, when(session.created_at)),
+      el("td", { class: "tokens", title: usageTitle(session.usage), text: tokens(session.usage) })));
     for (const child of children.get(session.session_name) || []) visit(child, depth + 1);
   };
   roots.reverse().forEach((root) => visit(root, 0));
@@ -221,7 +241,8 @@ function sessionTree(sessions) {
   sessions.forEach((session) => visit(session, 0));
   return el("table", { class: "tree" },
     el("thead", {}, el("tr", {}, el("th", { text: "Session" }), el("th", { text: "Status" }),
-      el("th", { text: "Agent" }), el("th", { text: "Project" }), el("th", { text: "Age" }))),
+      el("th", { text: "Agent" }), el("th", { text: "Project" }), el("th", { text: "Age" }),
+      el("th", { text: "Tokens" }))),
     el("tbody", {}, rows));
 }
 
@@ -465,7 +486,9 @@ async function sessionPage(app, path) {
     const fact = (term, value) => [el("dt", { text: term }), el("dd", {}, value || "—")];
     facts.replaceChildren(...fact("agent", report.agent_name), ...fact("project", report.project_dir),
       ...fact("parent", parent ? sessionLink(parent) : ""), ...fact("created", when(report.created_at)),
-      ...fact("updated", when(report.updated_at)), ...fact("id", el("span", { class: "mono", text: report.session_id })));
+      ...fact("updated", when(report.updated_at)), ...fact("id", el("span", { class: "mono", text: report.session_id })),
+      ...fact("usage", totalsText(report.usage)), ...fact("run usage", totalsText(report.run_usage)),
+      ...fact("tree usage", report.tree_usage ? `${totalsText(report.tree_usage)} (tree of ${report.tree_root})` : ""));
     outcome.replaceChildren(
       report.error ? el("div", { class: "line error", text: `error: ${report.error}` }) : "",
       report.result ? el("details", { class: "result-text" }, el("summary", { text: "Last result" }), el("pre", { text: report.result })) : "");
