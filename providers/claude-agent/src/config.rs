@@ -11,7 +11,6 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::lines::DEFAULT_MAX_LINE;
-use crate::options;
 
 /// The environment variable naming the CLI program, read by [`ClaudeAgentConfig::from_env`].
 pub const CLI_ENV: &str = "PATCHBAY_CLAUDE_CLI";
@@ -201,21 +200,6 @@ impl ClaudeAgentConfig {
             config.record_dir = Some(PathBuf::from(dir));
         }
         Ok(config)
-    }
-
-    /// [`Self::from_env`] with JSON options on top (the keys are under `# Options` in the crate
-    /// docs; `null` or `{}`: the environment alone). An unknown key or a value of the wrong type
-    /// is an [`Error::Options`] naming the key and quoting no value.
-    pub fn from_options(options: &Value) -> Result<Self, Error> {
-        options::overlay(Self::from_env()?, options)
-    }
-
-    /// This configuration with a call's `provider_options("claude-agent")` on top.
-    pub(crate) fn with_call_options(&self, options: Option<&Value>) -> Result<Self, Error> {
-        match options {
-            Some(options) => options::overlay(self.clone(), options),
-            None => Ok(self.clone()),
-        }
     }
 
     /// Check the values the CLI cannot be started with, without looking at the file system.

@@ -12,6 +12,9 @@ use patchbay_mcp::rmcp::model::{
 use patchbay_mcp::{spec_to_mcp, to_call_tool_result};
 use serde_json::{Value, json};
 
+/// The id of our `initialize` request.
+pub(crate) const INIT_ID: &str = "patchbay_init";
+
 /// A control request line we send (`{"type":"control_request","request_id","request"}`).
 pub fn request_line(request_id: &str, request: Value) -> String {
     json!({ "type": "control_request", "request_id": request_id, "request": request }).to_string()

@@ -195,6 +195,7 @@ mod requests;
 mod run;
 pub mod session;
 mod spares;
+mod spawn;
 pub mod translate;
 
 /// What each field of the CLI's stdout lines becomes: every field of the recorded transcripts,

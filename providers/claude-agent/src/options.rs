@@ -45,6 +45,23 @@ struct Options {
     record_dir: Option<PathBuf>,
 }
 
+impl ClaudeAgentConfig {
+    /// [`Self::from_env`] with JSON options on top (the keys are under `# Options` in the crate
+    /// docs; `null` or `{}`: the environment alone). An unknown key or a value of the wrong type
+    /// is an [`Error::Options`] naming the key and quoting no value.
+    pub fn from_options(options: &Value) -> Result<Self, Error> {
+        overlay(Self::from_env()?, options)
+    }
+
+    /// This configuration with a call's `provider_options("claude-agent")` on top.
+    pub(crate) fn with_call_options(&self, options: Option<&Value>) -> Result<Self, Error> {
+        match options {
+            Some(options) => overlay(self.clone(), options),
+            None => Ok(self.clone()),
+        }
+    }
+}
+
 /// `config` with `options` on top (`null` and `{}` change nothing).
 pub(crate) fn overlay(config: ClaudeAgentConfig, options: &Value) -> Result<ClaudeAgentConfig, Error> {
     Ok(apply(config, parse(options)?))

@@ -1,30 +1,30 @@
 //! [`ClaudeAgentProvider`]: plans the launch ([`LaunchPlan`]), reuses a kept-alive CLI or
 //! spawns one, and hands it to the run loop.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use patchbay_core::kit::{ParentDeathSignal, check_conversation, record_error, request_span_for};
+use patchbay_core::kit::{check_conversation, record_error, request_span_for};
 use patchbay_core::{
     Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, Tool,
     ToolContext, ToolResult, ToolSet, ToolSpec,
 };
 use patchbay_http::record::{Recorder, Tape};
 use serde_json::Value;
-use tokio::process::Command;
 use tokio::sync::mpsc;
 
 use crate::NAME;
 use crate::config::{ClaudeAgentConfig, HostTools, find_cli};
 use crate::error::Error;
-use crate::launch::{Call, LaunchPlan, Place, PlanFile};
+use crate::launch::{Call, LaunchPlan, Place};
 use crate::pool::{Parked, Pool};
-use crate::process::{CliProcess, Grace};
-use crate::run::{Bridge, Report, Start, run};
+use crate::process::Grace;
+use crate::requests::Bridge;
+use crate::run::{Report, Start, run};
 use crate::session::SessionArgs;
 use crate::spares::{Key, Spares, Template};
+use crate::spawn::{ColdStart, spawn};
 use crate::translate::Translator;
 
 /// The Claude Code CLI as a patchbay provider (see the crate docs).
@@ -282,104 +282,4 @@ fn spare_key(config: &ClaudeAgentConfig, call: &Call<'_>, plan: &LaunchPlan, pro
         program: program.to_path_buf(),
         max_line: config.max_line_bytes,
     })
-}
-
-/// What a CLI is started with (a plan's, or a spare template's with its own files).
-pub(crate) struct Launch<'a> {
-    pub(crate) args: &'a [String],
-    pub(crate) env: &'a BTreeMap<String, String>,
-    pub(crate) inherit_env: bool,
-    pub(crate) cwd: Option<&'a Path>,
-    pub(crate) files: &'a [PlanFile],
-}
-
-/// Write the plan's files and start the CLI.
-fn spawn(program: &Path, plan: &LaunchPlan, config: &ClaudeAgentConfig) -> Result<CliProcess, Error> {
-    ColdStart::new(program, plan, config).spawn()
-}
-
-/// A call's own launch, owned: how a call without a reusable CLI starts one, and what a run
-/// that took a spare keeps to start the call's own CLI instead, once, if the spare ends before
-/// its first line (it died after the check at hand-out). No `Debug`: `env` holds keys, the
-/// files may hold bearer headers.
-pub(crate) struct ColdStart {
-    program: PathBuf,
-    args: Vec<String>,
-    env: BTreeMap<String, String>,
-    inherit_env: bool,
-    cwd: Option<PathBuf>,
-    files: Vec<PlanFile>,
-    grace: Grace,
-    max_line: usize,
-}
-
-impl ColdStart {
-    fn new(program: &Path, plan: &LaunchPlan, config: &ClaudeAgentConfig) -> Self {
-        Self {
-            program: program.to_path_buf(),
-            args: plan.args.clone(),
-            env: plan.env.clone(),
-            inherit_env: plan.inherit_env,
-            cwd: plan.cwd.clone(),
-            files: plan.files.clone(),
-            grace: Grace {
-                finished: config.stop_grace,
-                cancel: config.cancel_grace,
-            },
-            max_line: config.max_line_bytes,
-        }
-    }
-
-    /// Write the call's files and start its CLI.
-    pub(crate) fn spawn(self) -> Result<CliProcess, Error> {
-        let launch = Launch {
-            args: &self.args,
-            env: &self.env,
-            inherit_env: self.inherit_env,
-            cwd: self.cwd.as_deref(),
-            files: &self.files,
-        };
-        spawn_launch(&self.program, &launch, self.grace, self.max_line)
-    }
-}
-
-/// Write the launch's files and start the CLI.
-pub(crate) fn spawn_launch(
-    program: &Path,
-    launch: &Launch<'_>,
-    grace: Grace,
-    max_line: usize,
-) -> Result<CliProcess, Error> {
-    for file in launch.files {
-        std::fs::write(&file.path, &file.text).map_err(|source| Error::Io {
-            what: file.what,
-            source,
-        })?;
-    }
-    // Under `setpriv --pdeathsig=KILL` when it is on PATH (see `ParentDeathSignal`): the CLI
-    // dies with the thread that spawned it, a runtime worker (the spawn runs where the call
-    // is polled, never on the blocking pool). The program is made absolute first: setpriv
-    // execs it after `current_dir`.
-    let program = std::path::absolute(program).unwrap_or_else(|_| program.to_path_buf());
-    let (wrapper, leading) = ParentDeathSignal::detect().command_line(program.as_os_str());
-    let mut command = Command::new(wrapper);
-    command.args(leading).args(launch.args);
-    if !launch.inherit_env {
-        command.env_clear();
-        for key in ["PATH", "HOME", "TMPDIR", "LANG"] {
-            if let Some(value) = std::env::var_os(key) {
-                command.env(key, value);
-            }
-        }
-    }
-    command.env_remove("CLAUDECODE");
-    for (key, value) in launch.env {
-        if key != "CLAUDECODE" {
-            command.env(key, value);
-        }
-    }
-    if let Some(dir) = launch.cwd {
-        command.current_dir(dir);
-    }
-    CliProcess::spawn(command, &program.display().to_string(), max_line, grace)
 }

@@ -6,14 +6,21 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use patchbay_core::ToolResult;
 use patchbay_core::kit::run_tool;
+use patchbay_core::{RequestContext, Signal, ToolResult, ToolSet};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
 use crate::control::{self, McpWork};
-use crate::run::Bridge;
 use crate::translate::Translator;
+
+/// What the control requests of a run are answered with.
+pub(crate) struct Bridge {
+    pub(crate) tools: ToolSet,
+    pub(crate) context: RequestContext,
+    pub(crate) signal: Signal,
+    pub(crate) server: String,
+}
 
 /// A control request being answered.
 pub(crate) type Handler = Pin<Box<dyn Future<Output = Handled> + Send>>;

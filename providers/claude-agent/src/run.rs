@@ -8,34 +8,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use patchbay_core::{ErrorKind, Event, EventStream, ProviderError, RequestContext, Signal, ToolResult, ToolSet};
+use patchbay_core::{ErrorKind, Event, EventStream, ProviderError, ToolResult};
 use patchbay_http::record::BodySink;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::NAME;
-use crate::control;
+use crate::control::{self, INIT_ID};
 use crate::error::Error;
 use crate::launch::Fingerprint;
 use crate::pool::Pool;
 use crate::process::CliProcess;
-use crate::provider::ColdStart;
-use crate::requests::{Handled, Handler, Reply, control_request};
+use crate::requests::{Bridge, Handled, Handler, Reply, control_request};
+use crate::spawn::ColdStart;
 use crate::translate::Translator;
 
 /// A host tool's result reported by the HTTP tool server: (tool name, input, result).
 pub(crate) type Report = (String, Value, ToolResult);
-
-/// The id of our `initialize` request.
-pub(crate) const INIT_ID: &str = "patchbay_init";
-
-/// What the control requests of a run are answered with.
-pub(crate) struct Bridge {
-    pub(crate) tools: ToolSet,
-    pub(crate) context: RequestContext,
-    pub(crate) signal: Signal,
-    pub(crate) server: String,
-}
 
 /// How a run starts and ends.
 pub(crate) struct Start {

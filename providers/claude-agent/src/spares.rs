@@ -19,11 +19,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::control;
+use crate::control::{self, INIT_ID};
 use crate::launch::{Fingerprint, LaunchPlan, PlanFile};
 use crate::process::{CliProcess, Grace};
-use crate::provider::{Launch, spawn_launch};
-use crate::run::INIT_ID;
+use crate::spawn::{Launch, spawn_launch};
 
 /// What must be equal for a spare to serve a call: the launch's fingerprint (the same rule as
 /// the keep-alive pool), the program, and the line cap its reader was made with.
