@@ -27,11 +27,10 @@ use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use futures::task::AtomicWaker;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::service::Service;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -39,10 +38,9 @@ use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
-use self::cap::{Clock, Permit, Seat, Seats, Waiting};
+use self::cap::{Activity, Clock, InFlight, Phase, Seat, Seats};
 
 mod cap;
 
@@ -167,17 +165,6 @@ struct Connection {
     seat: Seat,
 }
 
-/// What a connection is doing, and so which limit applies.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Phase {
-    /// Receiving a request's headers: the header-read timeout.
-    Head,
-    /// Waiting for the next request: the idle timeout.
-    Idle,
-    /// Serving at least one request: no limit.
-    Busy,
-}
-
 impl Connection {
     async fn run(self, stream: TcpStream) {
         let activity = self.seat.0.clone();
@@ -280,77 +267,6 @@ fn tripped(phase: Phase, stopping: bool, limits: &Limits) {
             "MCP tool server: idle timeout of {:?} (idle_timeout) reached: closing a connection with no request",
             limits.idle
         );
-    }
-}
-
-/// What one connection's reader, service and answers tell its task. The reader and the
-/// service run inside the connection's poll; an answer may end on another task (HTTP/2). The
-/// accept loop reads `waiting` and may claim the connection (see [`cap`]).
-struct Activity {
-    /// Requests whose answer is not written yet.
-    in_flight: AtomicUsize,
-    /// Bytes arrived while nothing was in flight: a request's headers are on their way (a new
-    /// connection starts so).
-    reading: AtomicBool,
-    /// The connection's task is polling, and looks at the phase when done.
-    polling: AtomicBool,
-    waker: AtomicWaker,
-    /// What the connection waits for and since when, for the accept loop at the cap.
-    waiting: Waiting,
-    /// The slot under the cap.
-    permit: Permit,
-}
-
-impl Activity {
-    /// A new connection, waiting for its first request's headers since `stamp`.
-    fn new(stamp: u64, permit: OwnedSemaphorePermit) -> Self {
-        Self {
-            in_flight: AtomicUsize::new(0),
-            reading: AtomicBool::new(true),
-            polling: AtomicBool::new(false),
-            waker: AtomicWaker::new(),
-            waiting: Waiting::new(stamp),
-            permit: Permit::new(permit),
-        }
-    }
-
-    fn take_permit(&self) -> Option<OwnedSemaphorePermit> {
-        self.permit.take()
-    }
-
-    fn phase(&self) -> Phase {
-        if self.in_flight.load(Ordering::SeqCst) > 0 {
-            Phase::Busy
-        } else if self.reading.load(Ordering::SeqCst) {
-            Phase::Head
-        } else {
-            Phase::Idle
-        }
-    }
-
-    fn bytes_read(&self) {
-        if self.in_flight.load(Ordering::SeqCst) == 0 && !self.reading.load(Ordering::SeqCst) {
-            self.reading.store(true, Ordering::SeqCst);
-        }
-    }
-
-    fn begin(self: &Arc<Self>) -> InFlight {
-        // First, so that the accept loop cannot claim the connection under this request.
-        self.waiting.set(0);
-        self.in_flight.fetch_add(1, Ordering::SeqCst);
-        self.reading.store(false, Ordering::SeqCst);
-        InFlight(self.clone())
-    }
-}
-
-/// One request in flight, until its answer is written or dropped.
-struct InFlight(Arc<Activity>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 && !self.0.polling.load(Ordering::SeqCst) {
-            self.0.waker.wake();
-        }
     }
 }
 

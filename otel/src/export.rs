@@ -10,7 +10,9 @@ use tracing::Subscriber;
 use tracing_subscriber::Layer;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::{Error, GenAiMetricsLayer, OtelConfig};
+use crate::config::OtelConfig;
+use crate::error::Error;
+use crate::metrics::GenAiMetricsLayer;
 
 /// What [`Telemetry::install`] exports when `RUST_LOG` is not set.
 pub const DEFAULT_FILTER: &str = "info,rmcp=warn";

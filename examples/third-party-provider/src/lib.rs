@@ -74,34 +74,11 @@ mod provider;
 mod request;
 mod translate;
 
-use std::sync::Arc;
-
 pub use config::{DEFAULT_BASE_URL, OllamaConfig};
 pub use error::{Error, UrlError};
-pub use provider::OllamaProvider;
+pub use provider::{OllamaProvider, factory};
 pub use translate::OllamaTranslator;
 
 /// The registry name: `ProviderInfo::name`, the key of `context.provider_options`, the
 /// `provider` of every error and of the request span.
 pub const NAME: &str = "ollama";
-
-/// The factory a registry lists: builds an [`OllamaProvider`] from JSON options (see the crate
-/// docs' `# Options`) on top of the environment.
-///
-/// ```
-/// let factory = patchbay_ollama::factory();
-/// assert_eq!(factory.name, "ollama");
-/// assert!(factory.build(&serde_json::json!({"colour": "blue"})).is_err());
-/// ```
-pub fn factory() -> patchbay_core::ProviderFactory {
-    patchbay_core::ProviderFactory::new(
-        NAME,
-        "Ollama's native /api/chat (local or hosted); options: base_url, api_key, read_timeout_ms, \
-         content_timeout_ms, connect_timeout_ms, max_line_bytes",
-        build,
-    )
-}
-
-fn build(options: &serde_json::Value) -> Result<Arc<dyn patchbay_core::Provider>, patchbay_core::ProviderError> {
-    Ok(Arc::new(OllamaProvider::new(OllamaConfig::from_options(options)?)?))
-}

@@ -133,3 +133,28 @@ impl Provider for OllamaProvider {
         Ok(patchbay_core::kit::in_span(stream, span))
     }
 }
+
+/// The factory a registry lists: builds an [`OllamaProvider`] from JSON options (see the crate
+/// docs' `# Options`) on top of the environment.
+///
+/// ```
+/// let factory = patchbay_ollama::factory();
+/// assert_eq!(factory.name, "ollama");
+/// assert!(factory.build(&serde_json::json!({"colour": "blue"})).is_err());
+/// ```
+pub fn factory() -> patchbay_core::ProviderFactory {
+    patchbay_core::ProviderFactory::new(
+        NAME,
+        "Ollama's native /api/chat (local or hosted); options: base_url, api_key, read_timeout_ms, \
+         content_timeout_ms, connect_timeout_ms, max_line_bytes",
+        build,
+    )
+}
+
+fn build(
+    options: &serde_json::Value,
+) -> Result<std::sync::Arc<dyn patchbay_core::Provider>, patchbay_core::ProviderError> {
+    Ok(std::sync::Arc::new(OllamaProvider::new(OllamaConfig::from_options(
+        options,
+    )?)?))
+}

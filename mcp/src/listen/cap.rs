@@ -14,15 +14,96 @@
 //! request headers complete at that very moment is never closed under its request (its own
 //! swap to "busy" wins, or it sees that it was claimed before the request began).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use futures::task::AtomicWaker;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::Activity;
+/// What a connection is doing, and so which limit applies.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Phase {
+    /// Receiving a request's headers: the header-read timeout.
+    Head,
+    /// Waiting for the next request: the idle timeout.
+    Idle,
+    /// Serving at least one request: no limit.
+    Busy,
+}
+
+/// What one connection's reader, service and answers tell its task. The reader and the
+/// service run inside the connection's poll; an answer may end on another task (HTTP/2). The
+/// accept loop reads `waiting` and may claim the connection (see the module docs).
+pub(super) struct Activity {
+    /// Requests whose answer is not written yet.
+    pub(super) in_flight: AtomicUsize,
+    /// Bytes arrived while nothing was in flight: a request's headers are on their way (a new
+    /// connection starts so).
+    pub(super) reading: AtomicBool,
+    /// The connection's task is polling, and looks at the phase when done.
+    pub(super) polling: AtomicBool,
+    pub(super) waker: AtomicWaker,
+    /// What the connection waits for and since when, for the accept loop at the cap.
+    pub(super) waiting: Waiting,
+    /// The slot under the cap.
+    pub(super) permit: Permit,
+}
+
+impl Activity {
+    /// A new connection, waiting for its first request's headers since `stamp`.
+    pub(super) fn new(stamp: u64, permit: OwnedSemaphorePermit) -> Self {
+        Self {
+            in_flight: AtomicUsize::new(0),
+            reading: AtomicBool::new(true),
+            polling: AtomicBool::new(false),
+            waker: AtomicWaker::new(),
+            waiting: Waiting::new(stamp),
+            permit: Permit::new(permit),
+        }
+    }
+
+    pub(super) fn take_permit(&self) -> Option<OwnedSemaphorePermit> {
+        self.permit.take()
+    }
+
+    pub(super) fn phase(&self) -> Phase {
+        if self.in_flight.load(Ordering::SeqCst) > 0 {
+            Phase::Busy
+        } else if self.reading.load(Ordering::SeqCst) {
+            Phase::Head
+        } else {
+            Phase::Idle
+        }
+    }
+
+    pub(super) fn bytes_read(&self) {
+        if self.in_flight.load(Ordering::SeqCst) == 0 && !self.reading.load(Ordering::SeqCst) {
+            self.reading.store(true, Ordering::SeqCst);
+        }
+    }
+
+    pub(super) fn begin(self: &Arc<Self>) -> InFlight {
+        // First, so that the accept loop cannot claim the connection under this request.
+        self.waiting.set(0);
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        self.reading.store(false, Ordering::SeqCst);
+        InFlight(self.clone())
+    }
+}
+
+/// One request in flight, until its answer is written or dropped.
+pub(super) struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 && !self.0.polling.load(Ordering::SeqCst) {
+            self.0.waker.wake();
+        }
+    }
+}
 
 /// At most one warning per this period while the cap closes or turns away connections.
 const CAP_WARNING_EVERY: Duration = Duration::from_secs(10);

@@ -110,7 +110,7 @@ pub mod fields {}
 
 pub use config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, DEFAULT_VERSION};
 pub use error::{Error, http_error, kind_for_error_type};
-pub use provider::AnthropicProvider;
+pub use provider::{AnthropicProvider, factory};
 pub use request::{
     DEFAULT_MAX_TOKENS, NATIVE_STRUCTURED_OUTPUT_SINCE, RequestParts, StructuredOutput, build_request,
     build_request_with, claude_version, tool_result_block,
@@ -119,24 +119,3 @@ pub use translate::{RawEvent, StreamTranslator, Translator, finish_reason};
 
 /// The provider's registry name, the key of its provider options and its span field.
 pub const NAME: &str = "anthropic";
-
-/// The registry entry: builds an [`AnthropicProvider`] from JSON options (see `# Options`).
-pub fn factory() -> patchbay_core::ProviderFactory {
-    patchbay_core::ProviderFactory::new(
-        NAME,
-        "Anthropic Messages API; options: api_key, auth_token, base_url, version, betas, headers, \
-         connect_timeout_ms, read_timeout_ms, content_timeout_ms, request_timeout_ms, max_line_bytes, \
-         max_error_body_bytes, default_max_tokens, structured_output, record_dir (on top of ANTHROPIC_API_KEY, \
-         ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, ANTHROPIC_BETA, PATCHBAY_RECORD_DIR)",
-        build,
-    )
-}
-
-/// The factory's build function: [`AnthropicConfig::from_options`], then [`AnthropicProvider::new`].
-fn build(
-    options: &serde_json::Value,
-) -> Result<std::sync::Arc<dyn patchbay_core::Provider>, patchbay_core::ProviderError> {
-    Ok(std::sync::Arc::new(AnthropicProvider::new(
-        AnthropicConfig::from_options(options)?,
-    )?))
-}

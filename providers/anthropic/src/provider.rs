@@ -279,3 +279,24 @@ fn translate_whole_message(translator: &mut Translator, body: &[u8]) -> Result<(
     translator.push_value(&json!({ "type": "message_start", "message": message }))?;
     translator.push_value(&json!({ "type": "message_stop" }))
 }
+
+/// The registry entry: builds an [`AnthropicProvider`] from JSON options (see `# Options`).
+pub fn factory() -> patchbay_core::ProviderFactory {
+    patchbay_core::ProviderFactory::new(
+        NAME,
+        "Anthropic Messages API; options: api_key, auth_token, base_url, version, betas, headers, \
+         connect_timeout_ms, read_timeout_ms, content_timeout_ms, request_timeout_ms, max_line_bytes, \
+         max_error_body_bytes, default_max_tokens, structured_output, record_dir (on top of ANTHROPIC_API_KEY, \
+         ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, ANTHROPIC_BETA, PATCHBAY_RECORD_DIR)",
+        build,
+    )
+}
+
+/// The factory's build function: [`AnthropicConfig::from_options`], then [`AnthropicProvider::new`].
+fn build(
+    options: &serde_json::Value,
+) -> Result<std::sync::Arc<dyn patchbay_core::Provider>, patchbay_core::ProviderError> {
+    Ok(std::sync::Arc::new(AnthropicProvider::new(
+        AnthropicConfig::from_options(options)?,
+    )?))
+}

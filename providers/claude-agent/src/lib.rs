@@ -209,30 +209,9 @@ pub use config::{
     SystemPrompt, find_cli,
 };
 pub use error::Error;
-pub use provider::ClaudeAgentProvider;
+pub use provider::{ClaudeAgentProvider, factory};
 pub use translate::Translator;
 
 /// The registry name: the key of `provider_options`, `ProviderInfo::name`, the `provider` of
 /// every error and of the request span.
 pub const NAME: &str = "claude-agent";
-
-/// The registry entry: [`ClaudeAgentProvider::new`] of [`ClaudeAgentConfig::from_options`].
-pub fn factory() -> patchbay_core::ProviderFactory {
-    patchbay_core::ProviderFactory::new(
-        NAME,
-        "the Claude Code CLI as an agent runtime; options: cli_path, env, inherit_env, max_line_bytes, \
-         permission_mode, allowed_tools, disallowed_tools, tools, agents, system_prompt, host_tools, \
-         host_server_name, max_turns, setting_sources, session_markers, stop_grace_ms, cancel_grace_ms, init_timeout_ms, \
-         extra_args, keep_alive_ms, spares, spare_max_age_ms, record_dir (on top of PATCHBAY_CLAUDE_CLI, \
-         PATCHBAY_RECORD_DIR)",
-        build,
-    )
-}
-
-fn build(
-    options: &serde_json::Value,
-) -> Result<std::sync::Arc<dyn patchbay_core::Provider>, patchbay_core::ProviderError> {
-    Ok(std::sync::Arc::new(ClaudeAgentProvider::new(
-        ClaudeAgentConfig::from_options(options)?,
-    )?))
-}

@@ -283,3 +283,24 @@ fn spare_key(config: &ClaudeAgentConfig, call: &Call<'_>, plan: &LaunchPlan, pro
         max_line: config.max_line_bytes,
     })
 }
+
+/// The registry entry: [`ClaudeAgentProvider::new`] of [`ClaudeAgentConfig::from_options`].
+pub fn factory() -> patchbay_core::ProviderFactory {
+    patchbay_core::ProviderFactory::new(
+        NAME,
+        "the Claude Code CLI as an agent runtime; options: cli_path, env, inherit_env, max_line_bytes, \
+         permission_mode, allowed_tools, disallowed_tools, tools, agents, system_prompt, host_tools, \
+         host_server_name, max_turns, setting_sources, session_markers, stop_grace_ms, cancel_grace_ms, init_timeout_ms, \
+         extra_args, keep_alive_ms, spares, spare_max_age_ms, record_dir (on top of PATCHBAY_CLAUDE_CLI, \
+         PATCHBAY_RECORD_DIR)",
+        build,
+    )
+}
+
+fn build(
+    options: &serde_json::Value,
+) -> Result<std::sync::Arc<dyn patchbay_core::Provider>, patchbay_core::ProviderError> {
+    Ok(std::sync::Arc::new(ClaudeAgentProvider::new(
+        ClaudeAgentConfig::from_options(options)?,
+    )?))
+}

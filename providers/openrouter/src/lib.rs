@@ -127,33 +127,10 @@ mod provider;
 #[doc = include_str!("../FIELDS.md")]
 pub mod fields {}
 
-use std::sync::Arc;
-
-use patchbay_core::{Provider, ProviderError};
-
 pub use config::{Dialect, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenRouterConfig, ResponseFormat};
 pub use error::Error;
-pub use provider::OpenRouterProvider;
+pub use provider::{OpenRouterProvider, factory};
 
 /// The registry name: the key of `context.provider_options(NAME)`, `ProviderInfo::name`, and
 /// the `provider` of every error and of the request span.
 pub const NAME: &str = "openrouter";
-
-/// The registry entry: builds an [`OpenRouterProvider`] from JSON options (see `# Options`).
-pub fn factory() -> patchbay_core::ProviderFactory {
-    patchbay_core::ProviderFactory::new(
-        NAME,
-        "OpenAI-compatible chat completions (OpenRouter, OpenAI, any compatible server); options: base_url, \
-         api_key, api_key_env, dialect, referer, title, headers, include_usage, connect_timeout_ms, read_timeout_ms, \
-         content_timeout_ms, max_line_bytes, max_error_body_bytes, record_dir (on top of OPENROUTER_API_KEY / \
-         OPENAI_API_KEY / OPENAI_BASE_URL / PATCHBAY_RECORD_DIR)",
-        build,
-    )
-}
-
-/// The factory's build function: the options on top of the environment, then the provider.
-fn build(options: &serde_json::Value) -> Result<Arc<dyn Provider>, ProviderError> {
-    Ok(Arc::new(OpenRouterProvider::new(OpenRouterConfig::from_options(
-        options,
-    )?)?))
-}

@@ -238,3 +238,24 @@ impl kit::StreamTranslator for Translating {
         self.translator.is_done()
     }
 }
+
+/// The registry entry: builds an [`OpenRouterProvider`] from JSON options (see `# Options`).
+pub fn factory() -> patchbay_core::ProviderFactory {
+    patchbay_core::ProviderFactory::new(
+        NAME,
+        "OpenAI-compatible chat completions (OpenRouter, OpenAI, any compatible server); options: base_url, \
+         api_key, api_key_env, dialect, referer, title, headers, include_usage, connect_timeout_ms, read_timeout_ms, \
+         content_timeout_ms, max_line_bytes, max_error_body_bytes, record_dir (on top of OPENROUTER_API_KEY / \
+         OPENAI_API_KEY / OPENAI_BASE_URL / PATCHBAY_RECORD_DIR)",
+        build,
+    )
+}
+
+/// The factory's build function: the options on top of the environment, then the provider.
+fn build(
+    options: &serde_json::Value,
+) -> Result<std::sync::Arc<dyn patchbay_core::Provider>, patchbay_core::ProviderError> {
+    Ok(std::sync::Arc::new(OpenRouterProvider::new(
+        OpenRouterConfig::from_options(options)?,
+    )?))
+}

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use crate::PgError;
+use crate::error::PgError;
 
 /// The programs a server needs, as absolute paths.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::PgError;
+use crate::error::PgError;
 
 /// One server's directories.
 #[derive(Debug)]

@@ -11,9 +11,9 @@ use std::sync::mpsc;
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use crate::PgError;
 use crate::bins::Binaries;
 use crate::dirs::ServerDir;
+use crate::error::PgError;
 
 /// How long a server gets to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
