@@ -10,11 +10,13 @@ use futures::StreamExt;
 use crate::context::{Approval, ApprovalRequest, RequestContext};
 use crate::error::ProviderError;
 use crate::event::{Event, FinishReason, McpFailure, MetricsRecorder, Usage, Warning};
+use crate::kit::ContentBuilder;
+use crate::kit::run_tool;
 use crate::message::{ContentBlock, Message, Role};
-use crate::provider::{ContentBuilder, EventStream, Provider, ProviderResponse};
+use crate::provider::{EventStream, Provider, ProviderResponse};
 use crate::signal::Signal;
 use crate::sink::RunHandle;
-use crate::tool::{ExecutedBy, ToolContext, ToolResult, run_tool};
+use crate::tool::{ExecutedBy, ToolContext, ToolResult};
 use crate::toolset::ToolSet;
 
 /// The default step limit of an [`Agent`].

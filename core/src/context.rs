@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::cache::CacheControl;
 use crate::extensions::Extensions;
-use crate::object::OutputSchema;
+use crate::schema::OutputSchema;
 use crate::tool::ToolContext;
 
 /// Sampling and length options. `None` means the provider's default.

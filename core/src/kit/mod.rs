@@ -25,12 +25,14 @@
 //!   `PATH` value: for the crates that spawn processes (tools, claude-agent, MCP). Core itself
 //!   spawns nothing; here is the lowest crate they all share.
 
+mod content;
 mod counts;
 mod drive;
 mod framing;
 mod options;
 mod pdeathsig;
 mod redact;
+mod run_tool;
 mod secret;
 mod span;
 
@@ -47,6 +49,7 @@ pub use span::{in_span, request_span, request_span_for};
 
 pub use crate::error::kind_for_status;
 pub use crate::event::MetricsRecorder;
-pub use crate::provider::{ContentBuilder, check_conversation};
+pub use crate::provider::check_conversation;
 pub use crate::retry::parse_retry_after;
-pub use crate::tool::run_tool;
+pub use content::ContentBuilder;
+pub use run_tool::run_tool;

@@ -10,8 +10,6 @@ use crate::event::{Event, FinishReason};
 use crate::message::{ContentBlock, ImageSource, Message, Role};
 use crate::tool::{ToolContent, ToolResult};
 
-use super::record::finish_reason;
-
 /// `[{"role", "parts": [...]}]` for a conversation; a user message holding only tool results
 /// is a `tool` message.
 pub(super) fn input_messages(messages: &[Message]) -> String {
@@ -114,5 +112,19 @@ impl OutputMessages {
             .collect();
         parts.extend(self.calls);
         json!([{ "role": "assistant", "parts": parts, "finish_reason": finish_reason(reason) }]).to_string()
+    }
+}
+
+/// A finish reason as the conventions spell it (`stop`, `length`, `tool_call`,
+/// `content_filter`), patchbay's own name otherwise.
+pub(super) fn finish_reason(reason: &FinishReason) -> &str {
+    match reason {
+        FinishReason::Stop => "stop",
+        FinishReason::Length => "length",
+        FinishReason::ToolUse => "tool_call",
+        FinishReason::ContentFilter => "content_filter",
+        FinishReason::Refusal => "refusal",
+        FinishReason::Cancelled => "cancelled",
+        FinishReason::Other(raw) => raw,
     }
 }

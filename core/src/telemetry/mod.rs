@@ -2,7 +2,7 @@
 //! [OpenTelemetry GenAI semantic conventions], as plain `tracing` spans.
 //!
 //! Every provider opens [`chat_span`] around one model call (through
-//! [`kit::request_span_for`](crate::kit::request_span_for)); [`run_tool`](crate::tool::run_tool)
+//! [`kit::request_span_for`](crate::kit::request_span_for)); [`run_tool`](crate::kit::run_tool)
 //! opens [`tool_span`] around every tool execution, whoever runs it (the agent loop, the MCP
 //! tool server, an agent runtime's in-process host tools); a model call's [`SpanRecorder`]
 //! opens one for each tool the provider runs itself (an agent runtime's own tools, a server
@@ -41,38 +41,19 @@
 //!
 //! [OpenTelemetry GenAI semantic conventions]: https://opentelemetry.io/docs/specs/semconv/gen-ai/
 
+mod capture;
 mod content;
 mod record;
-
-use std::sync::atomic::{AtomicBool, Ordering};
+mod tools;
 
 use tracing::field::Empty;
 
 use crate::context::{RequestContext, Session};
 use crate::message::Message;
-use crate::tool::{ToolResult, ToolStatus};
 
+pub use capture::{captures_content, set_capture_content};
 pub use record::SpanRecorder;
-
-static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
-
-/// Record message content (prompts, answers, tool arguments and results) on spans from now on,
-/// process-wide. Off by default: content may hold personal data. patchbay's OpenTelemetry
-/// setup turns it on from `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` or its
-/// config.
-///
-/// ```
-/// patchbay_core::telemetry::set_capture_content(false);
-/// assert!(!patchbay_core::telemetry::captures_content());
-/// ```
-pub fn set_capture_content(on: bool) {
-    CAPTURE_CONTENT.store(on, Ordering::Relaxed);
-}
-
-/// Whether message content is recorded on spans (see [`set_capture_content`]).
-pub fn captures_content() -> bool {
-    CAPTURE_CONTENT.load(Ordering::Relaxed)
-}
+pub use tools::{record_tool_arguments, record_tool_result, tool_span};
 
 /// The span of one model call: `chat` (exported as `chat {model}`), with the request's
 /// parameters, and empty fields that a [`SpanRecorder`] fills from the response.
@@ -167,87 +148,6 @@ fn record_request(span: &tracing::Span, context: &RequestContext) {
 pub fn record_error(span: &tracing::Span, error: crate::ProviderError) -> crate::ProviderError {
     SpanRecorder::new(span.clone()).observe(Err(&error));
     error
-}
-
-/// The span of one tool execution: `execute_tool` (exported as `execute_tool {name}`).
-/// [`record_tool_result`] sets its status when the tool returns.
-pub fn tool_span(name: &str, description: &str, call_id: Option<&str>) -> tracing::Span {
-    let span = tracing::Span::current();
-    tool_span_in(&span, "function", name, description, call_id)
-}
-
-/// The span of a tool the provider runs itself (see [`SpanRecorder`]), a child of `parent`:
-/// `gen_ai.tool.type` `extension` (the agent side runs it, not the host).
-fn provider_tool_span(parent: &tracing::Span, name: &str, call_id: &str) -> tracing::Span {
-    tool_span_in(parent, "extension", name, "", Some(call_id))
-}
-
-/// An `execute_tool` span under `parent`, with `gen_ai.tool.type` `kind`.
-fn tool_span_in(
-    parent: &tracing::Span,
-    kind: &'static str,
-    name: &str,
-    description: &str,
-    call_id: Option<&str>,
-) -> tracing::Span {
-    let span = tracing::info_span!(
-        parent: parent,
-        "execute_tool",
-        otel.name = %format_args!("execute_tool {name}"),
-        otel.kind = "internal",
-        otel.status_code = Empty,
-        otel.status_description = Empty,
-        gen_ai.operation.name = "execute_tool",
-        gen_ai.tool.name = %name,
-        gen_ai.tool.type = kind,
-        gen_ai.tool.description = Empty,
-        gen_ai.tool.call.id = Empty,
-        gen_ai.tool.call.arguments = Empty,
-        gen_ai.tool.call.result = Empty,
-        patchbay.tool.status = Empty,
-        error.type = Empty,
-    );
-    if !description.is_empty() {
-        span.record("gen_ai.tool.description", description);
-    }
-    if let Some(id) = call_id {
-        span.record("gen_ai.tool.call.id", id);
-    }
-    span
-}
-
-/// Record the tool's input on its span (only while content is captured).
-pub fn record_tool_arguments(span: &tracing::Span, input: &serde_json::Value) {
-    if captures_content() && !span.is_disabled() {
-        span.record("gen_ai.tool.call.arguments", input.to_string().as_str());
-    }
-}
-
-/// Record how a tool call ended: `patchbay.tool.status`, and for a call that did not complete
-/// `error.type` (`failed`, `denied`, `aborted`) and the error status; the result itself only
-/// while content is captured.
-pub fn record_tool_result(span: &tracing::Span, result: &ToolResult) {
-    if span.is_disabled() {
-        return;
-    }
-    let status = match result.status {
-        ToolStatus::Completed => "completed",
-        ToolStatus::Failed => "failed",
-        ToolStatus::Denied => "denied",
-        ToolStatus::Aborted => "aborted",
-    };
-    span.record("patchbay.tool.status", status);
-    if result.status != ToolStatus::Completed {
-        span.record("error.type", status);
-        span.record("otel.status_code", "error");
-        span.record(
-            "otel.status_description",
-            format!("the tool call ended {status}").as_str(),
-        );
-    }
-    if captures_content() {
-        span.record("gen_ai.tool.call.result", content::tool_result(result).as_str());
-    }
 }
 
 /// The span of an agent run: `invoke_agent` (exported as `invoke_agent {name}`, or

@@ -4,11 +4,12 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::error::{ErrorKind, ProviderError};
-use crate::event::{Event, FinishReason, Usage};
+use crate::event::{Event, Usage};
 use crate::tool::ToolResult;
 
-use super::content::OutputMessages;
-use super::{captures_content, provider_tool_span, record_tool_arguments, record_tool_result};
+use super::capture::captures_content;
+use super::content::{OutputMessages, finish_reason};
+use super::tools::{provider_tool_span, record_tool_arguments, record_tool_result};
 
 /// Fills in a [`chat_span`](super::chat_span)'s or [`agent_span`](super::agent_span)'s response
 /// attributes from the stream's items: the response id and model from `Started`, the time to the
@@ -20,7 +21,7 @@ use super::{captures_content, provider_tool_span, record_tool_arguments, record_
 /// an agent runtime's own tools, a server tool) get an `execute_tool` span of their own, a
 /// child of this one, from their `ToolCall` to their `ToolResult` as the stream passes them
 /// (`gen_ai.tool.type` `extension`; aborted if the stream fails first); host tools have theirs
-/// from [`run_tool`](crate::tool::run_tool).
+/// from [`run_tool`](crate::kit::run_tool).
 #[derive(Debug)]
 pub struct SpanRecorder {
     span: tracing::Span,
@@ -203,18 +204,4 @@ pub(super) fn error_type(kind: ErrorKind) -> String {
         }
     }
     out
-}
-
-/// A finish reason as the conventions spell it (`stop`, `length`, `tool_call`,
-/// `content_filter`), patchbay's own name otherwise.
-pub(super) fn finish_reason(reason: &FinishReason) -> &str {
-    match reason {
-        FinishReason::Stop => "stop",
-        FinishReason::Length => "length",
-        FinishReason::ToolUse => "tool_call",
-        FinishReason::ContentFilter => "content_filter",
-        FinishReason::Refusal => "refusal",
-        FinishReason::Cancelled => "cancelled",
-        FinishReason::Other(raw) => raw,
-    }
 }
