@@ -56,25 +56,14 @@ pub fn request_id(headers: &HeaderMap) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Sends `request` and returns the response once its status is a success. The headers are
-/// awaited under `signal` and the limits' read timeout; a `3xx` is refused (the key and the
-/// request must not reach another host); an error status's body is read (capped and bounded)
-/// and handed to `to_error`, the wire's mapping. Every error is tagged with `provider`.
-///
-/// [`Tape::send`](crate::record::Tape::send) is the same, recording the call.
+/// Sends `request` and returns the response once its status is a success: the one send path of
+/// every HTTP provider. The headers are awaited under `signal` and the limits' read timeout; a
+/// `3xx` is refused (the key and the request must not reach another host); an error status's
+/// body is read (capped and bounded) and handed to `to_error`, the wire's mapping. Every error
+/// is tagged with `provider`. On a recording `tape` the request is recorded before it goes
+/// out, the response's status and request id are noted, and an error status's body is
+/// recorded with a manifest line ([`Tape::off`] records nothing).
 pub async fn send(
-    request: reqwest::RequestBuilder,
-    limits: &StreamLimits,
-    signal: &Signal,
-    provider: &'static str,
-    to_error: impl FnOnce(Failure<'_>) -> ProviderError,
-) -> Result<reqwest::Response, ProviderError> {
-    send_on(&Tape::off(), request, limits, signal, provider, to_error).await
-}
-
-/// [`send`] on a tape: the request is recorded before it goes out, the response's status and
-/// request id are noted, and an error status's body is recorded with a manifest line.
-pub(crate) async fn send_on(
     tape: &Tape,
     request: reqwest::RequestBuilder,
     limits: &StreamLimits,
@@ -106,7 +95,7 @@ pub(crate) async fn send_on(
     }
     let headers = response.headers().clone();
     let body = read_error_body(
-        tape.body_stream(response, "reading the error body", provider),
+        body_stream(tape, response, "reading the error body", provider),
         limits,
         signal,
     )
@@ -123,26 +112,19 @@ pub(crate) async fn send_on(
     Err(error)
 }
 
-/// The response body as chunks, a read failure as a typed [`transport_error`].
-///
-/// [`Tape::body_stream`](crate::record::Tape::body_stream) is the same, recording the body.
+/// The response body as chunks, a read failure as a typed [`transport_error`]; on a recording
+/// `tape` every chunk is also written to the call's body file (secrets replaced).
 pub fn body_stream(
+    tape: &Tape,
     response: reqwest::Response,
     what: &'static str,
     provider: &'static str,
 ) -> impl Stream<Item = Result<Bytes, ProviderError>> + Send + 'static {
-    plain_body_stream(response, what, provider)
-}
-
-/// [`body_stream`] itself, which the recording tee wraps.
-pub(crate) fn plain_body_stream(
-    response: reqwest::Response,
-    what: &'static str,
-    provider: &'static str,
-) -> impl Stream<Item = Result<Bytes, ProviderError>> + Send + 'static {
-    response
+    let sink = tape.response_sink(&response);
+    let body = response
         .bytes_stream()
-        .map(move |chunk| chunk.map_err(|e| transport_error(e, what, provider)))
+        .map(move |chunk| chunk.map_err(|e| transport_error(e, what, provider)));
+    crate::record::tee(body, sink)
 }
 
 /// A reqwest failure as a `Transport` error (`Config` for a request that could not be built),

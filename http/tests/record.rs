@@ -50,13 +50,11 @@ async fn call(tape: &Tape, url: &str) -> Result<Vec<u8>, ProviderError> {
         .header("anthropic-version", "2023-06-01")
         .body(format!(r#"{{"model":"claude-test","metadata":{{"note":"{SECRET}"}}}}"#));
     let limits = StreamLimits::default();
-    let response = tape
-        .send(request, &limits, &Signal::new(), "test", |failure| {
-            ProviderError::new(patchbay_core::ErrorKind::Server, format!("HTTP {}", failure.status))
-        })
-        .await?;
-    let body: Vec<u8> = tape
-        .body_stream(response, "reading", "test")
+    let response = patchbay_http::send(tape, request, &limits, &Signal::new(), "test", |failure| {
+        ProviderError::new(patchbay_core::ErrorKind::Server, format!("HTTP {}", failure.status))
+    })
+    .await?;
+    let body: Vec<u8> = patchbay_http::body_stream(tape, response, "reading", "test")
         .map_ok(|chunk| chunk.to_vec())
         .try_concat()
         .await?;

@@ -7,6 +7,7 @@ use patchbay_core::{
     Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
     async_trait,
 };
+use patchbay_http::record::Tape;
 use patchbay_http::{Failure, reqwest};
 use serde_json::Value;
 use tracing::Instrument;
@@ -73,7 +74,7 @@ impl OllamaProvider {
         if let Some(key) = self.config.api_key() {
             request = request.bearer_auth(key.expose());
         }
-        patchbay_http::send(request, self.config.limits(), signal, NAME, http_error).await
+        patchbay_http::send(&Tape::off(), request, self.config.limits(), signal, NAME, http_error).await
     }
 }
 
@@ -125,7 +126,7 @@ impl Provider for OllamaProvider {
             .with_first_call(plan.first_call)
             .with_max_line_bytes(limits.max_line_bytes)
             .with_metrics(metrics);
-        let body = patchbay_http::body_stream(response, "reading the stream", NAME);
+        let body = patchbay_http::body_stream(&Tape::off(), response, "reading the stream", NAME);
         let stream = Driver::new(body, translator, signal)
             .with_limits(limits)
             .with_provider(NAME)

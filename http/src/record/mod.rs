@@ -4,8 +4,8 @@
 //! read the shipped ones.
 //!
 //! A provider holds an optional [`Recorder`] (built from its config's `record_dir`) and, per
-//! call, starts a [`Tape`] that sends the request ([`Tape::send`]), reads the body
-//! ([`Tape::body_stream`]) and watches the events ([`Tape::watch`]); with recording off the
+//! call, starts a [`Tape`] that [`crate::send`] records the request on, [`crate::body_stream`]
+//! the body, and that watches the events ([`Tape::watch`]); with recording off the
 //! tape is [`Tape::off`] and costs nothing but a branch.
 //!
 //! ```text
@@ -34,15 +34,13 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use futures::Stream;
-use patchbay_core::kit::StreamLimits;
-use patchbay_core::{Event, EventStream, ProviderError, Signal};
+use patchbay_core::{Event, EventStream, ProviderError};
 use pin_project_lite::pin_project;
 use serde_json::{Value, json};
 
 pub use manifest::{MANIFEST_COLUMNS, MANIFEST_FILE, REQUESTS_DIR};
 pub use scenario::{Detector, detect_scenario};
 
-use crate::send::{Failure, send_on};
 use redact::{Scrubber, scrub_text};
 
 /// The environment variable that turns recording on for providers configured from the
@@ -251,45 +249,23 @@ impl Tape {
         self.call.is_some()
     }
 
-    /// [`crate::send`], recording the request before it goes out and, for an error status, the
-    /// error body and a manifest line with the error's kind.
-    pub async fn send(
-        &self,
-        request: reqwest::RequestBuilder,
-        limits: &StreamLimits,
-        signal: &Signal,
-        provider: &'static str,
-        to_error: impl FnOnce(Failure<'_>) -> ProviderError,
-    ) -> Result<reqwest::Response, ProviderError> {
-        send_on(self, request, limits, signal, provider, to_error).await
-    }
-
-    /// [`crate::body_stream`], every chunk also written to the body file (secrets replaced).
-    pub fn body_stream(
-        &self,
-        response: reqwest::Response,
-        what: &'static str,
-        provider: &'static str,
-    ) -> impl Stream<Item = Result<Bytes, ProviderError>> + Send + 'static {
-        let sink = self.call.as_ref().map(|_| {
-            let status = response.status();
-            let content_type = response
-                .headers()
-                .get(reqwest::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            let extension = manifest::extension(content_type.as_deref(), status.is_success());
-            let format = format!(
-                "response body as received (HTTP {}, {})",
-                status.as_u16(),
-                content_type.as_deref().unwrap_or("no content-type")
-            );
-            self.body_sink(extension, &format)
-        });
-        Tee {
-            inner: crate::send::plain_body_stream(response, what, provider),
-            sink,
-        }
+    /// The body file of `response` while the tape records (`None` otherwise): what
+    /// [`crate::body_stream`] writes every chunk to, secrets replaced.
+    pub(crate) fn response_sink(&self, response: &reqwest::Response) -> Option<BodySink> {
+        self.call.as_ref()?;
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let extension = manifest::extension(content_type.as_deref(), status.is_success());
+        let format = format!(
+            "response body as received (HTTP {}, {})",
+            status.as_u16(),
+            content_type.as_deref().unwrap_or("no content-type")
+        );
+        Some(self.body_sink(extension, &format))
     }
 
     /// A file for a body that is not an HTTP response (an agent runtime's stdout):
@@ -516,6 +492,14 @@ fn write_body(file: &mut Option<File>, call: Option<&Call>, path: &Path, bytes: 
             call.die("a recorded body", path, &error);
         }
     }
+}
+
+/// `body`, every chunk also written to `sink` (when there is one).
+pub(crate) fn tee<S>(body: S, sink: Option<BodySink>) -> impl Stream<Item = S::Item> + Send + 'static
+where
+    S: Stream<Item = Result<Bytes, ProviderError>> + Send + 'static,
+{
+    Tee { inner: body, sink }
 }
 
 pin_project! {

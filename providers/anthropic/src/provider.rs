@@ -163,13 +163,12 @@ impl Provider for AnthropicProvider {
         tracing::debug!(parent: &span, bytes = body.len(), "sending the request");
         let limits = self.config.limits;
         let tape = Tape::start(self.recorder.as_ref(), model);
-        let response = tape
-            .send(request.body(body), &limits, signal, NAME, |failure| {
-                http_error(failure.status, failure.headers, failure.body)
-            })
-            .instrument(span.clone())
-            .await
-            .map_err(|e| kit::record_error(&span, e))?;
+        let response = patchbay_http::send(&tape, request.body(body), &limits, signal, NAME, |failure| {
+            http_error(failure.status, failure.headers, failure.body)
+        })
+        .instrument(span.clone())
+        .await
+        .map_err(|e| kit::record_error(&span, e))?;
         let translator =
             StreamTranslator::new(translator.with_warnings(parts.warnings)).with_max_frame_bytes(limits.max_line_bytes);
         let events = event_stream(response, translator, &limits, signal, &tape);
@@ -216,7 +215,7 @@ fn event_stream(
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
-    let body = tape.body_stream(response, "reading the stream", NAME);
+    let body = patchbay_http::body_stream(tape, response, "reading the stream", NAME);
     if is_json {
         // A server that ignored `stream: true`: the whole message at once.
         let whole = WholeMessage {

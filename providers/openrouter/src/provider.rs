@@ -163,18 +163,17 @@ impl Provider for OpenRouterProvider {
             .header(ACCEPT, "text/event-stream")
             .body(body);
         let tape = Tape::start(self.recorder.as_ref(), model);
-        let response = tape
-            .send(request, &limits, signal, NAME, |failure| {
-                api_error::from_http(
-                    failure.status,
-                    failure.body,
-                    failure.request_id(),
-                    failure.retry_after(),
-                )
-            })
-            .instrument(span.clone())
-            .await
-            .map_err(|e| kit::record_error(&span, e))?;
+        let response = patchbay_http::send(&tape, request, &limits, signal, NAME, |failure| {
+            api_error::from_http(
+                failure.status,
+                failure.body,
+                failure.request_id(),
+                failure.retry_after(),
+            )
+        })
+        .instrument(span.clone())
+        .await
+        .map_err(|e| kit::record_error(&span, e))?;
         let request_id = patchbay_http::request_id(response.headers());
         let translator = Translating {
             translator: translator
@@ -183,7 +182,7 @@ impl Provider for OpenRouterProvider {
             out: VecDeque::new(),
         };
         let events = Driver::new(
-            tape.body_stream(response, "reading the stream", NAME),
+            patchbay_http::body_stream(&tape, response, "reading the stream", NAME),
             translator,
             signal,
         )
