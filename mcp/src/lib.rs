@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod auth;
 mod body_limit;
 mod child;
 mod client;
@@ -10,6 +11,7 @@ mod error;
 mod listen;
 mod server;
 
+pub use auth::{Authorizer, Grant};
 pub use body_limit::DEFAULT_MAX_REQUEST_BYTES;
 pub use client::{DEFAULT_CONNECT_TIMEOUT, McpClientSet, McpConnections};
 pub use connection::{CLOSE_GRACE, McpClient, ToolNaming};
@@ -20,7 +22,7 @@ pub use convert::{
 };
 pub use error::Error;
 pub use listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
-pub use server::{Authorizer, ToolServer, ToolServerBuilder};
+pub use server::{ToolServer, ToolServerBuilder};
 
 /// The rmcp version this crate is built on, re-exported for its model types.
 pub use rmcp;

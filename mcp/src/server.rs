@@ -7,9 +7,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use patchbay_core::kit::run_tool;
 use patchbay_core::{RequestContext, Signal, ToolContext, ToolSet};
 use rmcp::model::{
@@ -23,15 +20,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::auth::{Auth, Authorizer, Grant, own_hosts, require_own_host, require_token};
 use crate::contexts::{CONTEXT_HEADER, ContextGuard, ContextRegistry, HostContext, fresh_id, metadata_from_headers};
 use crate::convert::{META_CLAUDE_TOOL_USE_ID, META_TOOL_USE_ID, spec_to_mcp, to_call_tool_result};
 use crate::error::Error;
 use crate::listen::{Limits, SHUTDOWN_GRACE};
-
-/// A second way in for requests without the bearer token (see
-/// [`ToolServerBuilder::authorize_with`]): it sees the request's method, URI and headers (not
-/// its body) and answers whether to serve it.
-pub type Authorizer = Arc<dyn Fn(&http::request::Parts) -> bool + Send + Sync>;
 
 /// Builds a [`ToolServer`].
 #[derive(Clone)]
@@ -76,9 +69,10 @@ impl ToolServerBuilder {
     /// Serve `tools/call` without a registered context too: such calls (no
     /// `x-patchbay-context` header) get an empty context plus whatever metadata the
     /// `x-patchbay-meta-*` headers carry, so any holder of the token chooses that metadata:
-    /// tools must not trust it. Off by default. Calls under a registered context never read
-    /// those headers (the registered metadata is the whole metadata), and an unknown context
-    /// id is refused either way.
+    /// tools must not trust it (only the keys of a request's [`Grant`], written over it, are
+    /// vouched for). Off by default. Calls under a registered context never read those
+    /// headers (the registered metadata is the whole metadata), and an unknown context id is
+    /// refused either way.
     pub fn allow_anonymous(mut self) -> Self {
         self.require_context = false;
         self
@@ -104,7 +98,8 @@ impl ToolServerBuilder {
     /// (`X-Agent-Session-Name` → `agent_session_name`, say). Like the `x-patchbay-meta-*`
     /// headers, any holder of the token chooses it: it says who the caller claims to be, not
     /// who it is. A header that is not valid UTF-8 is ignored; calls under a registered context
-    /// never read it. An invalid header name is ignored with a warning.
+    /// never read it; a [`Grant`]'s metadata of the same key is written over it (the header is
+    /// then ignored). An invalid header name is ignored with a warning.
     pub fn metadata_header(mut self, header: &str, key: impl Into<String>) -> Self {
         match http::HeaderName::try_from(header) {
             Ok(name) => self.metadata_headers.push((name, key.into())),
@@ -153,6 +148,13 @@ impl ToolServerBuilder {
     /// checks still apply after it), so it decides which paths its credential opens, and it
     /// must do its own checks against cross-site requests (an `Origin` check, a custom
     /// header) for the methods that change state. Replaces an authorizer set before.
+    ///
+    /// The [`Grant`] it answers goes into the request's extensions (so the
+    /// [`with_routes`](Self::with_routes) routes can tell what let the request in, and refuse
+    /// a credential they do not take), and its metadata into every tool call of the request,
+    /// written over what the headers or a registered context say: a credential bound to one
+    /// caller makes the calls that caller's, whatever headers come with it. A request let in
+    /// by the bearer token carries no grant.
     pub fn authorize_with(mut self, authorizer: Authorizer) -> Self {
         self.authorizer = Some(authorizer);
         self
@@ -512,80 +514,6 @@ impl Drop for ToolServer {
     }
 }
 
-/// How requests are let in: the bearer token, else the [`Authorizer`] for a request naming
-/// the server's own host.
-struct Auth {
-    /// `Bearer <token>`.
-    expected: String,
-    authorizer: Option<Authorizer>,
-    /// `127.0.0.1:<port>` and `localhost:<port>`.
-    hosts: [String; 2],
-}
-
-impl Auth {
-    /// Whether the `Host` header names this server (as rmcp checks it on `/mcp`).
-    fn own_host(&self, headers: &http::HeaderMap) -> bool {
-        headers
-            .get(http::header::HOST)
-            .and_then(|host| host.to_str().ok())
-            .is_some_and(|host| self.hosts.iter().any(|own| own.eq_ignore_ascii_case(host)))
-    }
-}
-
-fn own_hosts(port: u16) -> [String; 2] {
-    [format!("127.0.0.1:{port}"), format!("localhost:{port}")]
-}
-
-async fn require_token(State(auth): State<Arc<Auth>>, request: Request, next: Next) -> Response {
-    let path = request.uri().path();
-    let on_mcp = path == "/mcp" || path.starts_with("/mcp/");
-    let given = request
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .map(|value| value.as_bytes())
-        .unwrap_or_default();
-    if constant_time_eq(given, auth.expected.as_bytes()) {
-        return next.run(request).await;
-    }
-    if let Some(authorizer) = &auth.authorizer
-        && auth.own_host(request.headers())
-    {
-        let (parts, body) = request.into_parts();
-        if authorizer(&parts) {
-            return next.run(Request::from_parts(parts, body)).await;
-        }
-    }
-    let message = "missing or wrong bearer token (Authorization: Bearer <token>)";
-    let body = if on_mcp {
-        serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32001, "message": message}})
-    } else {
-        // The routes beside `/mcp` (a JSON API) answer in the usual REST error shape.
-        serde_json::json!({"error": {"code": "unauthorized", "message": message}})
-    };
-    (
-        http::StatusCode::UNAUTHORIZED,
-        [(http::header::WWW_AUTHENTICATE, "Bearer")],
-        axum::Json(body),
-    )
-        .into_response()
-}
-
-/// The `Host` check of the public routes (no token asked).
-async fn require_own_host(State(auth): State<Arc<Auth>>, request: Request, next: Next) -> Response {
-    if auth.own_host(request.headers()) {
-        return next.run(request).await;
-    }
-    (
-        http::StatusCode::FORBIDDEN,
-        "Forbidden: the Host header must name this server (127.0.0.1 or localhost with its port)",
-    )
-        .into_response()
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 struct Shared {
     tools: ToolSet,
     registry: ContextRegistry,
@@ -612,20 +540,32 @@ impl Handler {
         let Some(parts) = cx.extensions.get::<http::request::Parts>() else {
             return Ok(Arc::new(HostContext::default()));
         };
+        // What the authorizer vouched for wins over every claim of the request.
+        let grant = parts.extensions.get::<Grant>().filter(|g| !g.metadata().is_empty());
         match parts.headers.get(CONTEXT_HEADER) {
             // The registered metadata is the whole metadata: `x-patchbay-meta-*` headers are
             // ignored, or a holder of the token could add keys (`role: admin`) tools trust.
-            Some(id) => id
-                .to_str()
-                .ok()
-                .and_then(|id| self.shared.registry.get(id))
-                .ok_or_else(|| {
-                    ErrorData::invalid_request(
-                        "unknown or expired patchbay context id (x-patchbay-context): the context was never \
-                         registered with this tool server or its guard was dropped",
-                        None,
-                    )
-                }),
+            Some(id) => {
+                let host = id
+                    .to_str()
+                    .ok()
+                    .and_then(|id| self.shared.registry.get(id))
+                    .ok_or_else(|| {
+                        ErrorData::invalid_request(
+                            "unknown or expired patchbay context id (x-patchbay-context): the context was never \
+                             registered with this tool server or its guard was dropped",
+                            None,
+                        )
+                    })?;
+                Ok(match grant {
+                    Some(grant) => {
+                        let mut granted = HostContext::clone(&host);
+                        grant.apply(&mut granted.metadata);
+                        Arc::new(granted)
+                    }
+                    None => host,
+                })
+            }
             None if for_call && self.shared.require_context => Err(ErrorData::invalid_request(
                 "missing x-patchbay-context header: this tool server runs tools only under a registered context",
                 None,
@@ -636,6 +576,9 @@ impl Handler {
                     if let Some(value) = parts.headers.get(name).and_then(|v| v.to_str().ok()) {
                         metadata.insert(key.clone(), value.to_owned());
                     }
+                }
+                if let Some(grant) = grant {
+                    grant.apply(&mut metadata);
                 }
                 Ok(Arc::new(HostContext {
                     metadata,

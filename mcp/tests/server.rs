@@ -498,9 +498,10 @@ async fn an_authorizer_lets_in_what_it_accepts_from_the_own_host_only() {
     );
     // Accepts a made-up credential, for GET only: it sees method, path and headers.
     let authorizer: patchbay_mcp::Authorizer = std::sync::Arc::new(|parts: &http::request::Parts| {
-        parts.method == http::Method::GET
+        let open = parts.method == http::Method::GET
             && parts.uri.path() == "/hello"
-            && parts.headers.get("x-test-pass").is_some_and(|v| v == "open sesame")
+            && parts.headers.get("x-test-pass").is_some_and(|v| v == "open sesame");
+        open.then(patchbay_mcp::Grant::new)
     });
     let server = ToolServer::builder(tools())
         .with_routes(routes)
@@ -532,5 +533,102 @@ async fn an_authorizer_lets_in_what_it_accepts_from_the_own_host_only() {
     );
     // The bearer token works as before, for every method.
     assert_eq!(status(client.post(&url).bearer_auth(server.token())).await, 200);
+    server.shutdown().await;
+}
+
+/// The metadata `whoami` reports for a call over `config`.
+async fn whoami_metadata(config: patchbay_core::McpServerConfig) -> serde_json::Value {
+    let connections = McpClientSet::new().with_server(config).connect().await;
+    assert_eq!(connections.failed(), [], "connects");
+    let tools = connections.tools().await;
+    let result = tools
+        .get("whoami")
+        .expect("whoami")
+        .execute(json!({}), &Default::default())
+        .await;
+    connections.close().await;
+    result.metadata.expect("whoami reports its metadata")["metadata"].clone()
+}
+
+#[tokio::test]
+async fn a_grant_vouches_for_metadata_over_every_header_and_the_routes_see_it() {
+    // A made-up credential bound to one caller: `Bearer alice-pass` is alice, whatever the
+    // request claims.
+    let authorizer: patchbay_mcp::Authorizer = std::sync::Arc::new(|parts: &http::request::Parts| {
+        let given = parts.headers.get("authorization")?;
+        (given == "Bearer alice-pass").then(|| patchbay_mcp::Grant::new().with_metadata("caller", "alice"))
+    });
+    let routes = axum::Router::new().route(
+        "/who",
+        axum::routing::get(|request: axum::extract::Request| async move {
+            match request.extensions().get::<patchbay_mcp::Grant>() {
+                Some(grant) => format!("granted {:?}", grant.metadata().get("caller")),
+                None => "no grant".to_owned(),
+            }
+        }),
+    );
+    let server = ToolServer::builder(tools())
+        .allow_anonymous()
+        .metadata_header("X-Caller", "caller")
+        .with_routes(routes)
+        .authorize_with(authorizer)
+        .start()
+        .await
+        .expect("starts");
+    let forged = [
+        ("Authorization", "Bearer alice-pass"),
+        ("X-Caller", "mallory"),
+        ("x-patchbay-meta-caller", "mallory"),
+        ("x-patchbay-meta-project_id", "p1"),
+    ];
+    let metadata = whoami_metadata(http("granted", server.url(), &forged)).await;
+    assert_eq!(
+        metadata["caller"], "alice",
+        "the grant wins over both headers: {metadata}"
+    );
+    assert_eq!(metadata["project_id"], "p1", "keys the grant does not name are kept");
+
+    // Under a registered context too, the grant wins over the registered metadata.
+    let guard = server.register(&RequestContext::new().with_metadata("caller", "bob"));
+    let mut config = guard.server_config("registered");
+    if let patchbay_core::McpTransport::Http { headers, .. } = &mut config.transport {
+        headers.insert("Authorization".into(), "Bearer alice-pass".into());
+    }
+    assert_eq!(whoami_metadata(config).await["caller"], "alice");
+    assert_eq!(
+        whoami_metadata(guard.server_config("token")).await["caller"],
+        "bob",
+        "with the bearer token, the registered metadata stands"
+    );
+
+    // With the bearer token there is no grant: the header says who calls, as before.
+    let bearer = format!("Bearer {}", server.token());
+    let claimed = [("Authorization", bearer.as_str()), ("X-Caller", "mallory")];
+    assert_eq!(
+        whoami_metadata(http("token", server.url(), &claimed)).await["caller"],
+        "mallory"
+    );
+
+    // The routes beside /mcp find the grant in the request's extensions.
+    let url = format!("http://127.0.0.1:{}/who", server.addr().port());
+    let client = patchbay_http::client_builder().build().expect("a client");
+    let text = |request: reqwest::RequestBuilder| async move {
+        let response = request.send().await.expect("answers");
+        (response.status(), response.text().await.expect("a body"))
+    };
+    assert_eq!(
+        text(client.get(&url).header("authorization", "Bearer alice-pass")).await,
+        (reqwest::StatusCode::OK, r#"granted Some("alice")"#.to_owned())
+    );
+    assert_eq!(
+        text(client.get(&url).bearer_auth(server.token())).await,
+        (reqwest::StatusCode::OK, "no grant".to_owned())
+    );
+    assert_eq!(
+        text(client.get(&url).header("authorization", "Bearer bob-pass"))
+            .await
+            .0,
+        reqwest::StatusCode::UNAUTHORIZED
+    );
     server.shutdown().await;
 }

@@ -71,7 +71,7 @@ mod pages;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use patchbay::mcp::Authorizer;
+use patchbay::mcp::{Authorizer, Grant};
 
 use self::auth::Keys;
 pub(crate) use self::auth::fresh_secret;
@@ -106,7 +106,7 @@ impl WebView {
     /// The cookie check for the JSON API.
     pub(crate) fn authorizer(&self) -> Authorizer {
         let keys = self.keys.clone();
-        Arc::new(move |parts| keys.authorize(parts))
+        Arc::new(move |parts| keys.authorize(parts).then(Grant::new))
     }
 
     /// The login handle once the listener is bound at `addr`.
