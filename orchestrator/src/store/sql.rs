@@ -122,6 +122,38 @@ const FIND_SESSIONS: &str = concat!(
 /// How many sessions match [`session_filter!`].
 const COUNT_SESSIONS: &str = concat!("SELECT COUNT(*) FROM sessions", session_filter!());
 
+/// The names of session `$root` and of every session below it, as the table `subtree`
+/// (`UNION` drops repeats, so a cycle in the parent links ends the walk).
+macro_rules! subtree {
+    ($root:literal) => {
+        concat!(
+            "WITH RECURSIVE subtree(subtree_name) AS (SELECT session_name FROM sessions WHERE session_name = ",
+            $root,
+            " UNION SELECT s.session_name FROM sessions s JOIN subtree t ON s.parent_session_name = t.subtree_name) "
+        )
+    };
+}
+
+/// [`FIND_SESSIONS`] within the subtree of session `$7`.
+const FIND_IN_SUBTREE: &str = concat!(
+    subtree!("$7"),
+    "SELECT ",
+    super::rows::session_list_cols!(),
+    " FROM sessions",
+    session_filter!(),
+    " AND session_name IN (SELECT subtree_name FROM subtree) \
+     AND (created_at, session_name) > (COALESCE($4, -1), COALESCE($5, '')) \
+     ORDER BY created_at, session_name LIMIT $6"
+);
+
+/// [`COUNT_SESSIONS`] within the subtree of session `$4`.
+const COUNT_IN_SUBTREE: &str = concat!(
+    subtree!("$4"),
+    "SELECT COUNT(*) FROM sessions",
+    session_filter!(),
+    " AND session_name IN (SELECT subtree_name FROM subtree)"
+);
+
 /// The running jobs of sessions (all of them), oldest first: what a crash interrupted.
 pub(super) const RUNNING_JOBS: &str = concat!(
     "SELECT ",
@@ -251,21 +283,28 @@ on_any_backend! {
         limit: u32,
     ) -> Result<(Vec<Session>, u64), StoreError> {
         let status = filter.status.map(|s| s.as_str());
-        let rows = sqlx::query::<DB>(FIND_SESSIONS)
+        // The listing without `within` keeps its own statement (and plan).
+        let (find, count) = match filter.within {
+            Some(_) => (FIND_IN_SUBTREE, COUNT_IN_SUBTREE),
+            None => (FIND_SESSIONS, COUNT_SESSIONS),
+        };
+        let mut rows = sqlx::query::<DB>(find)
             .bind(status)
             .bind(filter.parent_session_name.as_deref())
             .bind(filter.agent_name.as_deref())
             .bind(after.map(|a| a.created_at))
             .bind(after.map(|a| a.session_name.as_str()))
-            .bind(i64::from(limit))
-            .fetch_all(&mut *conn)
-            .await?;
-        let count = sqlx::query::<DB>(COUNT_SESSIONS)
+            .bind(i64::from(limit));
+        let mut counted = sqlx::query::<DB>(count)
             .bind(status)
             .bind(filter.parent_session_name.as_deref())
-            .bind(filter.agent_name.as_deref())
-            .fetch_one(&mut *conn)
-            .await?;
+            .bind(filter.agent_name.as_deref());
+        if let Some(root) = filter.within.as_deref() {
+            rows = rows.bind(root);
+            counted = counted.bind(root);
+        }
+        let rows = rows.fetch_all(&mut *conn).await?;
+        let count = counted.fetch_one(&mut *conn).await?;
         let total: i64 = count.try_get(0usize)?;
         let sessions = rows.iter().map(session_from_row).collect::<Result<Vec<_>, _>>()?;
         Ok((sessions, u64::try_from(total).unwrap_or(0)))

@@ -335,6 +335,10 @@ pub struct SessionFilter {
     pub parent_session_name: Option<String>,
     /// Only sessions on this blueprint.
     pub agent_name: Option<String>,
+    /// Only this session and the sessions below it (its children, theirs, and so on, by their
+    /// parent links as they are now).
+    #[serde(default)]
+    pub within: Option<String>,
 }
 
 /// Where a keyset page starts: after the session created at `created_at` named
