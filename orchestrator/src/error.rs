@@ -78,6 +78,11 @@ pub enum OrchestratorError {
         /// Its status.
         status: String,
     },
+    /// A run's scoped token asked for what it does not reach: deleting every session, or
+    /// anything once its own session is gone (see [`crate::scope`]). A session outside its
+    /// scope is [`OrchestratorError::SessionNotFound`] instead.
+    #[error("{0}")]
+    OutOfScope(String),
     /// The orchestrator is shutting down.
     #[error("the orchestrator is shutting down and takes no new runs")]
     ShuttingDown,
@@ -114,6 +119,7 @@ impl OrchestratorError {
             | Self::JobEnded { .. }
             | Self::StillRunning { .. }
             | Self::NothingToCancel(_) => 409,
+            Self::OutOfScope(_) => 403,
             Self::ShuttingDown => 503,
             Self::Store(_) => 500,
         }
@@ -137,6 +143,7 @@ impl OrchestratorError {
             Self::JobEnded { .. } => "job_ended",
             Self::StillRunning { .. } => "still_running",
             Self::NothingToCancel(_) => "nothing_to_cancel",
+            Self::OutOfScope(_) => "out_of_scope",
             Self::ShuttingDown => "shutting_down",
             Self::Store(_) => "storage_error",
         }

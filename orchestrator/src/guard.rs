@@ -26,7 +26,7 @@ use crate::store::Session;
 
 /// The longest parent chain walked when looking for a cycle (a chain in the store longer than
 /// this is treated as a cycle).
-const MAX_CHAIN: usize = 1000;
+pub(crate) const MAX_CHAIN: usize = 1000;
 
 impl Orchestrator {
     /// The calling session: `None` without a caller; an error for a caller name that breaks
@@ -115,7 +115,7 @@ impl Orchestrator {
     }
 
     /// The parent of the session `name` (`None`: no parent, or no such session).
-    async fn parent_of(&self, name: &str) -> Result<Option<String>, OrchestratorError> {
+    pub(crate) async fn parent_of(&self, name: &str) -> Result<Option<String>, OrchestratorError> {
         let session = self.inner.store.get_session_by_name(name).await?;
         Ok(session.and_then(|s| s.parent_session_name))
     }

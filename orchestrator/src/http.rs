@@ -5,6 +5,7 @@ use patchbay::mcp::{ToolServer, ToolServerBuilder};
 use patchbay::{RequestContext, mcp::Error as McpError};
 
 use crate::api::{StreamBudget, StreamLimits};
+use crate::scope::ScopedTokens;
 use crate::service::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, McpEndpoint, Orchestrator};
 use crate::tools::agent_session_tools;
 use crate::web::{WebLogin, WebView, fresh_secret};
@@ -51,22 +52,24 @@ pub struct Serving {
 /// Start the MCP endpoint (`/mcp`), the JSON API (see [`crate::api`]) and the web view (see
 /// [`crate::web`]) on `127.0.0.1`, and tell runs where the MCP endpoint is. The bearer token
 /// opens all three; a browser logs in with [`WebLogin::login_url`] (or pastes the token at
-/// `/login`) and then uses a cookie.
+/// `/login`) and then uses a cookie. Runs get scoped tokens of their own sessions instead,
+/// which open `/mcp` only, for their own subtree (see [`crate::scope`]).
 pub async fn serve(orchestrator: &Orchestrator, options: HttpOptions) -> Result<Serving, McpError> {
     let token = options.token.unwrap_or_else(fresh_secret);
     let web = WebView::new(token.clone());
     let streams = StreamBudget::new(options.streams, Some(web.token_check()));
+    let tokens = ScopedTokens::new();
     let server = mcp_builder(orchestrator)
         .port(options.port)
         .with_token(token)
         .with_routes(crate::api::routes_with(orchestrator.clone(), streams))
         .with_public_routes(web.routes())
-        .authorize_with(web.authorizer())
+        .authorize_with(tokens.authorizer_or(web.authorizer()))
         .start()
         .await?;
     orchestrator.set_mcp_endpoint(McpEndpoint {
         url: server.url().to_owned(),
-        token: server.token().to_owned(),
+        tokens,
     });
     let web = web.bound(server.addr());
     Ok(Serving { server, web })

@@ -5,6 +5,8 @@
 //!   [`store::Store`], [`blueprint::Blueprints`] and a pool of workers running patchbay's `Agent`.
 //! - [`tools`]: the nine MCP tools; [`http`]: the MCP endpoint and the JSON API on one
 //!   loopback listener behind a bearer token, and the stdio MCP server.
+//! - [`scope`]: the scoped tokens runs get instead of the bearer token, reaching their own
+//!   session and the sessions below it only.
 //! - [`blueprint`]: named agent definitions loaded from TOML.
 //! - [`names`]: session-name rules.
 //! - [`notify`]: per-session wake-ups, so nobody polls.
@@ -37,6 +39,14 @@
 //!   it is queued exactly once (a parent waiting for a callback is never left hanging).
 //!   `callback: true` without a calling session of this orchestrator (a person's Claude Code)
 //!   is refused at once (`no_callback_target`): nobody could be resumed.
+//! - **Runs hold scoped tokens, not the admin token** ([`scope`]): the MCP configuration a run
+//!   gets carries a token of its own session (an HMAC under a per-process key) that opens
+//!   `/mcp` only and reaches that session and the sessions below it: it starts children (its
+//!   session is the caller, whatever `X-Agent-Session-Name` says), reads, resumes and cancels
+//!   them, lists them; any other session is "not found" (`not_existent` for the status, so a
+//!   run cannot learn that a sibling exists); `delete_all_agent_sessions` is refused
+//!   (`out_of_scope`), the JSON API answers `403`, the web view does not open. The listener's
+//!   bearer token (printed by `serve`) keeps everything.
 //! - **Callers are sessions here**: a named caller that breaks
 //!   the name rule or names no session is refused, over MCP and the API alike; no session can
 //!   become its own parent or ancestor, or resume itself.
@@ -78,10 +88,12 @@
 //!   caller is a session here, else in the orchestrator's (`--project-dir`, default the current
 //!   folder); a relative `project_dir` is read under the orchestrator's folder.
 //! - **Runs reach the orchestrator over HTTP**: a blueprint with `orchestrator_tools = true`
-//!   gets the MCP server `orchestrator` (the loopback endpoint, its token, and
-//!   `X-Agent-Session-Name: <the run's session>`); `patchbay-orchestrator mcp` serves that
-//!   endpoint too, besides stdio. The header is the caller's claim: any holder of the token
-//!   may name any session, as in the original design.
+//!   gets the MCP server `orchestrator` (the loopback endpoint of the process running it, the
+//!   run's scoped token, and `X-Agent-Session-Name: <the run's session>`);
+//!   `patchbay-orchestrator mcp` serves that endpoint too, besides stdio, and so does each
+//!   `worker` process (for its own runs). With a scoped token the header is ignored (the
+//!   token says who calls); with the bearer token it is the caller's claim: its holder may
+//!   name any session, as in the original design.
 //! - **No run outlives its orchestrator**: the processes a run starts (a `bash` tool's shell, a
 //!   claude-agent CLI) get the parent-death signal (`setpriv --pdeathsig=KILL` when util-linux
 //!   is installed), so a `kill -9` of the orchestrator kills them; and every process a run
@@ -105,6 +117,7 @@ mod lock;
 pub mod names;
 pub mod notify;
 mod orphans;
+pub mod scope;
 mod service;
 pub mod store;
 pub mod tools;

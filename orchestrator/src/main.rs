@@ -317,8 +317,9 @@ fn projects_root(args: &Args) -> Result<PathBuf, Box<dyn std::error::Error>> {
 }
 
 /// `worker`: run jobs until Ctrl-C or SIGTERM. Runs of blueprints with `orchestrator_tools`
-/// reach this process's own MCP endpoint, served on loopback behind a fresh token that is never
-/// printed: it is for those runs, not for requests from outside.
+/// reach this process's own MCP endpoint, served on loopback: its bearer token is fresh and
+/// never printed nor handed out, and each run gets a scoped token of its own session, issued
+/// and checked by this process (see `patchbay_orchestrator::scope`).
 async fn work(orchestrator: &Orchestrator, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let needs_endpoint = orchestrator.blueprints().active().any(|b| b.orchestrator_tools);
     let server = match needs_endpoint {

@@ -7,7 +7,10 @@
 //! `get_agent_session_status` and `get_agent_session_result` take an optional
 //! `response_format` too (left out: markdown, as before). The caller's own session name is the
 //! request metadata [`CALLER_METADATA_KEY`] (from the `X-Agent-Session-Name` header over HTTP,
-//! from `AGENT_SESSION_NAME` over stdio).
+//! from `AGENT_SESSION_NAME` over stdio, or a run's scoped token, which wins over both). A call
+//! made with a scoped token (its metadata carries
+//! [`SCOPE_METADATA_KEY`](crate::scope::SCOPE_METADATA_KEY)) reaches only the token's session
+//! and the sessions below it (see [`crate::scope`]).
 
 use std::time::Duration;
 
@@ -20,6 +23,7 @@ use crate::error::OrchestratorError;
 use crate::format::{
     ResponseFormat, SessionReport, render_blueprints, render_job_accepted, render_session, render_session_page,
 };
+use crate::scope::Scope;
 use crate::service::{CALLER_METADATA_KEY, Orchestrator, ResumeRequest, RunAnswer, StartRequest};
 use crate::store::{SessionFilter, SessionStatus};
 
@@ -172,11 +176,29 @@ pub struct EventsInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct NoInput {}
 
-fn caller(cx: &ToolContext) -> Option<String> {
-    cx.metadata
-        .get(CALLER_METADATA_KEY)
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
+/// Who calls a tool: its own session's name, if it named one (or a scoped token did), and
+/// the scope of a scoped token.
+struct Caller {
+    name: Option<String>,
+    scope: Option<Scope>,
+}
+
+impl Caller {
+    fn of(cx: &ToolContext) -> Self {
+        let name = cx
+            .metadata
+            .get(CALLER_METADATA_KEY)
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty());
+        Self {
+            name,
+            scope: Scope::of(&cx.metadata),
+        }
+    }
+
+    fn scope(&self) -> Option<&Scope> {
+        self.scope.as_ref()
+    }
 }
 
 fn format(value: Option<&str>) -> Result<ResponseFormat, String> {
@@ -214,8 +236,8 @@ fn failed(error: OrchestratorError) -> String {
     error.to_string()
 }
 
-/// A tool over `orchestrator` whose `body` gets the orchestrator, the input and the caller's
-/// session name, and answers a text or an error message.
+/// A tool over `orchestrator` whose `body` gets the orchestrator, the input and the caller,
+/// and answers a text or an error message.
 fn tool<I, F, Fut>(
     orchestrator: &Orchestrator,
     name: &str,
@@ -225,12 +247,12 @@ fn tool<I, F, Fut>(
 ) -> impl Tool + 'static
 where
     I: DeserializeOwned + JsonSchema + Send + 'static,
-    F: Fn(Orchestrator, I, Option<String>) -> Fut + Send + Sync + 'static,
+    F: Fn(Orchestrator, I, Caller) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<String, String>> + Send + 'static,
 {
     let orchestrator = orchestrator.clone();
     FnTool::new(name, description, move |input: I, cx: ToolContext| {
-        let call = body(orchestrator.clone(), input, caller(&cx));
+        let call = body(orchestrator.clone(), input, Caller::of(&cx));
         async move {
             match call.await {
                 Ok(text) => ToolResult::text(text),
@@ -288,7 +310,7 @@ fn list_sessions_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
          status, parent_session_name or agent_blueprint_name; a page holds up to limit (default 100), \
          and next_after leads to the next.",
         read_only("List agent sessions"),
-        |o, input: ListSessionsInput, _caller| async move {
+        |o, input: ListSessionsInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
             let status = match input.status.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
                 Some(text) => Some(text.parse::<SessionStatus>().map_err(|_| {
@@ -298,11 +320,16 @@ fn list_sessions_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
                 })?),
                 None => None,
             };
-            let filter = SessionFilter {
+            let mut filter = SessionFilter {
                 status,
                 parent_session_name: input.parent_session_name.filter(|p| !p.trim().is_empty()),
                 agent_name: input.agent_blueprint_name.filter(|b| !b.trim().is_empty()),
+                within: None,
             };
+            if let Some(scope) = caller.scope() {
+                o.scope_session(scope).await.map_err(failed)?;
+                filter.within = Some(scope.session_name.clone());
+            }
             let (sessions, total, next) = o
                 .find_sessions(&filter, input.after.as_deref(), input.limit.unwrap_or(100))
                 .await
@@ -323,6 +350,10 @@ fn start_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         changes("Start an agent session"),
         |o, input: StartInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
+            if let Some(scope) = caller.scope() {
+                // The child goes under the token's session (the caller), while it is there.
+                o.scope_session(scope).await.map_err(failed)?;
+            }
             let request = StartRequest {
                 session_name: input.session_name,
                 prompt: input.prompt,
@@ -330,7 +361,7 @@ fn start_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
                 project_dir: input.project_dir,
                 async_mode: input.async_mode,
                 callback: input.callback,
-                caller,
+                caller: caller.name,
             };
             answer(o.start_session(request).await.map_err(failed)?, format)
         },
@@ -347,12 +378,15 @@ fn resume_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         changes("Resume an agent session"),
         |o, input: ResumeInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
+            o.check_scope(caller.scope(), &input.session_name)
+                .await
+                .map_err(failed)?;
             let request = ResumeRequest {
                 session_name: input.session_name,
                 prompt: input.prompt,
                 async_mode: input.async_mode,
                 callback: input.callback,
-                caller,
+                caller: caller.name,
             };
             answer(o.resume_session(request).await.map_err(failed)?, format)
         },
@@ -370,7 +404,11 @@ fn status_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         |o, input: StatusInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
             let wait = input.wait_seconds.map(|s| Duration::from_secs(s.min(MAX_WAIT_SECONDS)));
-            match o.status_as(&input.session_name, wait, caller.as_deref()).await {
+            let report = match o.check_scope(caller.scope(), &input.session_name).await {
+                Ok(()) => o.status_as(&input.session_name, wait, caller.name.as_deref()).await,
+                Err(error) => Err(error),
+            };
+            match report {
                 Ok(report) => Ok(render_session(&report, format)),
                 Err(OrchestratorError::SessionNotFound(_)) => Ok(not_existent(&input.session_name, format)),
                 Err(error) => Err(failed(error)),
@@ -387,8 +425,11 @@ fn result_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         "The result of an agent session whose run has ended (an error while it still runs). \
          Results over 25,000 characters are truncated.",
         read_only("Get an agent session's result"),
-        |o, input: ResultInput, _caller| async move {
+        |o, input: ResultInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
+            o.check_scope(caller.scope(), &input.session_name)
+                .await
+                .map_err(failed)?;
             report_answer(&o.result(&input.session_name).await.map_err(failed)?, format)
         },
     )
@@ -403,8 +444,11 @@ fn cancel_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
          keeps its conversation as before the run, and can be resumed). An error when nothing is \
          queued or running.",
         serde_json::json!({"title": "Cancel an agent session", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false}),
-        |o, input: CancelInput, _caller| async move {
+        |o, input: CancelInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
+            o.check_scope(caller.scope(), &input.session_name)
+                .await
+                .map_err(failed)?;
             let report = o.cancel_session(&input.session_name).await.map_err(failed)?;
             Ok(render_session(&report, format))
         },
@@ -420,8 +464,11 @@ fn events_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
          errors), after an event seq. Markdown joins the text; json gives the events as stored. \
          Ask again with after = next_after for more.",
         read_only("Get an agent session's events"),
-        |o, input: EventsInput, _caller| async move {
+        |o, input: EventsInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
+            o.check_scope(caller.scope(), &input.session_name)
+                .await
+                .map_err(failed)?;
             let session = o.session_by_name(&input.session_name).await.map_err(failed)?;
             let after = input.after.unwrap_or(0).max(0);
             let events = o
@@ -442,7 +489,14 @@ fn delete_all_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         "delete_all_agent_sessions",
         "Delete every agent session and its events, cancelling queued and running work.",
         serde_json::json!({"title": "Delete all agent sessions", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}),
-        |o, _input: NoInput, _caller| async move {
+        |o, _input: NoInput, caller| async move {
+            if let Some(scope) = caller.scope() {
+                return Err(failed(OrchestratorError::OutOfScope(format!(
+                    "delete_all_agent_sessions deletes every session, and this token reaches only `{}` and the \
+                     sessions below it: it needs the orchestrator's bearer token",
+                    scope.session_name
+                ))));
+            }
             let n = o.delete_all_sessions().await.map_err(failed)?;
             Ok(format!("Deleted {n} session{}.", if n == 1 { "" } else { "s" }))
         },

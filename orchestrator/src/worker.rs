@@ -422,7 +422,8 @@ async fn store_events(inner: &Inner, session: &Session, job_id: &str, events: Ve
 }
 
 /// The run's request context: working directory, the session name in env and metadata, the
-/// system prompt, MCP servers (this orchestrator's own with the caller header), resumption.
+/// system prompt, MCP servers (this orchestrator's own, with a scoped token of the session and
+/// the caller header), resumption.
 fn context_for(inner: &Inner, session: &Session, blueprint: &Blueprint, resume_id: Option<String>) -> RequestContext {
     let mut context = RequestContext::new()
         .with_working_dir(&session.project_dir)
@@ -438,8 +439,11 @@ fn context_for(inner: &Inner, session: &Session, blueprint: &Blueprint, resume_i
         let endpoint = inner.endpoint.lock().ok().and_then(|e| e.clone());
         match endpoint {
             Some(endpoint) => {
+                // The session's own scoped token, never the listener's bearer token: the run
+                // reaches its own subtree only (see `crate::scope`).
+                let token = endpoint.tokens.issue(session);
                 let headers = BTreeMap::from([
-                    ("Authorization".to_owned(), format!("Bearer {}", endpoint.token)),
+                    ("Authorization".to_owned(), format!("Bearer {token}")),
                     (CALLER_HEADER.to_owned(), session.session_name.clone()),
                 ]);
                 context = context.with_mcp_server(McpServerConfig {

@@ -35,7 +35,9 @@
 //! for an event stream over the stream budget (see "Streams"); `503` while shutting down and
 //! `500` for storage failures. A request without the right token is `401`, answered by the
 //! listener before any route, in the same shape (`{"error": {"code": "unauthorized",
-//! "message": ...}}`; `/mcp` answers JSON-RPC's shape instead).
+//! "message": ...}}`; `/mcp` answers JSON-RPC's shape instead). A run's scoped token is `403`
+//! (`{"error": {"code": "forbidden", ...}}`) on every route: it opens `/mcp` only (see
+//! [`crate::scope`]).
 //!
 //! # Events
 //! `GET /sessions/{id}/events` is a `text/event-stream`: first the session's stored events, then
@@ -156,6 +158,7 @@ pub(crate) fn routes_with(orchestrator: Orchestrator, budget: StreamBudget) -> R
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(orchestrator.max_request_bytes()))
+        .layer(axum::middleware::from_fn(refuse_scoped_tokens))
         .with_state(orchestrator)
 }
 
@@ -378,6 +381,7 @@ async fn list_sessions(
             status: query.status,
             parent_session_name: query.parent_session_name,
             agent_name: query.agent_name,
+            within: None,
         };
         let (sessions, total, next_after) = o.find_sessions(&filter, query.after.as_deref(), page.limit).await?;
         return Ok(Json(SessionList {
@@ -435,6 +439,21 @@ async fn list_agents(State(o): State<Orchestrator>) -> Json<AgentList> {
 async fn get_agent(State(o): State<Orchestrator>, Id(name): Id) -> ApiResult<Json<BlueprintView>> {
     let blueprint = o.blueprint(&name)?;
     Ok(Json(BlueprintView::new(blueprint, o.blueprints().source(&name))))
+}
+
+/// `403` for a request a run's scoped token let in: those open `/mcp` only (see
+/// [`crate::scope`]).
+async fn refuse_scoped_tokens(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if crate::scope::is_scoped(request.extensions()) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "a run's scoped token opens only the MCP endpoint (/mcp), for its own session and the sessions below \
+             it: the JSON API takes the bearer token",
+        )
+        .into_response();
+    }
+    next.run(request).await
 }
 
 async fn not_found(method: Method, uri: Uri) -> ApiError {

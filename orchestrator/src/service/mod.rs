@@ -17,6 +17,7 @@ use crate::format::{BlueprintSummary, JobAccepted, SessionReport, SessionSummary
 use crate::limits::Limits;
 use crate::names::validate_session_name;
 use crate::notify::Notifier;
+use crate::scope::ScopedTokens;
 mod builder;
 mod reports;
 
@@ -46,13 +47,15 @@ pub const CALLER_HEADER: &str = "x-agent-session-name";
 /// The environment variable naming the caller's own session (stdio), and every run's own.
 pub const CALLER_ENV: &str = "AGENT_SESSION_NAME";
 
-/// Where runs reach this orchestrator's MCP tools (for blueprints with `orchestrator_tools`).
+/// Where runs reach this orchestrator's MCP tools (for blueprints with `orchestrator_tools`),
+/// and the tokens they get there: each run a scoped token of its own session (see
+/// [`crate::scope`]), never the listener's bearer token.
 #[derive(Clone)]
 pub struct McpEndpoint {
     /// The streamable HTTP URL (`http://127.0.0.1:<port>/mcp`).
     pub url: String,
-    /// The bearer token (a secret: never logged).
-    pub token: String,
+    /// The scoped tokens the listener at `url` takes (their key is a secret: never logged).
+    pub tokens: ScopedTokens,
 }
 
 impl std::fmt::Debug for McpEndpoint {
