@@ -15,8 +15,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use patchbay::{
-    Capabilities, Event, EventStream, FinishReason, Message, Metrics, Provider, ProviderError, ProviderFactory,
-    ProviderInfo, Registry, RequestContext, Role, Signal, ToolContext, ToolResult, ToolSet, Usage, async_trait,
+    Capabilities, Event, EventStream, FinishReason, McpTransport, Message, Metrics, Provider, ProviderError,
+    ProviderFactory, ProviderInfo, Registry, RequestContext, Role, Signal, ToolContext, ToolResult, ToolSet, Usage,
+    async_trait,
 };
 use patchbay_orchestrator::blueprint::{Blueprint, Blueprints};
 use patchbay_orchestrator::format::{JobAccepted, SessionReport};
@@ -179,7 +180,8 @@ pub(crate) fn echo(name: &str, gate: Option<&str>) -> Blueprint {
 }
 
 /// A blueprint on `echo` answering with what the run was given instead of the conversation:
-/// `{"env": {...}, "metadata": {...}, "working_dir": ..., "system": ...}`.
+/// `{"env": {...}, "metadata": {...}, "working_dir": ..., "system": ..., "mcp_servers": {name:
+/// {"url": ..., "headers": {...}}}, "debug": "<the context's Debug output>"}`.
 pub(crate) fn whoami(name: &str) -> Blueprint {
     Blueprint {
         provider_options: json!({ "whoami": true }),
@@ -274,10 +276,17 @@ struct Echo {
 }
 
 fn build_echo(options: &Value) -> Result<Arc<dyn Provider>, ProviderError> {
+    let whoami = options.get("whoami").and_then(Value::as_bool).unwrap_or(false);
+    let mut capabilities = Capabilities::none().with_streaming();
+    if whoami {
+        // As an agent runtime (claude-agent): it gets the MCP servers to connect itself, so it
+        // can report them.
+        capabilities = capabilities.with_runs_tools();
+    }
     Ok(Arc::new(Echo {
-        info: ProviderInfo::new("echo", Capabilities::none().with_streaming()),
+        info: ProviderInfo::new("echo", capabilities),
         gate: options.get("gate").and_then(Value::as_str).map(gate),
-        whoami: options.get("whoami").and_then(Value::as_bool).unwrap_or(false),
+        whoami,
     }))
 }
 
@@ -310,11 +319,24 @@ impl Provider for Echo {
             .collect();
         let answer = if self.whoami {
             let context = context.cloned().unwrap_or_default();
+            let servers: serde_json::Map<String, Value> = context
+                .mcp_servers
+                .iter()
+                .map(|server| {
+                    let value = match &server.transport {
+                        McpTransport::Http { url, headers } => json!({ "url": url, "headers": headers }),
+                        McpTransport::Stdio { command, .. } => json!({ "command": command }),
+                    };
+                    (server.name.clone(), value)
+                })
+                .collect();
             serde_json::to_string(&json!({
                 "env": context.env,
                 "metadata": context.metadata,
                 "working_dir": context.working_dir,
                 "system": context.system,
+                "mcp_servers": servers,
+                "debug": format!("{context:?}"),
             }))
         } else {
             serde_json::to_string(&heard)
