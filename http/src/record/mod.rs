@@ -195,7 +195,7 @@ impl Recorder {
 }
 
 /// One call's recording: started by [`Recorder::tape`] (or [`Tape::start`]), carried through
-/// [`send`](Self::send), [`body_stream`](Self::body_stream) and [`watch`](Self::watch). A failed
+/// [`send`](crate::send), [`body_stream`](crate::body_stream) and [`watch`](Self::watch). A failed
 /// write never changes the call: it is logged (a warning once per recorder) and the call goes
 /// on unrecorded. Cheap to clone; [`Tape::off`] records nothing.
 #[derive(Clone, Default)]

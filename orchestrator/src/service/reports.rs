@@ -34,7 +34,7 @@ pub(super) fn settled(report: &SessionReport) -> bool {
         .is_none_or(|s| s.parse::<JobStatus>().is_ok_and(JobStatus::is_terminal))
 }
 
-/// The report of a session and its current job ([`Store::current_job`]): the status follows
+/// The report of a session and its current job ([`Store::current_job`](crate::store::Store::current_job)): the status follows
 /// the job (`running` while it is queued or runs, unless the session never ran), the result is
 /// that job's own, and the error is why that job failed or was cancelled.
 pub fn report(s: &Session, job: Option<&Job>) -> SessionReport {
