@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use patchbay_core::kit::StreamLimits;
 use patchbay_core::{ErrorKind, Event, Limit, Message, Provider, Signal, ToolSet};
 
@@ -35,6 +36,9 @@ pub struct HttpWire {
 /// with these limits.
 pub type BuildHttp = Arc<dyn Fn(&str, StreamLimits) -> Arc<dyn Provider> + Send + Sync>;
 
+/// What a timeout may run past its limit on a loaded machine, beyond the tenth it is allowed.
+const SLACK: Duration = Duration::from_millis(150);
+
 /// Short limits: a read timeout of 300 ms and a content timeout of 1.5 s.
 fn fast() -> StreamLimits {
     StreamLimits::default()
@@ -47,6 +51,44 @@ async fn call(provider: &dyn Provider) -> Recording {
     let (messages, tools, signal) = ([Message::user("hi")], ToolSet::new(), Signal::new());
     let run = Recording::call(provider, &messages, &tools, "m", &signal, None);
     tokio::time::timeout(HANG, run).await.expect("the call hung")
+}
+
+/// One call like [`call`], also answering how long after the last event the error came.
+async fn call_timed(provider: &dyn Provider) -> (Recording, Duration) {
+    let (messages, tools, signal) = ([Message::user("hi")], ToolSet::new(), Signal::new());
+    let run = async {
+        let mut recording = Recording::default();
+        let mut last = Instant::now();
+        match provider.create_response(&messages, &tools, "m", &signal, None).await {
+            Ok(mut stream) => {
+                while let Some(item) = stream.next().await {
+                    match item {
+                        Ok(event) => {
+                            recording.events.push(event);
+                            last = Instant::now();
+                        }
+                        Err(error) => {
+                            recording.error = Some(error);
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(error) => recording.error = Some(error),
+        }
+        (recording, last.elapsed())
+    };
+    tokio::time::timeout(HANG, run).await.expect("the call hung")
+}
+
+/// A timeout fired no earlier than its limit after the last event, and within a tenth more
+/// (plus [`SLACK`]).
+fn assert_fired_at_limit(name: &str, silence: Duration, limit: Option<Duration>) {
+    let limit = limit.expect("a limit");
+    assert!(
+        silence >= limit && silence <= limit + limit / 10 + SLACK,
+        "{name}: the error came {silence:?} after the last event, the limit is {limit:?}"
+    );
 }
 
 /// Runs every check on the provider `build` makes; panics on the first that fails, naming it.
@@ -119,8 +161,9 @@ pub async fn a_silent_server_hits_the_read_timeout(wire: &HttpWire, build: &Buil
     );
 }
 
-/// A stream that stalls after its headers, or after its first text, hits the read timeout;
-/// the text before the stall arrives first, and the error carries the provider's name.
+/// A stream that stalls after its headers, or after its first text, hits the read timeout
+/// (after the text: at its limit, not later); the text before the stall arrives first, and the
+/// error carries the provider's name.
 pub async fn a_stalled_stream_hits_the_read_timeout(wire: &HttpWire, build: &BuildHttp) {
     let name = wire.name;
     for (what, steps) in [
@@ -131,7 +174,7 @@ pub async fn a_stalled_stream_hits_the_read_timeout(wire: &HttpWire, build: &Bui
         ),
     ] {
         let server = RawServer::start(steps).await;
-        let recording = call(build(server.url(), fast()).as_ref()).await;
+        let (recording, silence) = call_timed(build(server.url(), fast()).as_ref()).await;
         let error = recording.error.expect("a timeout");
         assert_eq!(error.limit(), Some(Limit::ReadTimeout), "{name} {what}: {error}");
         assert_eq!(error.facts().provider.as_deref(), Some(name), "{name} {what}");
@@ -140,6 +183,7 @@ pub async fn a_stalled_stream_hits_the_read_timeout(wire: &HttpWire, build: &Bui
                 recording.events.iter().any(|e| matches!(e, Event::TextDelta { .. })),
                 "{name} {what}: the text before the stall arrives first"
             );
+            assert_fired_at_limit(&format!("{name} {what}"), silence, fast().read_timeout);
         }
     }
 }
@@ -216,7 +260,8 @@ pub async fn an_endless_line_is_a_typed_error(wire: &HttpWire, build: &BuildHttp
     assert!(written < 64 << 20, "{name}: the server wrote {written} bytes");
 }
 
-/// Keep-alives every 50 ms cannot hold a stream open past the content timeout.
+/// Keep-alives every 50 ms cannot hold a stream open past the content timeout, which fires at
+/// its limit after the last event, not later.
 pub async fn keepalives_alone_cannot_hold_a_stream(wire: &HttpWire, build: &BuildHttp) {
     let name = wire.name;
     let server = RawServer::start(vec![
@@ -225,8 +270,7 @@ pub async fn keepalives_alone_cannot_hold_a_stream(wire: &HttpWire, build: &Buil
         Step::Every(wire.keepalive.as_bytes().to_vec(), Duration::from_millis(50)),
     ])
     .await;
-    let started = Instant::now();
-    let recording = call(build(server.url(), fast()).as_ref()).await;
+    let (recording, silence) = call_timed(build(server.url(), fast()).as_ref()).await;
     let error = recording.error.expect("an error");
     assert_eq!(error.kind(), ErrorKind::Transport, "{name}: {error}");
     assert_eq!(error.limit(), Some(Limit::ContentTimeout), "{name}: {error}");
@@ -234,7 +278,7 @@ pub async fn keepalives_alone_cannot_hold_a_stream(wire: &HttpWire, build: &Buil
         recording.events.iter().any(|e| matches!(e, Event::TextDelta { .. })),
         "{name}"
     );
-    assert!(started.elapsed() < HANG, "{name}");
+    assert_fired_at_limit(name, silence, fast().content_timeout);
 }
 
 /// A `429` whose `retry-after` is an HTTP date 30 s ahead is `RateLimited` with that wait.

@@ -1,5 +1,7 @@
 //! Unit-level behaviour of the core contract through its public API.
 
+mod drive;
+
 use std::time::Duration;
 
 use patchbay_core::kit::{ContentBuilder, check_conversation};

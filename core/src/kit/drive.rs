@@ -7,6 +7,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
+use tokio::time::Instant;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::{ErrorKind, Event, EventStream, Limit, ProviderError, Signal};
@@ -38,8 +39,9 @@ pub trait StreamTranslator: Send {
 /// | `max_line_bytes` | 64 MiB | one line or SSE frame (or a whole JSON body) grows past this | `Protocol`, [`Limit::LineLength`] |
 /// | `max_error_body_bytes` | 64 KiB | an error response's body is longer: the rest is not read | none: the HTTP error keeps the first bytes |
 ///
-/// Timeouts are checked without a timer reset per chunk: a silent stream fails after between
-/// one and two times its limit. `None` turns a timeout off (cancellation still works).
+/// Timeouts are checked without a timer reset per chunk: a silent stream fails between its limit
+/// and a twentieth more (plus the timer's 1 ms grain). `None` turns a timeout off (cancellation
+/// still works).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StreamLimits {
@@ -149,36 +151,56 @@ where
     Ok(out)
 }
 
+/// Timer periods per limit: a silence is noticed at most one period late.
+const TICKS: u32 = 20;
+
 /// The idle check of a timeout, without touching a timer per chunk: activity only sets a flag,
-/// and a timer that fires once per period checks it. Silence is declared after between one and
-/// two periods.
+/// and a timer that fires [`TICKS`] times per limit reads it. The silence counts from the last
+/// tick that saw activity, so it is declared between the limit and one period more after the
+/// last activity.
 struct Watch {
     limit: Duration,
+    period: Duration,
     timer: Pin<Box<tokio::time::Sleep>>,
+    /// No activity since this instant (the start, or the last tick that saw activity).
+    quiet_since: Instant,
     activity: bool,
 }
 
 impl Watch {
     fn new(limit: Duration) -> Self {
+        let now = Instant::now();
+        let period = (limit / TICKS).max(Duration::from_millis(1)).min(limit);
         Self {
             limit,
-            timer: Box::pin(tokio::time::sleep(limit)),
+            period,
+            timer: Box::pin(tokio::time::sleep_until(later(now, period))),
+            quiet_since: now,
             activity: false,
         }
     }
 
-    /// Poll the timer: `true` when nothing happened for a whole period.
+    /// Poll the timer: `true` when nothing happened for the whole limit.
     fn expired(&mut self, cx: &mut Context<'_>) -> bool {
         while self.timer.as_mut().poll(cx).is_ready() {
-            if !self.activity {
+            let now = Instant::now();
+            if std::mem::take(&mut self.activity) {
+                self.quiet_since = now;
+            }
+            let deadline = later(self.quiet_since, self.limit);
+            if now >= deadline {
                 return true;
             }
-            self.activity = false;
-            let next = tokio::time::Instant::now() + self.limit;
-            self.timer.as_mut().reset(next);
+            self.timer.as_mut().reset(later(now, self.period).min(deadline));
         }
         false
     }
+}
+
+/// `at + by`, or about 30 years on when that overflows (a limit of `u64::MAX` milliseconds).
+fn later(at: Instant, by: Duration) -> Instant {
+    at.checked_add(by)
+        .unwrap_or_else(|| at + Duration::from_secs(30 * 365 * 86_400))
 }
 
 type Body<C> = Pin<Box<dyn Stream<Item = Result<C, ProviderError>> + Send>>;

@@ -1,10 +1,13 @@
 //! The provider over HTTP against the mock server: errors, faults, headers, config.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
+use patchbay_conformance::hardening::{self, BuildHttp, HttpWire};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::{MockServer, RawEnd, Serve};
+use patchbay_core::kit::StreamLimits;
 use patchbay_core::{
     ErrorKind, Event, FinishReason, McpServerConfig, McpTransport, Message, Provider, RequestContext, Session, Signal,
     ToolSet,
@@ -164,6 +167,25 @@ async fn a_stalled_stream_hits_the_read_timeout() {
     let recording = record(&provider, &Signal::new()).await;
     assert_eq!(recording.error.map(|e| e.kind()), Some(ErrorKind::Transport));
     assert!(recording.events.iter().any(|e| matches!(e, Event::TextDelta { .. })));
+}
+
+/// After text has flowed, a stall ends at the read timeout and pings alone at the content
+/// timeout, each at its setting (both once fired at twice it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_fire_at_their_setting_after_text_flowed() {
+    let wire = HttpWire {
+        name: patchbay_anthropic::NAME,
+        content_type: "text/event-stream",
+        start: HELLO,
+        keepalive: "event: ping\ndata: {\"type\":\"ping\"}\n\n",
+        data_prefix: "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"",
+    };
+    let build: BuildHttp = Arc::new(|base: &str, limits: StreamLimits| {
+        let config = AnthropicConfig::new("k").with_base_url(base).with_limits(limits);
+        Arc::new(AnthropicProvider::new(config).expect("config")) as Arc<dyn Provider>
+    });
+    hardening::a_stalled_stream_hits_the_read_timeout(&wire, &build).await;
+    hardening::keepalives_alone_cannot_hold_a_stream(&wire, &build).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,10 +1,13 @@
 //! HTTP behaviour: status mapping with retry-after, transport failures, cancellation that
 //! closes the connection.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use patchbay_conformance::hardening::{self, BuildHttp, HttpWire};
 use patchbay_conformance::mock::{RawEnd, Serve};
+use patchbay_core::kit::StreamLimits;
 use patchbay_core::{ErrorKind, Event, Message, Provider, ProviderError, Signal, ToolSet};
 use patchbay_openrouter::{OpenRouterConfig, OpenRouterProvider};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -189,4 +192,25 @@ async fn cancel_ends_the_stream_promptly_and_closes_the_connection() {
         .await
         .expect("server saw the close");
     assert!(after.expect("closed") < Duration::from_secs(5));
+}
+
+/// After text has flowed, a stall ends at the read timeout and comments alone at the content
+/// timeout, each at its setting (both once fired at twice it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_fire_at_their_setting_after_text_flowed() {
+    let wire = HttpWire {
+        name: patchbay_openrouter::NAME,
+        content_type: "text/event-stream",
+        start: "data: {\"id\":\"r1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n",
+        keepalive: ": OPENROUTER PROCESSING\n\n",
+        data_prefix: "data: {\"id\":\"r1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"",
+    };
+    let build: BuildHttp = Arc::new(|base: &str, limits: StreamLimits| {
+        let config = OpenRouterConfig::new(format!("{base}/v1"))
+            .with_api_key("k")
+            .with_limits(limits);
+        Arc::new(OpenRouterProvider::new(config).expect("config")) as Arc<dyn Provider>
+    });
+    hardening::a_stalled_stream_hits_the_read_timeout(&wire, &build).await;
+    hardening::keepalives_alone_cannot_hold_a_stream(&wire, &build).await;
 }
