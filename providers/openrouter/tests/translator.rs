@@ -264,6 +264,30 @@ fn usage_sent_with_an_in_stream_error_is_reported_before_the_error() {
     assert_eq!(last_usage(&events), Some((Some(12), Some(7))));
 }
 
+/// OpenRouter when the upstream provider fails mid-stream: a chunk finished with `length`, then
+/// one with `error` and `usage` together and `finish_reason: null`.
+#[test]
+fn usage_sent_with_an_error_after_a_length_finish_is_reported() {
+    let mut body = Vec::new();
+    for payload in [
+        chunk(json!({"content": "partial"}), None),
+        chunk(json!({}), Some("length")),
+        json!({"id": "r1", "model": "m", "error": {"code": 502, "message": "Provider returned error"},
+            "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
+            "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": null}]}),
+    ] {
+        body.extend_from_slice(format!("data: {payload}\n\n").as_bytes());
+    }
+    let (events, error) = run(&body);
+    assert_eq!(error, Some(ErrorKind::Server), "{events:#?}");
+    // The usage is the last event, right before the error.
+    let usage = match events.last() {
+        Some(Event::Usage(u)) => Some((u.input, u.output)),
+        _ => None,
+    };
+    assert_eq!(usage, Some((Some(12), Some(7))), "{events:#?}");
+}
+
 #[test]
 fn url_citation_annotations_are_sources_of_their_text() {
     let annotation = json!({"type": "url_citation", "url_citation": {"url": "https://a.example/paris", "title": "Paris",
