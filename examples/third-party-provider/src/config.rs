@@ -87,7 +87,7 @@ impl OllamaConfig {
             Ok(value) if value.trim().is_empty() => Ok(None),
             Ok(value) => Ok(Some(value)),
             Err(VarError::NotPresent) => Ok(None),
-            Err(source) => Err(Error::Environment { name, source }),
+            Err(VarError::NotUnicode(_)) => Err(Error::Environment { name }),
         };
         let mut config = Self::default();
         if let Some(host) = read("OLLAMA_HOST")? {
@@ -255,5 +255,28 @@ mod tests {
             _ => Err(VarError::NotPresent),
         };
         assert!(matches!(OllamaConfig::from_lookup(broken), Err(Error::BaseUrl { .. })));
+    }
+
+    /// A key with a stray byte in `OLLAMA_API_KEY` is refused naming the variable, never
+    /// showing the value (neither the error nor its sources).
+    #[cfg(unix)]
+    #[test]
+    fn a_variable_that_is_not_unicode_is_refused_without_its_value() {
+        use std::os::unix::ffi::OsStringExt;
+        let env = |name: &str| match name {
+            "OLLAMA_API_KEY" => Err(VarError::NotUnicode(std::ffi::OsString::from_vec(
+                b"sk-CANARY-\xff".to_vec(),
+            ))),
+            _ => Err(VarError::NotPresent),
+        };
+        let error = OllamaConfig::from_lookup(env).expect_err("not Unicode");
+        let mut shown = format!("{error} {error:?}");
+        let mut source = std::error::Error::source(&error);
+        while let Some(next) = source {
+            shown.push_str(&format!(" | {next} {next:?}"));
+            source = next.source();
+        }
+        assert!(shown.contains("OLLAMA_API_KEY"), "{shown}");
+        assert!(!shown.contains("CANARY"), "{shown}");
     }
 }

@@ -20,14 +20,12 @@ pub enum Error {
         #[source]
         source: UrlError,
     },
-    /// An environment variable is set but not valid Unicode.
+    /// An environment variable is set but not valid Unicode. No source: the standard
+    /// library's error quotes the value, which may be a key.
     #[error("the environment variable {name} is not valid Unicode")]
     Environment {
         /// The variable.
         name: &'static str,
-        /// The standard library's error.
-        #[source]
-        source: std::env::VarError,
     },
     /// The options are not a JSON object, name an unknown key, or give a key a wrong type.
     /// The message names the key and never quotes a value.

@@ -127,11 +127,7 @@ fn env(name: &'static str) -> Result<Option<String>, Error> {
 /// The endpoint of a base URL: `{base}/v1/messages`.
 pub(crate) fn messages_url(base_url: &str, origin: &'static str) -> Result<reqwest::Url, Error> {
     let base = base_url.trim_end_matches('/');
-    reqwest::Url::parse(&format!("{base}/v1/messages")).map_err(|source| Error::BaseUrl {
-        origin,
-        url: redact_url(base).into_owned(),
-        source,
-    })
+    reqwest::Url::parse(&format!("{base}/v1/messages")).map_err(|source| Error::BaseUrl { origin, source })
 }
 
 /// The registry options, read in one go (see the crate docs' `# Options`). Every field is

@@ -48,13 +48,12 @@ pub enum Error {
     /// No credentials for the public API.
     #[error("no Anthropic API key: set ANTHROPIC_API_KEY or pass one in the config")]
     MissingKey,
-    /// The base URL does not parse (shown without its credentials).
-    #[error("bad Anthropic base URL `{url}` (from {origin})")]
+    /// The base URL does not parse. The value is not shown: it may be a key pasted into the
+    /// wrong field.
+    #[error("the Anthropic base URL from {origin} does not parse")]
     BaseUrl {
         /// Where it came from (`ANTHROPIC_BASE_URL`, the `base_url` option, the config).
         origin: &'static str,
-        /// The URL, credentials redacted.
-        url: String,
         /// Why it does not parse.
         #[source]
         source: UrlError,

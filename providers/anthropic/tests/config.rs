@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use patchbay_anthropic::{AnthropicConfig, Auth, Error};
+use patchbay_anthropic::{AnthropicConfig, AnthropicProvider, Auth, Error};
 use patchbay_core::{ErrorKind, ProviderError};
 use serde_json::json;
 
@@ -58,6 +58,21 @@ fn from_options_refuses_a_wrong_type_by_name_without_its_value() {
     }
     let error = AnthropicConfig::from_options(&json!([KEY])).expect_err("not an object");
     assert!(matches!(error, Error::Options { .. }), "{error:?}");
+}
+
+/// A key pasted into `base_url` is refused without being quoted: the error names the option,
+/// and neither it nor any source shows the value.
+#[test]
+fn a_key_pasted_as_the_base_url_is_refused_without_quoting_it() {
+    let error = AnthropicConfig::from_options(&json!({"base_url": KEY})).expect_err("not a URL");
+    assert!(matches!(error, Error::BaseUrl { .. }), "{error:?}");
+    let text = shown(&ProviderError::from(error));
+    assert!(text.contains("base_url"), "{text}");
+    assert!(!text.contains("CANARY"), "{text}");
+    // A config built in code is checked by `new`, with the same care.
+    let error = AnthropicProvider::new(AnthropicConfig::new("k").with_base_url(KEY)).expect_err("not a URL");
+    let text = shown(&error);
+    assert!(!text.contains("CANARY"), "{text}");
 }
 
 #[test]

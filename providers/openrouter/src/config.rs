@@ -239,12 +239,12 @@ impl OpenRouterConfig {
         let options = Options::read(options)?;
         let api_key = match (options.api_key, options.api_key_env) {
             (Some(key), _) => Some(key),
-            (None, Some(name)) => Some(Secret::new(vars(&name)?.ok_or(Error::MissingKeyVariable { name })?)),
+            (None, Some(name)) => Some(Secret::new(vars(&name)?.ok_or(Error::MissingKeyVariable)?)),
             (None, None) => None,
         };
-        let base_url = match options.base_url {
-            Some(url) => Some(url),
-            None => vars("OPENAI_BASE_URL")?,
+        let (base_url, origin) = match options.base_url {
+            Some(url) => (Some(url), "the `base_url` option"),
+            None => (vars("OPENAI_BASE_URL")?, "OPENAI_BASE_URL"),
         };
         let mut config = Self::locate(base_url, options.dialect, api_key, vars)?;
         config.referer = options.referer;
@@ -276,7 +276,7 @@ impl OpenRouterConfig {
             Some(dir) => Some(dir).filter(|dir| !dir.as_os_str().is_empty()),
             None => vars(patchbay_http::record::RECORD_DIR_ENV)?.map(PathBuf::from),
         };
-        config.validated()
+        config.validated(origin)
     }
 
     /// The server and its key. With a base URL: its dialect (given or detected) names the key's
@@ -316,12 +316,12 @@ impl OpenRouterConfig {
         Ok(config)
     }
 
-    /// The config, or [`Error::BadBaseUrl`] when the base URL is not http(s).
-    pub(crate) fn validated(self) -> Result<Self, Error> {
+    /// The config, or [`Error::BadBaseUrl`] naming `origin` when the base URL is not http(s).
+    pub(crate) fn validated(self, origin: &'static str) -> Result<Self, Error> {
         if self.base_url.starts_with("http://") || self.base_url.starts_with("https://") {
             Ok(self)
         } else {
-            Err(Error::BadBaseUrl(redact_url(&self.base_url).into_owned()))
+            Err(Error::BadBaseUrl { origin })
         }
     }
 

@@ -6,7 +6,7 @@ use crate::NAME;
 
 /// What can go wrong while configuring the provider. Converted into a [`ProviderError`] of
 /// kind [`ErrorKind::Config`] at the boundary. No variant quotes a value that may be a key:
-/// option errors name the option, URLs are shown with their credentials redacted.
+/// errors name the option or variable, never its value.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -14,12 +14,10 @@ pub enum Error {
     /// OpenAI; optional for other servers).
     #[error("no API key: set OPENROUTER_API_KEY or OPENAI_API_KEY, or pass one in the config")]
     MissingApiKey,
-    /// The option `api_key_env` names a variable that is not set.
-    #[error("option `api_key_env` names the variable `{name}`, which is not set")]
-    MissingKeyVariable {
-        /// The variable's name.
-        name: String,
-    },
+    /// The option `api_key_env` names a variable that is not set (the name is not shown: a
+    /// key pasted into that option would be).
+    #[error("option `api_key_env` names a variable that is not set")]
+    MissingKeyVariable,
     /// An environment variable is set but not valid Unicode.
     #[error("the environment variable `{name}` is not valid Unicode")]
     BadVariable {
@@ -30,9 +28,13 @@ pub enum Error {
     /// a default one).
     #[error("the `generic` dialect needs a base URL: set OPENAI_BASE_URL or the option `base_url`")]
     MissingBaseUrl,
-    /// The base URL is not an http(s) URL (shown with credentials and query redacted).
-    #[error("bad base URL `{0}`: expected http:// or https://")]
-    BadBaseUrl(String),
+    /// The base URL is not an http(s) URL. The value is not shown: it may be a key pasted
+    /// into the wrong field.
+    #[error("the base URL from {origin} is not an http:// or https:// URL")]
+    BadBaseUrl {
+        /// Where it came from: `OPENAI_BASE_URL`, the `base_url` option or the config.
+        origin: &'static str,
+    },
     /// The options are neither a JSON object nor `null`.
     #[error("options must be a JSON object or null")]
     OptionsNotAnObject,

@@ -33,7 +33,8 @@
 //!   message is kept with its quoted values redacted. serde's error is not kept as the source,
 //!   since its message quotes the value.
 //! - **Where the key comes from**: `api_key` wins over `api_key_env`; `api_key_env` naming an
-//!   unset variable is an error ([`Error::MissingKeyVariable`]), not a silent fall back to the
+//!   unset variable is an error ([`Error::MissingKeyVariable`], which does not repeat the name:
+//!   it may be a key pasted there), not a silent fall back to the
 //!   usual variables. With a base URL, the dialect (given or detected) names the variable, so a
 //!   proxy in front of OpenRouter with `"dialect": "openrouter"` reads `OPENROUTER_API_KEY`.
 //!   Without one, `dialect` picks OpenRouter's or OpenAI's URL, and `generic` is an error

@@ -79,7 +79,7 @@ impl OpenRouterProvider {
     /// A provider from a config: the only constructor. A base URL that is not http(s), a
     /// header that is not valid HTTP or an HTTP client that cannot be built is a `Config` error.
     pub fn new(config: OpenRouterConfig) -> Result<Self, ProviderError> {
-        let config = config.validated()?;
+        let config = config.validated("the config")?;
         let client = client(&config)?;
         let capabilities = Capabilities::none().with_streaming().with_reasoning().with_images();
         let recorder = config.record_dir.as_ref().map(|dir| recorder(dir, &config));

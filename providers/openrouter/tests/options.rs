@@ -76,6 +76,31 @@ fn a_wrong_type_is_refused_by_name_without_quoting_its_value() {
     }
 }
 
+/// An OpenRouter key pasted into the wrong field is refused without being quoted: the error
+/// names the field, and neither it nor any source shows the value.
+#[test]
+fn a_key_pasted_in_the_wrong_field_is_refused_without_quoting_it() {
+    const PASTED: &str = "sk-or-v1-5c0ffee0d15ea5e0ddba11ba5eba11c0ffee0d15ea5e0ddba11ba5eba11c0f";
+    for (options, field) in [
+        (json!({ "base_url": PASTED }), "base_url"),
+        (json!({ "base_url": PASTED, "dialect": "generic" }), "base_url"),
+        (json!({ "api_key_env": PASTED }), "api_key_env"),
+    ] {
+        let error = OpenRouterConfig::from_options(&options).expect_err("refused");
+        let shown = format!("{error} {error:?}");
+        assert!(shown.contains(field), "{shown}");
+        assert!(!shown.contains(PASTED), "{shown}");
+        let error = patchbay_openrouter::factory().build(&options).err().expect("refused");
+        let shown = format!("{} {error:?}", chain(&error));
+        assert_eq!(error.kind(), ErrorKind::Config);
+        assert!(!shown.contains(PASTED), "{shown}");
+    }
+    // A config built in code is checked by `new`, with the same care.
+    let error = OpenRouterProvider::new(OpenRouterConfig::new(PASTED)).expect_err("refused");
+    let shown = format!("{} {error:?}", chain(&error));
+    assert!(!shown.contains(PASTED), "{shown}");
+}
+
 #[test]
 fn connect_timeout_ms_is_read_in_milliseconds_and_zero_turns_it_off() {
     let read = |options: Value| OpenRouterConfig::from_options(&options).expect("valid");

@@ -85,8 +85,16 @@ fn null_and_an_empty_object_mean_the_environment_alone() {
     assert_eq!(config.dialect(), Dialect::Generic);
     assert!(!config.has_api_key());
     let error = read(&Value::Null, &[("OPENAI_BASE_URL", "ftp://u:sk-secret-4@h")]).expect_err("not http");
-    assert!(matches!(error, Error::BadBaseUrl(_)), "{error:?}");
-    assert!(!error.to_string().contains("sk-secret-4"));
+    assert!(
+        matches!(
+            error,
+            Error::BadBaseUrl {
+                origin: "OPENAI_BASE_URL"
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(!format!("{error} {error:?}").contains("sk-secret-4"));
 }
 
 #[test]
@@ -121,8 +129,5 @@ fn api_key_env_names_the_variable_and_an_unset_one_is_an_error() {
     let config = read(&json!({ "api_key_env": "MY_KEY" }), &env).expect("valid");
     assert_eq!(config.api_key.as_ref().map(|k| k.expose()), Some("sk-mine"));
     let error = read(&json!({ "api_key_env": "NOT_SET" }), &env).expect_err("unset");
-    assert!(
-        matches!(&error, Error::MissingKeyVariable { name } if name == "NOT_SET"),
-        "{error:?}"
-    );
+    assert!(matches!(&error, Error::MissingKeyVariable), "{error:?}");
 }
