@@ -323,6 +323,7 @@ impl RequestContext {
             metadata: self.metadata.clone(),
             extensions: self.extensions.clone(),
             tool_use_id: None,
+            progress: crate::ToolProgress::default(),
         }
     }
 }

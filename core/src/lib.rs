@@ -41,7 +41,10 @@ pub use schema::{ObjectError, OutputSchema};
 pub use signal::Signal;
 pub use sink::{Broadcast, EventBroadcast, EventSink, RunHandle, drive};
 pub use source::{Location, Source, SourceTarget, Span};
-pub use tool::{ExecutedBy, FnTool, Tool, ToolContent, ToolContext, ToolResult, ToolSpec, ToolStatus, parse_input};
+pub use tool::{
+    ExecutedBy, FnTool, ProgressUpdate, Tool, ToolContent, ToolContext, ToolProgress, ToolResult, ToolSpec, ToolStatus,
+    parse_input,
+};
 pub use toolset::ToolSet;
 pub use validate::{Rule, Validator, Violation, validate};
 

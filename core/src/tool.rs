@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -204,8 +205,96 @@ impl ToolResult {
     }
 }
 
-/// What a tool gets besides its input: cancellation, working directory, request metadata and
-/// typed host extensions, so a tool never needs globals.
+/// One progress report of a tool call: a short line of what it is doing now and, for a tool
+/// that counts, how far it got.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ProgressUpdate {
+    /// What the call is doing now, in a few words ("tool read: notes.txt", "writing").
+    pub message: Option<String>,
+    /// How much is done, for a tool that counts; increasing from report to report.
+    pub progress: Option<f64>,
+    /// How much there is in all, when known.
+    pub total: Option<f64>,
+}
+
+impl ProgressUpdate {
+    /// A report that says what the call is doing.
+    pub fn message(text: impl Into<String>) -> Self {
+        Self {
+            message: Some(text.into()),
+            ..Self::default()
+        }
+    }
+
+    /// The same report with how much is done and, when known, of how much.
+    pub fn with_progress(mut self, progress: f64, total: Option<f64>) -> Self {
+        self.progress = Some(progress);
+        self.total = total;
+        self
+    }
+}
+
+/// Where a tool sends [`ProgressUpdate`]s while it runs (the MCP tool server turns them into
+/// `notifications/progress` for a caller that asked with a `progressToken`). Cheap to clone;
+/// the default reports nowhere, so a tool can always report.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use patchbay_core::{ProgressUpdate, ToolContext, ToolProgress};
+///
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = seen.clone();
+/// let cx = ToolContext::new().with_progress(ToolProgress::new(move |update: ProgressUpdate| {
+///     sink.lock().unwrap().push(update.message.unwrap_or_default());
+/// }));
+/// cx.progress.message("tool read: notes.txt");
+/// ToolContext::new().progress.message("nobody listens: a no-op");
+/// assert_eq!(*seen.lock().unwrap(), ["tool read: notes.txt"]);
+/// ```
+#[derive(Clone, Default)]
+pub struct ToolProgress {
+    report: Option<Arc<dyn Fn(ProgressUpdate) + Send + Sync>>,
+}
+
+impl ToolProgress {
+    /// A reporter that hands each update to `report` (which must not block: queue it).
+    pub fn new(report: impl Fn(ProgressUpdate) + Send + Sync + 'static) -> Self {
+        Self {
+            report: Some(Arc::new(report)),
+        }
+    }
+
+    /// Whether anyone listens (a tool can skip work done only to report).
+    pub fn is_active(&self) -> bool {
+        self.report.is_some()
+    }
+
+    /// Report `update` (nothing happens when nobody listens).
+    pub fn report(&self, update: ProgressUpdate) {
+        if let Some(report) = &self.report {
+            report(update);
+        }
+    }
+
+    /// Report what the call is doing now.
+    pub fn message(&self, text: impl Into<String>) {
+        if self.is_active() {
+            self.report(ProgressUpdate::message(text));
+        }
+    }
+}
+
+impl fmt::Debug for ToolProgress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolProgress")
+            .field("active", &self.is_active())
+            .finish()
+    }
+}
+
+/// What a tool gets besides its input: cancellation, working directory, request metadata,
+/// typed host extensions and a progress reporter, so a tool never needs globals.
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct ToolContext {
@@ -219,6 +308,8 @@ pub struct ToolContext {
     pub extensions: Extensions,
     /// The id of the call being executed.
     pub tool_use_id: Option<String>,
+    /// Where progress reports go (nowhere unless the caller listens).
+    pub progress: ToolProgress,
 }
 
 impl ToolContext {
@@ -256,6 +347,12 @@ impl ToolContext {
         self.tool_use_id = Some(id.into());
         self
     }
+
+    /// Set where progress reports go.
+    pub fn with_progress(mut self, progress: ToolProgress) -> Self {
+        self.progress = progress;
+        self
+    }
 }
 
 impl fmt::Debug for ToolContext {
@@ -266,6 +363,7 @@ impl fmt::Debug for ToolContext {
             .field("metadata", &self.metadata)
             .field("extensions", &self.extensions)
             .field("tool_use_id", &self.tool_use_id)
+            .field("progress", &self.progress.is_active())
             .finish()
     }
 }
