@@ -9,6 +9,7 @@ mod contexts;
 mod convert;
 mod error;
 mod listen;
+mod progress;
 mod server;
 
 pub use auth::{Authorizer, Grant};

@@ -25,6 +25,7 @@ use crate::contexts::{CONTEXT_HEADER, ContextGuard, ContextRegistry, HostContext
 use crate::convert::{META_CLAUDE_TOOL_USE_ID, META_TOOL_USE_ID, spec_to_mcp, to_call_tool_result};
 use crate::error::Error;
 use crate::listen::{Limits, SHUTDOWN_GRACE};
+use crate::progress::ProgressRelay;
 
 /// Builds a [`ToolServer`].
 #[derive(Clone)]
@@ -352,6 +353,10 @@ impl ToolServerBuilder {
 ///
 /// Connections are bounded (see the crate docs, "Limits"): a header-read timeout, an idle
 /// timeout and a cap on concurrent connections, each set on the [`ToolServerBuilder`].
+///
+/// A call whose `_meta` carries a `progressToken` gets the tool's
+/// [`ToolProgress`](patchbay_core::ToolProgress) reports as `notifications/progress` before
+/// its answer (see the crate docs, "Progress").
 pub struct ToolServer {
     url: String,
     addr: SocketAddr,
@@ -651,12 +656,27 @@ impl ServerHandler for Handler {
         if let Some(id) = tool_use_id {
             cx = cx.with_tool_use_id(id);
         }
+        // A caller that sent a `progressToken` gets the tool's progress reports.
+        let token = context
+            .meta
+            .get_progress_token()
+            .or_else(|| request.meta.as_ref().and_then(|meta| meta.get_progress_token()));
+        let mut relay = None;
+        if let Some(token) = token {
+            let (started, progress) = ProgressRelay::start(token, context.peer.clone(), context.ct.clone());
+            cx = cx.with_progress(progress);
+            relay = Some(started);
+        }
         let input = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
         let span = match &host.parent {
             Some(parent) => tracing::info_span!(parent: parent, "patchbay.mcp.tool", tool = %name),
             None => tracing::info_span!("patchbay.mcp.tool", tool = %name),
         };
         let result = run_tool(tool.as_ref(), input, &cx).instrument(span).await;
+        if let Some(relay) = relay {
+            // Every report goes out before the answer (after it, it would be lost).
+            relay.finish().await;
+        }
         let result = to_call_tool_result(&result);
         Ok(result.into())
     }

@@ -10,4 +10,5 @@ mod conversions;
 mod hardening;
 mod host_death;
 mod plain;
+mod progress;
 mod server;
