@@ -372,6 +372,11 @@ async fn events_are_appended_and_read_back_in_order(backend: Backend) -> TestRes
     let later = store.events_since(id, 3).await?;
     assert_eq!(later.iter().map(|e| e.seq).collect::<Vec<_>>(), [4, 5]);
     assert!(store.events_since(id, 5).await?.is_empty());
+    // The last ones, by session name, in order (what a progress report reads).
+    let last = store.last_events("s", 2).await?;
+    assert_eq!(last.iter().map(|e| e.seq).collect::<Vec<_>>(), [4, 5]);
+    assert_eq!(store.last_events("s", 100).await?, all);
+    assert!(store.last_events("nobody", 2).await?.is_empty());
 
     let missing = store.append_event("nope", None, json!({})).await;
     assert!(matches!(missing, Err(StoreError::SessionNotFound(_))));

@@ -337,6 +337,10 @@ pub trait Store: Send + Sync + 'static {
     /// The session's events with `seq > after_seq`, in order (`after_seq = 0`: all).
     async fn events_since(&self, session_id: &str, after_seq: i64) -> Result<Vec<StoredEvent>, StoreError>;
 
+    /// The last `limit` events of the session named `session_name`, in order (none when it
+    /// does not exist): what a run did last, without reading its whole history.
+    async fn last_events(&self, session_name: &str, limit: u32) -> Result<Vec<StoredEvent>, StoreError>;
+
     /// At start-up. A store one process owns: jobs left `running` become `failed` with
     /// [`INTERRUPTED`] (queueing their callbacks, as [`Store::end_job`]) and so do their
     /// sessions; jobs left `claimed` go back to `pending`;

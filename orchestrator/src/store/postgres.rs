@@ -607,6 +607,11 @@ impl Store for PgStore {
         .collect()
     }
 
+    async fn last_events(&self, session_name: &str, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        sql::last_events_in::<sqlx::Postgres>(&mut conn, session_name, limit).await
+    }
+
     async fn renew_leases(
         &self,
         worker_id: &str,

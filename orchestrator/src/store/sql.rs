@@ -20,8 +20,8 @@
 use sqlx::Row as _;
 
 use super::StoreError;
-use super::rows::{job_from_row, session_from_row};
-use super::types::{Job, JobEnd, JobEnded, Recovery, Session, SessionCursor, SessionFilter, UnixMillis};
+use super::rows::{event_from_row, job_from_row, session_from_row};
+use super::types::{Job, JobEnd, JobEnded, Recovery, Session, SessionCursor, SessionFilter, StoredEvent, UnixMillis};
 
 /// The order that puts a session's current job first (see the module docs).
 macro_rules! current_order {
@@ -159,6 +159,14 @@ pub(super) const RUNNING_JOBS: &str = concat!(
     "SELECT ",
     super::rows::job_cols!(),
     " FROM jobs WHERE status = 'running' ORDER BY seq"
+);
+
+/// The last `$2` events of session `$1` (by name), newest first.
+const LAST_EVENTS: &str = concat!(
+    "SELECT ",
+    super::rows::event_cols!(),
+    " FROM events WHERE session_id = (SELECT session_id FROM sessions WHERE session_name = $1) \
+     ORDER BY seq DESC LIMIT $2"
 );
 
 /// Declares a function generic over the backend (`$db`) with the bounds every shared statement
@@ -330,5 +338,23 @@ on_any_backend! {
             .as_ref()
             .map(job_from_row)
             .transpose()
+    }
+}
+
+on_any_backend! {
+    /// [`Store::last_events`](super::Store::last_events) on one connection.
+    pub(super) async fn last_events_in<DB>(
+        conn: &mut DB::Connection,
+        session_name: &str,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query::<DB>(LAST_EVENTS)
+            .bind(session_name)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *conn)
+            .await?;
+        let mut events = rows.iter().map(event_from_row).collect::<Result<Vec<_>, _>>()?;
+        events.reverse();
+        Ok(events)
     }
 }

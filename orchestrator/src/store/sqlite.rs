@@ -478,6 +478,11 @@ impl Store for SqliteStore {
         .collect()
     }
 
+    async fn last_events(&self, session_name: &str, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        sql::last_events_in::<sqlx::Sqlite>(&mut conn, session_name, limit).await
+    }
+
     async fn renew_leases(
         &self,
         worker_id: &str,
