@@ -10,6 +10,8 @@
 //! - [`blueprint`]: named agent definitions loaded from TOML.
 //! - [`names`]: session-name rules.
 //! - [`notify`]: per-session wake-ups, so nobody polls.
+//! - [`progress`]: what a session does now, told to a caller waiting on it (MCP progress
+//!   notifications).
 //! - [`format`](mod@format): answers in markdown or JSON, long results truncated.
 //! - [`store`]: sessions, jobs and events behind one trait: SQLite (embedded, the default) or
 //!   PostgreSQL (shared by several processes on several machines).
@@ -67,6 +69,11 @@
 //!   carries the current run's usage (`run_usage`), the session's (`usage`, also in listings)
 //!   and its tree's (`tree_usage`, summed on demand from the root, `tree_root`), as do the API
 //!   and the web view. A tree is everything under the top of a parent chain.
+//! - **Progress while waiting**: a sync start or resume, or a status call with `wait_seconds`,
+//!   whose MCP caller sent a `progressToken` gets `notifications/progress` with the child's
+//!   latest activity (`queued`, `thinking`, `writing`, `tool bash: sleep 20`...) at each change
+//!   (read at most every 250 ms) and every 10 s of quiet, so a client whose request timeout
+//!   restarts at each notification waits out a long run ([`progress`]).
 //! - **A stop is bounded** ([`STOP_GRACE`]) whatever the database does; runs whose end could
 //!   not be recorded are named in the log and settled later as interrupted.
 //!
@@ -118,6 +125,7 @@ pub mod names;
 pub mod notify;
 mod orphans;
 pub mod scope;
+pub mod progress;
 mod service;
 pub mod store;
 pub mod tools;

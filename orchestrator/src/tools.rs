@@ -11,10 +11,14 @@
 //! made with a scoped token (its metadata carries
 //! [`SCOPE_METADATA_KEY`](crate::scope::SCOPE_METADATA_KEY)) reaches only the token's session
 //! and the sessions below it (see [`crate::scope`]).
+//!
+//! While a sync start or resume, or a status call with `wait_seconds`, waits, a caller that
+//! listens for progress (an MCP `progressToken`) hears the session's latest activity (see
+//! [`crate::progress`]).
 
 use std::time::Duration;
 
-use patchbay::{FnTool, Tool, ToolContext, ToolResult, ToolSet};
+use patchbay::{FnTool, Tool, ToolContext, ToolProgress, ToolResult, ToolSet};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -176,11 +180,13 @@ pub struct EventsInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct NoInput {}
 
-/// Who calls a tool: its own session's name, if it named one (or a scoped token did), and
-/// the scope of a scoped token.
+/// Who calls a tool: its own session's name, if it named one (or a scoped token did), the
+/// scope of a scoped token, and where progress goes while the call waits (nowhere unless the
+/// caller listens).
 struct Caller {
     name: Option<String>,
     scope: Option<Scope>,
+    progress: ToolProgress,
 }
 
 impl Caller {
@@ -193,11 +199,21 @@ impl Caller {
         Self {
             name,
             scope: Scope::of(&cx.metadata),
+            progress: cx.progress.clone(),
         }
     }
 
     fn scope(&self) -> Option<&Scope> {
         self.scope.as_ref()
+    }
+
+    /// The progress reporter when the call waits, else none.
+    fn progress_if(&self, waits: bool) -> ToolProgress {
+        if waits {
+            self.progress.clone()
+        } else {
+            ToolProgress::default()
+        }
     }
 }
 
@@ -345,8 +361,10 @@ fn start_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         orchestrator,
         "start_agent_session",
         "Start a new agent session on a blueprint with a first prompt. By default waits for the \
-         run and returns its result; with async_mode returns at once with the job id (poll with \
-         get_agent_session_status, or set callback to be resumed with the result).",
+         run and returns its result (sending progress notifications with the child's latest \
+         activity when the request has a progressToken); with async_mode returns at once with \
+         the job id (poll with get_agent_session_status, or set callback to be resumed with the \
+         result).",
         changes("Start an agent session"),
         |o, input: StartInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
@@ -354,6 +372,8 @@ fn start_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
                 // The child goes under the token's session (the caller), while it is there.
                 o.scope_session(scope).await.map_err(failed)?;
             }
+            let progress = caller.progress_if(!input.async_mode);
+            let session_name = input.session_name.clone();
             let request = StartRequest {
                 session_name: input.session_name,
                 prompt: input.prompt,
@@ -363,7 +383,8 @@ fn start_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
                 callback: input.callback,
                 caller: caller.name,
             };
-            answer(o.start_session(request).await.map_err(failed)?, format)
+            let started = o.reporting(&session_name, &progress, o.start_session(request)).await;
+            answer(started.map_err(failed)?, format)
         },
     )
 }
@@ -374,13 +395,17 @@ fn resume_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         orchestrator,
         "resume_agent_session",
         "Continue an existing agent session with a new prompt (it keeps its conversation). Waits \
-         for the result unless async_mode; a resume sent while the session runs waits its turn.",
+         for the result unless async_mode (sending progress notifications with the child's \
+         latest activity when the request has a progressToken); a resume sent while the session \
+         runs waits its turn.",
         changes("Resume an agent session"),
         |o, input: ResumeInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
             o.check_scope(caller.scope(), &input.session_name)
                 .await
                 .map_err(failed)?;
+            let progress = caller.progress_if(!input.async_mode);
+            let session_name = input.session_name.clone();
             let request = ResumeRequest {
                 session_name: input.session_name,
                 prompt: input.prompt,
@@ -388,7 +413,8 @@ fn resume_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
                 callback: input.callback,
                 caller: caller.name,
             };
-            answer(o.resume_session(request).await.map_err(failed)?, format)
+            let resumed = o.reporting(&session_name, &progress, o.resume_session(request)).await;
+            answer(resumed.map_err(failed)?, format)
         },
     )
 }
@@ -399,13 +425,18 @@ fn status_tool(orchestrator: &Orchestrator) -> impl Tool + 'static {
         orchestrator,
         "get_agent_session_status",
         "The status of an agent session (and its result once ended). With wait_seconds, waits up \
-         to that long for the session to change first, so there is no need to poll.",
+         to that long for the session to settle first, so there is no need to poll (sending \
+         progress notifications with its latest activity when the request has a progressToken).",
         read_only("Get an agent session's status"),
         |o, input: StatusInput, caller| async move {
             let format = format(input.response_format.as_deref())?;
             let wait = input.wait_seconds.map(|s| Duration::from_secs(s.min(MAX_WAIT_SECONDS)));
+            let progress = caller.progress_if(wait.is_some_and(|w| !w.is_zero()));
             let report = match o.check_scope(caller.scope(), &input.session_name).await {
-                Ok(()) => o.status_as(&input.session_name, wait, caller.name.as_deref()).await,
+                Ok(()) => {
+                    let status = o.status_as(&input.session_name, wait, caller.name.as_deref());
+                    o.reporting(&input.session_name, &progress, status).await
+                }
                 Err(error) => Err(error),
             };
             match report {

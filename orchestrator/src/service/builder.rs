@@ -29,6 +29,7 @@ pub struct OrchestratorBuilder {
     lease: Duration,
     max_request_bytes: usize,
     limits: Limits,
+    heartbeat: Duration,
 }
 
 impl std::fmt::Debug for OrchestratorBuilder {
@@ -56,6 +57,7 @@ impl OrchestratorBuilder {
             lease: DEFAULT_LEASE,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             limits: Limits::default(),
+            heartbeat: crate::progress::HEARTBEAT,
         }
     }
 
@@ -109,6 +111,14 @@ impl OrchestratorBuilder {
         self
     }
 
+    /// How long a waiting call's progress may stay quiet before its last line is sent again
+    /// (default [`HEARTBEAT`](crate::progress::HEARTBEAT); at least 100 ms; see
+    /// [`crate::progress`]).
+    pub fn progress_heartbeat(mut self, every: Duration) -> Self {
+        self.heartbeat = every.max(Duration::from_millis(100));
+        self
+    }
+
     /// The folder every session's `project_dir` must be inside (default: the project
     /// directory, see [`project_dir`](Self::project_dir)); a folder outside it is refused with
     /// [`OrchestratorError::OutsideRoot`].
@@ -144,6 +154,7 @@ impl OrchestratorBuilder {
             sync_wait: self.sync_wait,
             max_request_bytes: self.max_request_bytes,
             limits: self.limits,
+            heartbeat: self.heartbeat,
             project_dir,
             projects_root,
             status: Notifier::new(),

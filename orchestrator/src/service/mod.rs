@@ -85,6 +85,8 @@ pub(crate) struct Inner {
     pub(crate) max_request_bytes: usize,
     /// The orchestrator's limits.
     pub(crate) limits: Limits,
+    /// How long a waiting call's progress stays quiet at most.
+    pub(crate) heartbeat: Duration,
     /// The folder of sessions started without one (resolved).
     pub(crate) project_dir: PathBuf,
     /// Every session's folder is inside it (resolved).
