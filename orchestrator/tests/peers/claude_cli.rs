@@ -1,12 +1,22 @@
 //! The real Claude Code CLI as a parent agent. `claude -p` runs against a mock of the Messages
-//! API whose model first calls `mcp__orchestrator__start_agent_session`, then answers with the
-//! tool result it was sent; the CLI reaches the orchestrator over MCP with the bearer token and
-//! `X-Agent-Session-Name: cli-parent`. The CLI's final answer carries the child's result, and the
-//! orchestrator recorded the child with its parent.
+//! API whose model calls four of the orchestrator's tools, one per turn: a sync
+//! `start_agent_session` of a child that naps 3 s in `bash`, an async start of a child that
+//! would sleep 30 s, `get_agent_session_events` of the first child and `cancel_agent_session`
+//! of the second; then it answers with the tool results it was sent. The CLI reaches the
+//! orchestrator over MCP (through a recording proxy, [`McpRecorder`]) with the bearer token and
+//! `X-Agent-Session-Name: cli-parent`. Each answer comes back to the mock, the orchestrator
+//! recorded both children with their parent, and the second was cancelled.
 //!
-//! The mock is a small axum handler that picks each answer from the request (the tool result
-//! arrives only in the second request) and renders it with the project's Anthropic mock wire
-//! format ([`AnthropicWire`]).
+//! Progress: Claude Code (2.1.330) sends `_meta.progressToken` (its JSON-RPC request id, a
+//! number) with every `tools/call`, over the per-request protocol metadata of MCP 2026-07-28
+//! (seen through the proxy). So the sync start's answer is an event stream: the child's
+//! activity (`tool bash: sleep 3; echo woke`...) as progress notifications, then the result,
+//! which the CLI takes whole. The CLI shows none of them in `-p` output (`stream-json` has no
+//! line for MCP progress): the trial checks them at the proxy.
+//!
+//! The mock is a small axum handler that picks each answer from the request (how many tool
+//! results it carries) and renders it with the project's Anthropic mock wire format
+//! ([`AnthropicWire`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,12 +33,17 @@ use patchbay_conformance::peers::claude_code_offline_env;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::served::Served;
+use crate::recorder::McpRecorder;
+use crate::served::{Served, napping};
 
-/// The tool as the CLI names it: `mcp__<server>__<tool>`.
-const TOOL: &str = "mcp__orchestrator__start_agent_session";
-/// What the child answers (the built-in `default` blueprint).
-const HELLO: &str = "Hello from the scripted provider.";
+/// The tools as the CLI names them: `mcp__<server>__<tool>`.
+const START: &str = "mcp__orchestrator__start_agent_session";
+const EVENTS: &str = "mcp__orchestrator__get_agent_session_events";
+const CANCEL: &str = "mcp__orchestrator__cancel_agent_session";
+/// What the napping child answers.
+const RESTED: &str = "Rested.";
+/// The napping child's activity while it naps.
+const NAPPING: &str = "tool bash: sleep 3; echo woke";
 /// The CLI's whole run, start to exit.
 const CLI_LIMIT: Duration = Duration::from_secs(180);
 
@@ -68,7 +83,7 @@ impl Drop for MockModel {
     }
 }
 
-/// The text of every `tool_result` block in the request's messages.
+/// The text of every `tool_result` block in the request's messages (its text parts joined).
 fn tool_results(body: &Value) -> Vec<String> {
     let mut out = Vec::new();
     for message in body["messages"].as_array().into_iter().flatten() {
@@ -78,7 +93,16 @@ fn tool_results(body: &Value) -> Vec<String> {
             }
             match &block["content"] {
                 Value::String(text) => out.push(text.clone()),
-                Value::Array(parts) => out.extend(parts.iter().filter_map(|p| p["text"].as_str().map(str::to_owned))),
+                // One result however many text parts it has, without the `<system-reminder>`
+                // part the CLI adds to some (a token budget note).
+                Value::Array(parts) => out.push(
+                    parts
+                        .iter()
+                        .filter_map(|p| p["text"].as_str())
+                        .filter(|text| !text.trim_start().starts_with("<system-reminder>"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
                 _ => {}
             }
         }
@@ -86,22 +110,47 @@ fn tool_results(body: &Value) -> Vec<String> {
     out
 }
 
-/// The model's answer to a request: echo a tool result once one arrived; else call the
-/// orchestrator's tool when it is offered; else a short text (any side request of the CLI).
+/// The tool call of each turn of the parent: (tool, input).
+fn turns() -> [(&'static str, Value); 4] {
+    [
+        (
+            START,
+            json!({"session_name": "cli-child", "prompt": "Nap, then say so.", "agent_blueprint_name": "napper"}),
+        ),
+        (
+            START,
+            json!({"session_name": "cli-sleeper", "prompt": "Sleep.", "agent_blueprint_name": "sleeper",
+                   "async_mode": true}),
+        ),
+        (EVENTS, json!({"session_name": "cli-child", "response_format": "json"})),
+        (
+            CANCEL,
+            json!({"session_name": "cli-sleeper", "response_format": "json"}),
+        ),
+    ]
+}
+
+/// The model's answer to a request: the next tool call while the orchestrator's tools are
+/// offered and turns are left (one turn per tool result so far); then a text echoing every
+/// tool result; a short text for any side request of the CLI.
 fn model_answer(body: &Value) -> Response {
     let results = tool_results(body);
-    if !results.is_empty() {
-        let text = format!("The child agent answered: {}", results.join("\n"));
-        return Response::new(vec![Part::text(text)]).with_usage(20, 10);
-    }
     let offered = body["tools"]
         .as_array()
-        .is_some_and(|tools| tools.iter().any(|t| t["name"] == TOOL));
-    if offered {
-        let input = json!({"session_name": "cli-child", "prompt": "Say hello to your parent."});
-        return Response::new(vec![Part::tool_call("toolu_orchestrator_1", TOOL, input)]).with_usage(20, 10);
+        .is_some_and(|tools| tools.iter().any(|t| t["name"] == START));
+    if !offered {
+        return Response::new(vec![Part::text("ok")]).with_usage(5, 1);
     }
-    Response::new(vec![Part::text("ok")]).with_usage(5, 1)
+    match turns().into_iter().nth(results.len()) {
+        Some((tool, input)) => {
+            let id = format!("toolu_orchestrator_{}", results.len() + 1);
+            Response::new(vec![Part::tool_call(&id, tool, input)]).with_usage(20, 10)
+        }
+        None => {
+            let text = format!("The children answered:\n{}", results.join("\n---\n"));
+            Response::new(vec![Part::text(text)]).with_usage(20, 10)
+        }
+    }
 }
 
 async fn answer(State(seen): State<Seen>, request: Request) -> axum::response::Response {
@@ -124,27 +173,31 @@ async fn answer(State(seen): State<Seen>, request: Request) -> axum::response::R
     ([(header::CONTENT_TYPE, "text/event-stream")], Body::from(frames)).into_response()
 }
 
-pub(crate) async fn the_cli_as_a_parent_gets_the_child_result_and_is_recorded_as_parent() {
+pub(crate) async fn the_cli_as_a_parent_starts_reads_events_and_cancels_over_mcp() {
     let cli = patchbay_conformance::peers::claude_code_cli().path().to_path_buf();
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let work = dir.path().join("work");
-    for folder in [&home, &work] {
+    let blueprints = dir.path().join("blueprints");
+    for folder in [&home, &work, &blueprints] {
         std::fs::create_dir_all(folder).unwrap();
     }
+    std::fs::write(blueprints.join("napper.toml"), napping("napper", 3)).unwrap();
+    std::fs::write(blueprints.join("sleeper.toml"), napping("sleeper", 30)).unwrap();
     let served = Served::start(
         &dir.path().join("data"),
-        None,
+        Some(&blueprints),
         &["--project-dir", work.to_str().unwrap()],
         &dir.path().join("serve.log"),
     )
     .await;
     let model = MockModel::start().await;
+    let proxy = McpRecorder::start(&served.mcp).await;
     // The CLI names itself `cli-parent`: a session here, as a run of this orchestrator is.
     crate::served::add_session(&dir.path().join("data"), "cli-parent").await;
     let mcp_config = json!({"mcpServers": {"orchestrator": {
         "type": "http",
-        "url": served.mcp,
+        "url": proxy.url,
         "headers": {
             "Authorization": format!("Bearer {}", served.token),
             "X-Agent-Session-Name": "cli-parent",
@@ -153,13 +206,16 @@ pub(crate) async fn the_cli_as_a_parent_gets_the_child_result_and_is_recorded_as
 
     let mut command = tokio::process::Command::new(&cli);
     command
-        .args(["-p", "Ask a child agent to say hello, then tell me what it said."])
+        .args([
+            "-p",
+            "Have a child nap, start another, read the first one's events, cancel the second.",
+        ])
         .args(["--output-format", "stream-json", "--verbose"])
         .args(["--model", "claude-sonnet-4-5"])
         .arg("--mcp-config")
         .arg(mcp_config.to_string())
         .arg("--strict-mcp-config")
-        .args(["--allowedTools", TOOL])
+        .args(["--allowedTools", &[START, EVENTS, CANCEL].join(",")])
         .current_dir(&work)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -174,8 +230,9 @@ pub(crate) async fn the_cli_as_a_parent_gets_the_child_result_and_is_recorded_as
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     let context = || {
         format!(
-            "stdout:\n{stdout}\nstderr:\n{stderr}\nmock saw {} requests\norchestrator:\n{}",
+            "stdout:\n{stdout}\nstderr:\n{stderr}\nmock saw {} requests\nMCP exchanges: {:#?}\norchestrator:\n{}",
             model.requests().len(),
+            proxy.exchanges(),
             served.stderr()
         )
     };
@@ -201,23 +258,87 @@ pub(crate) async fn the_cli_as_a_parent_gets_the_child_result_and_is_recorded_as
     assert_eq!(result["is_error"], false, "{result:#}\n{}", context());
     assert!(output.status.success(), "{:?}\n{}", output.status, context());
 
-    // The final answer carries the child's result, which reached the model as the tool result.
-    let answer = result["result"].as_str().unwrap_or_default();
-    assert!(answer.contains("The child agent answered:"), "{answer}\n{}", context());
-    assert!(answer.contains(HELLO), "{answer}\n{}", context());
-    let echoed = model
+    // Each of the four answers reached the model as a tool result, in order.
+    let sent = model
         .requests()
         .iter()
-        .flat_map(tool_results)
-        .any(|text| text.contains(HELLO) && text.contains("cli-child"));
-    assert!(echoed, "the model was sent the child's report\n{}", context());
+        .map(tool_results)
+        .max_by_key(Vec::len)
+        .unwrap_or_default();
+    assert_eq!(sent.len(), 4, "{sent:#?}\n{}", context());
+    assert!(sent[0].contains(RESTED) && sent[0].contains("cli-child"), "{}", sent[0]);
+    assert!(sent[1].contains("cli-sleeper"), "{}", sent[1]);
+    let events: Value = serde_json::from_str(&sent[2]).unwrap_or_else(|e| panic!("events in JSON ({e}): {}", sent[2]));
+    assert_eq!(events["session_name"], "cli-child", "{events:#}");
+    let types: Vec<&str> = events["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["event"]["type"].as_str())
+        .collect();
+    assert!(
+        types.first() == Some(&"started") && types.contains(&"tool_call") && types.contains(&"finish"),
+        "{types:?}"
+    );
+    let cancelled: Value =
+        serde_json::from_str(&sent[3]).unwrap_or_else(|e| panic!("cancel in JSON ({e}): {}", sent[3]));
+    assert_eq!(cancelled["session_name"], "cli-sleeper", "{cancelled:#}");
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled:#}");
+    let answer = result["result"].as_str().unwrap_or_default();
+    assert!(answer.contains(RESTED), "{answer}\n{}", context());
 
-    // The orchestrator recorded the child, finished, with the CLI's session as its parent.
+    // Progress: what the CLI sent with the sync start, and what it got back.
+    let exchanges = proxy.exchanges();
+    let called: Vec<&str> = exchanges
+        .iter()
+        .filter(|e| e.request["method"] == "tools/call")
+        .filter_map(|e| e.request["params"]["name"].as_str())
+        .collect();
+    assert_eq!(
+        called,
+        [
+            "start_agent_session",
+            "start_agent_session",
+            "get_agent_session_events",
+            "cancel_agent_session"
+        ],
+        "{}",
+        context()
+    );
+    let sync_start = exchanges
+        .iter()
+        .find(|e| e.calls("start_agent_session"))
+        .unwrap_or_else(|| panic!("no start\n{}", context()));
+    assert!(sync_start.result_text().contains(RESTED), "{sync_start:#?}");
+    let token = sync_start
+        .progress_token()
+        .cloned()
+        .unwrap_or_else(|| panic!("the CLI sent no progressToken with its sync start (2.1.330 did): {sync_start:#?}"));
+    assert!(
+        sync_start.content_type.starts_with("text/event-stream"),
+        "{sync_start:#?}"
+    );
+    let (last, before) = sync_start
+        .answer
+        .split_last()
+        .unwrap_or_else(|| panic!("{sync_start:#?}"));
+    assert!(last.get("result").is_some(), "the result comes last: {sync_start:#?}");
+    for message in before {
+        assert_eq!(message["method"], "notifications/progress", "{sync_start:#?}");
+        assert_eq!(message["params"]["progressToken"], token, "{sync_start:#?}");
+    }
+    let progress = sync_start.progress();
+    assert!(progress.iter().any(|l| l == NAPPING), "{progress:?}\n{sync_start:#?}");
+
+    // The orchestrator recorded both children with the CLI's session as their parent.
     let mcp = served.connect(None).await;
     let child = mcp.status("cli-child", 0).await;
     assert_eq!(child["status"], "finished", "{child:#}");
     assert_eq!(child["parent_session_name"], "cli-parent", "{child:#}");
-    assert_eq!(child["result"], HELLO, "{child:#}");
+    assert_eq!(child["result"], RESTED, "{child:#}");
+    let sleeper = mcp.status("cli-sleeper", 0).await;
+    assert_eq!(sleeper["status"], "cancelled", "{sleeper:#}");
+    assert_eq!(sleeper["parent_session_name"], "cli-parent", "{sleeper:#}");
     let sessions = mcp
         .json("list_agent_sessions", json!({"response_format": "json"}))
         .await;
@@ -227,8 +348,8 @@ pub(crate) async fn the_cli_as_a_parent_gets_the_child_result_and_is_recorded_as
         .flatten()
         .filter_map(|s| s["session_name"].as_str())
         .collect();
-    // The CLI's own session (added above: callers are sessions here) and its child.
-    assert_eq!(names, ["cli-parent", "cli-child"], "{sessions:#}");
+    // The CLI's own session (added above: callers are sessions here) and its children.
+    assert_eq!(names, ["cli-parent", "cli-child", "cli-sleeper"], "{sessions:#}");
     mcp.close().await;
     let (status, log) = served.terminate(Duration::from_secs(30)).await;
     assert!(status.is_some_and(|s| s.success()), "{status:?}\n{log}");

@@ -1,6 +1,6 @@
-"""Drive the orchestrator's seven MCP tools with the Python MCP SDK (mcp<2) over streamable HTTP,
-as a parent agent would, and print one JSON object of what came back for the Rust trial
-(tests/peers/python.rs) to check.
+"""Drive the orchestrator's MCP tools with the Python MCP SDK (mcp<2) over streamable HTTP, as a
+parent agent would (progress notifications through progress_callback included), and print one
+JSON object of what came back for the Rust trial (tests/peers/python.rs) to check.
 
 Environment: URL (the MCP endpoint), TOKEN (the bearer token).
 """
@@ -43,6 +43,24 @@ async def call_json(session, name, arguments):
     if answer["is_error"]:
         raise RuntimeError(f"{name} failed: {answer['text']}")
     return json.loads(answer["text"])
+
+
+async def call_with_progress(session, name, arguments):
+    """A tool call's JSON answer with the progress notifications received while it ran (each
+    with how long before the answer it came), through the SDK's progress_callback."""
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append({"progress": progress, "total": total, "message": message, "at": time.monotonic()})
+
+    result = await session.call_tool(
+        name, dict(arguments, response_format="json"), progress_callback=on_progress
+    )
+    answered = time.monotonic()
+    text = "".join(c.text for c in result.content if getattr(c, "type", None) == "text")
+    for report in seen:
+        report["before_answer"] = answered - report.pop("at")
+    return {"is_error": bool(result.isError), "answer": json.loads(text), "progress": seen}
 
 
 async def status(session, name, wait_seconds):
@@ -127,6 +145,23 @@ async def main():
         out["resume_missing"] = await call(
             parent, "resume_agent_session", {"session_name": "py-nobody", "prompt": "Hi."}
         )
+        # Progress: a sync start of a child that naps in bash tells its activity while it runs.
+        out["napper_start"] = await call_with_progress(
+            parent,
+            "start_agent_session",
+            {"session_name": "py-napper", "prompt": "Nap.", "agent_blueprint_name": "napper"},
+        )
+        # A status wait tells it too; then the run is cancelled mid-nap.
+        await call_json(
+            parent,
+            "start_agent_session",
+            {"session_name": "py-sleeper", "prompt": "Sleep.", "agent_blueprint_name": "sleeper", "async_mode": True},
+        )
+        out["sleeper_status"] = await call_with_progress(
+            parent, "get_agent_session_status", {"session_name": "py-sleeper", "wait_seconds": 5}
+        )
+        out["sleeper_cancel"] = await call_json(parent, "cancel_agent_session", {"session_name": "py-sleeper"})
+        out["sleeper_result"] = await call(parent, "get_agent_session_result", {"session_name": "py-sleeper"})
         out["sessions"] = await call_json(parent, "list_agent_sessions", {})
         out["sessions_markdown"] = (await call(parent, "list_agent_sessions"))["text"]
         out["deleted"] = await call(parent, "delete_all_agent_sessions")

@@ -1,14 +1,15 @@
 //! The `patchbay-orchestrator` binary against real peers, installed by `.ci/peers/*.sh`: the
-//! Claude Code CLI as a parent agent calling `start_agent_session` over MCP (against a mock of
-//! the Messages API), the CLI as the runtime of a `claude-agent` run that is cancelled (no
-//! process may outlive it), and the Python MCP SDK's client driving all seven tools. A
-//! `harness = false` binary: a trial whose peer is missing shows as ignored with the reason,
-//! and fails under CI.
+//! Claude Code CLI as a parent agent calling the orchestrator's tools over MCP (against a mock
+//! of the Messages API), the CLI as the runtime of a `claude-agent` run that is cancelled (no
+//! process may outlive it), and the Python MCP SDK's client driving all nine tools, progress
+//! notifications included. A `harness = false` binary: a trial whose peer is missing shows as
+//! ignored with the reason, and fails under CI.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cancel;
 mod claude_cli;
 mod python;
+mod recorder;
 mod served;
 
 use patchbay_conformance::peers::{self, Peer};
@@ -18,9 +19,9 @@ fn main() {
     let python = Peer::installed("Python with the mcp SDK", "mcp/venv/bin/python", ".ci/peers/mcp.sh");
     let trials = vec![
         peers::async_trial(
-            "claude_cli::the_cli_as_a_parent_gets_the_child_result_and_is_recorded_as_parent",
+            "claude_cli::the_cli_as_a_parent_starts_reads_events_and_cancels_over_mcp",
             &[&cli],
-            claude_cli::the_cli_as_a_parent_gets_the_child_result_and_is_recorded_as_parent,
+            claude_cli::the_cli_as_a_parent_starts_reads_events_and_cancels_over_mcp,
         ),
         peers::async_trial(
             "cancel::cancelling_a_claude_agent_run_leaves_no_cli_process",
@@ -33,9 +34,9 @@ fn main() {
             cancel::deleting_a_claude_agent_session_leaves_no_cli_process,
         ),
         peers::async_trial(
-            "python::the_python_mcp_client_drives_all_seven_tools",
+            "python::the_python_mcp_client_drives_all_nine_tools_and_gets_progress",
             &[&python],
-            python::the_python_mcp_client_drives_all_seven_tools,
+            python::the_python_mcp_client_drives_all_nine_tools_and_gets_progress,
         ),
     ];
     peers::run(trials)

@@ -1,16 +1,33 @@
-//! The Python MCP SDK's client (`mcp==1.30.0`, `streamablehttp_client`) drives all seven tools
+//! The Python MCP SDK's client (`mcp==1.30.0`, `streamablehttp_client`) drives all nine tools
 //! of the served binary with `drive_tools.py`: blueprints, a sync start, an async start with a
-//! callback to its parent, status with `wait_seconds`, result, resume, the refusals, sessions
-//! in JSON, delete all. The script prints what it saw; the checks are here.
+//! callback to its parent, status with `wait_seconds`, result, resume, the events, cancel, the
+//! refusals, sessions in JSON, delete all; and progress: a sync start of a child that naps in
+//! `bash`, and a status wait on one, hand the SDK's `progress_callback` the child's activity
+//! while they wait. The script prints what it saw; the checks are here.
 
 use std::time::Duration;
 
 use patchbay_orchestrator::store::{JobKind, JobStatus};
 use serde_json::Value;
 
-use crate::served::{Served, all_jobs, open_store};
+use crate::served::{Served, all_jobs, napping, open_store};
 
 const HELLO: &str = "Hello from the scripted provider.";
+
+/// The messages of the progress notifications a call got, after checking that `progress`
+/// increased.
+fn progress_lines(call: &Value) -> Vec<String> {
+    let reports = call["progress"].as_array().cloned().unwrap_or_default();
+    let values: Vec<f64> = reports.iter().filter_map(|r| r["progress"].as_f64()).collect();
+    assert!(
+        values.windows(2).all(|w| w[0] < w[1]),
+        "progress must increase: {call:#}"
+    );
+    reports
+        .iter()
+        .filter_map(|r| r["message"].as_str().map(str::to_owned))
+        .collect()
+}
 const SCRIPT_LIMIT: Duration = Duration::from_secs(150);
 
 fn names(list: &Value, key: &str, field: &str) -> Vec<String> {
@@ -28,16 +45,20 @@ fn refused(answer: &Value, says: &str) {
     assert!(text.contains(says), "`{says}` not in {text}");
 }
 
-pub(crate) async fn the_python_mcp_client_drives_all_seven_tools() {
+pub(crate) async fn the_python_mcp_client_drives_all_nine_tools_and_gets_progress() {
     let python = patchbay_conformance::peers::peers_dir().join("mcp/venv/bin/python");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/drive_tools.py");
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
+    let blueprints = dir.path().join("blueprints");
+    std::fs::create_dir_all(&blueprints).unwrap();
+    std::fs::write(blueprints.join("napper.toml"), napping("napper", 2)).unwrap();
+    std::fs::write(blueprints.join("sleeper.toml"), napping("sleeper", 30)).unwrap();
     let served = Served::start(
         &data,
-        None,
+        Some(&blueprints),
         &["--project-dir", work.to_str().unwrap()],
         &dir.path().join("serve.log"),
     )
@@ -79,7 +100,10 @@ pub(crate) async fn the_python_mcp_client_drives_all_seven_tools() {
             "start_agent_session",
         ])
     );
-    assert_eq!(names(&out["blueprints"], "blueprints", "name"), ["default"]);
+    assert_eq!(
+        names(&out["blueprints"], "blueprints", "name"),
+        ["default", "napper", "sleeper"]
+    );
     // The transcript, paged one event at a time, and in markdown; cancel with nothing to cancel.
     let types: Vec<&str> = out["child_event_types"]
         .as_array()
@@ -151,6 +175,34 @@ pub(crate) async fn the_python_mcp_client_drives_all_seven_tools() {
     assert_eq!(resumed["result"], HELLO, "{resumed:#}");
     assert_ne!(resumed["job_id"], child["job_id"], "{resumed:#}");
 
+    // Progress: the sync start's callback got the child's tool call while it napped, well
+    // before the answer, which is whole.
+    let napper = &out["napper_start"];
+    assert_eq!(napper["is_error"], false, "{napper:#}");
+    assert_eq!(napper["answer"]["status"], "finished", "{napper:#}");
+    assert_eq!(napper["answer"]["result"], "Rested.", "{napper:#}");
+    let lines = progress_lines(napper);
+    let nap = napper["progress"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["message"] == "tool bash: sleep 2; echo woke")
+        .unwrap_or_else(|| panic!("no tool call among {lines:?}"));
+    assert!(
+        nap["before_answer"].as_f64().is_some_and(|s| s >= 0.5),
+        "told only just before the answer: {napper:#}"
+    );
+    // The status wait told the sleeper's activity, and answered it still running; cancel
+    // stopped it mid-nap, and its result is the cancellation (an error answer).
+    let sleeper = &out["sleeper_status"];
+    assert_eq!(sleeper["answer"]["status"], "running", "{sleeper:#}");
+    let lines = progress_lines(sleeper);
+    assert!(lines.iter().any(|l| l == "tool bash: sleep 30; echo woke"), "{lines:?}");
+    let cancelled = &out["sleeper_cancel"];
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled:#}");
+    assert_eq!(cancelled["job_status"], "cancelled", "{cancelled:#}");
+    refused(&out["sleeper_result"], "cancelled");
+
     // Refusals are tool errors that say what is wrong.
     refused(&out["result_of_unknown"], "py-nobody");
     refused(&out["start_existing"], "py-child");
@@ -159,11 +211,14 @@ pub(crate) async fn the_python_mcp_client_drives_all_seven_tools() {
 
     // Sessions in JSON, with their parents; then all deleted.
     let sessions = &out["sessions"];
-    assert_eq!(names(sessions, "sessions", "session_name"), ["py-parent", "py-child"]);
+    assert_eq!(
+        names(sessions, "sessions", "session_name"),
+        ["py-parent", "py-child", "py-napper", "py-sleeper"]
+    );
     assert_eq!(
         names(sessions, "sessions", "parent_session_name"),
-        ["py-parent"],
-        "only the child has a parent: {sessions:#}"
+        ["py-parent", "py-parent", "py-parent"],
+        "only the children have a parent: {sessions:#}"
     );
     let listed = out["sessions_markdown"].as_str().unwrap_or_default();
     assert!(
@@ -171,7 +226,7 @@ pub(crate) async fn the_python_mcp_client_drives_all_seven_tools() {
         "{listed}"
     );
     assert_eq!(out["deleted"]["is_error"], false);
-    assert_eq!(out["deleted"]["text"], "Deleted 2 sessions.");
+    assert_eq!(out["deleted"]["text"], "Deleted 4 sessions.");
     assert_eq!(out["sessions_after_delete"]["sessions"], serde_json::json!([]));
 
     // Jobs outlive their sessions: the parent's resume carried the child's result.

@@ -308,6 +308,26 @@ impl Mcp {
     }
 }
 
+/// A blueprint `name` whose run calls `bash` with `sleep <seconds>; echo woke`, then answers
+/// `Rested.`.
+pub(crate) fn napping(name: &str, seconds: u32) -> String {
+    format!(
+        r#"
+name = "{name}"
+description = "Naps in bash for {seconds} s, then answers."
+provider = "scripted"
+model = "scripted"
+tools = ["bash"]
+
+[provider_options.script]
+turns = [
+  {{ type = "respond", parts = [{{ type = "tool_call", id = "nap", name = "bash", input = {{ command = "sleep {seconds}; echo woke" }} }}], end = {{ type = "finish", reason = "tool_use" }} }},
+  {{ type = "respond", parts = [{{ type = "text", text = "Rested." }}] }},
+]
+"#
+    )
+}
+
 /// Every job in the store, in queue order.
 pub(crate) async fn all_jobs(store: &SqliteStore) -> Vec<Job> {
     store
