@@ -6,7 +6,8 @@
 //!
 //! The line comes from the session's current job and its last stored events (at most
 //! [`WINDOW`] of them, never the whole history), so it is the same whichever process runs the
-//! job. It is read again when the session's status or events change, at most once per
+//! job. It is first read [`PROGRESS_INTERVAL`] into the wait (a quicker answer tells nothing),
+//! then again when the session's status or events change, at most once per
 //! [`PROGRESS_INTERVAL`] (a burst of streamed text costs one read), and sent when it differs
 //! from the last one sent, or unchanged after [`HEARTBEAT`] of quiet (see
 //! [`OrchestratorBuilder::progress_heartbeat`](crate::OrchestratorBuilder::progress_heartbeat)),
@@ -142,6 +143,8 @@ impl Orchestrator {
 
 /// Tell `progress` what the session does, until dropped.
 async fn report(inner: &Inner, session: &str, progress: &ToolProgress) {
+    // A wait that ends this soon tells nothing (its answer stays plain JSON over MCP).
+    tokio::time::sleep(PROGRESS_INTERVAL).await;
     let mut said: Option<String> = None;
     let mut said_at = Instant::now();
     loop {
