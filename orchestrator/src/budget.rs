@@ -4,8 +4,7 @@
 
 use patchbay::{Event, Signal};
 
-use crate::error::OrchestratorError;
-use crate::service::{Inner, Orchestrator};
+use crate::runtime::Inner;
 use crate::store::{StoreError, UsageTotals};
 
 /// A tree's budget and what it spent.
@@ -54,16 +53,6 @@ pub(crate) async fn tree_budget(inner: &Inner, session_name: &str) -> Result<Opt
         spent: tree.usage.total_tokens(),
         max,
     }))
-}
-
-impl Orchestrator {
-    /// Refuses a start or resume in the tree of `session_name` once that tree spent its budget.
-    pub(crate) async fn check_tree_budget(&self, session_name: &str) -> Result<(), OrchestratorError> {
-        match tree_budget(&self.inner, session_name).await? {
-            Some(budget) if budget.is_spent() => Err(OrchestratorError::LimitReached(budget.message())),
-            _ => Ok(()),
-        }
-    }
 }
 
 /// Follows a run's events and stores its usage on its job (and session) at the end of each

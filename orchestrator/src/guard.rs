@@ -19,8 +19,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::budget::tree_budget;
 use crate::error::OrchestratorError;
 use crate::names::validate_session_name;
+use crate::scope::Scope;
 use crate::service::Orchestrator;
 use crate::store::Session;
 
@@ -151,5 +153,52 @@ impl Orchestrator {
     /// The projects root every session's folder is inside.
     pub fn projects_root(&self) -> &Path {
         &self.inner.projects_root
+    }
+}
+
+impl Orchestrator {
+    /// Refuses a start or resume in the tree of `session_name` once that tree spent its budget.
+    pub(crate) async fn check_tree_budget(&self, session_name: &str) -> Result<(), OrchestratorError> {
+        match tree_budget(&self.inner, session_name).await? {
+            Some(budget) if budget.is_spent() => Err(OrchestratorError::LimitReached(budget.message())),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Orchestrator {
+    /// The session of `scope`, while it is the one the token was issued for; `out_of_scope`
+    /// once it was deleted (even when a session of its name was started since).
+    pub(crate) async fn scope_session(&self, scope: &Scope) -> Result<Session, OrchestratorError> {
+        match self.inner.store.get_session(&scope.session_id).await? {
+            Some(session) if session.session_name == scope.session_name => Ok(session),
+            _ => Err(OrchestratorError::OutOfScope(format!(
+                "this token belongs to the session `{}`, which no longer exists: it reaches no session now",
+                scope.session_name
+            ))),
+        }
+    }
+
+    /// Refuses a call of `scope` naming the session `name` unless `name` is the scope's
+    /// session or below it, as [`OrchestratorError::SessionNotFound`] (the answer for a
+    /// session that does not exist). Without a scope, any session.
+    pub(crate) async fn check_scope(&self, scope: Option<&Scope>, name: &str) -> Result<(), OrchestratorError> {
+        let Some(scope) = scope else {
+            return Ok(());
+        };
+        self.scope_session(scope).await?;
+        let mut next = Some(name.to_owned());
+        let mut steps = 0;
+        while let Some(current) = next {
+            if current == scope.session_name {
+                return Ok(());
+            }
+            steps += 1;
+            if steps > MAX_CHAIN {
+                break;
+            }
+            next = self.parent_of(&current).await?;
+        }
+        Err(OrchestratorError::SessionNotFound(name.to_owned()))
     }
 }

@@ -6,9 +6,10 @@ use patchbay::{RequestContext, mcp::Error as McpError};
 
 use crate::api::{StreamBudget, StreamLimits};
 use crate::scope::ScopedTokens;
+use crate::secret::fresh_secret;
 use crate::service::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, McpEndpoint, Orchestrator};
 use crate::tools::agent_session_tools;
-use crate::web::{WebLogin, WebView, fresh_secret};
+use crate::web::{WebLogin, WebView};
 
 /// How to serve over HTTP.
 #[derive(Clone, Default)]

@@ -21,7 +21,8 @@ use patchbay::ToolProgress;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::service::{Inner, Orchestrator};
+use crate::runtime::Inner;
+use crate::service::Orchestrator;
 use crate::store::{Job, JobStatus, StoredEvent};
 
 /// The shortest time between two reads of a session's activity.

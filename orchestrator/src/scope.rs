@@ -51,9 +51,7 @@ use hmac::{Hmac, Mac};
 use patchbay::mcp::{Authorizer, Grant};
 use sha2::Sha256;
 
-use crate::error::OrchestratorError;
-use crate::guard::MAX_CHAIN;
-use crate::service::{CALLER_METADATA_KEY, Orchestrator};
+use crate::caller::CALLER_METADATA_KEY;
 use crate::store::Session;
 
 /// The metadata key of a tool call made with a scoped token: the id of the token's session.
@@ -108,7 +106,7 @@ impl Default for ScopedTokens {
 impl ScopedTokens {
     /// Tokens under a fresh random key (244 random bits from the OS).
     pub fn new() -> Self {
-        let secret = crate::web::fresh_secret();
+        let secret = crate::secret::fresh_secret();
         let mut key = [0u8; 64];
         for (slot, byte) in key.iter_mut().zip(secret.bytes()) {
             *slot = byte;
@@ -183,43 +181,6 @@ pub(crate) fn is_scoped(extensions: &http::Extensions) -> bool {
     extensions
         .get::<Grant>()
         .is_some_and(|grant| grant.metadata().contains_key(SCOPE_METADATA_KEY))
-}
-
-impl Orchestrator {
-    /// The session of `scope`, while it is the one the token was issued for; `out_of_scope`
-    /// once it was deleted (even when a session of its name was started since).
-    pub(crate) async fn scope_session(&self, scope: &Scope) -> Result<Session, OrchestratorError> {
-        match self.inner.store.get_session(&scope.session_id).await? {
-            Some(session) if session.session_name == scope.session_name => Ok(session),
-            _ => Err(OrchestratorError::OutOfScope(format!(
-                "this token belongs to the session `{}`, which no longer exists: it reaches no session now",
-                scope.session_name
-            ))),
-        }
-    }
-
-    /// Refuses a call of `scope` naming the session `name` unless `name` is the scope's
-    /// session or below it, as [`OrchestratorError::SessionNotFound`] (the answer for a
-    /// session that does not exist). Without a scope, any session.
-    pub(crate) async fn check_scope(&self, scope: Option<&Scope>, name: &str) -> Result<(), OrchestratorError> {
-        let Some(scope) = scope else {
-            return Ok(());
-        };
-        self.scope_session(scope).await?;
-        let mut next = Some(name.to_owned());
-        let mut steps = 0;
-        while let Some(current) = next {
-            if current == scope.session_name {
-                return Ok(());
-            }
-            steps += 1;
-            if steps > MAX_CHAIN {
-                break;
-            }
-            next = self.parent_of(&current).await?;
-        }
-        Err(OrchestratorError::SessionNotFound(name.to_owned()))
-    }
 }
 
 #[cfg(test)]

@@ -14,8 +14,9 @@ use patchbay::{
 
 use crate::blueprint::Blueprint;
 use crate::budget::UsageMeter;
+use crate::caller::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY};
 use crate::orphans::RUN_ENV;
-use crate::service::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY, Inner, Running};
+use crate::runtime::{Inner, Running};
 use crate::store::{Change, Job, JobEnd, JobKind, Session, SessionUpdate, StoreError};
 
 /// The most events stored in one transaction (a burst of deltas is stored together).

@@ -10,11 +10,12 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SYNC_WAIT, DEFAULT_WORKERS, Inner, Orchestrator};
+use super::Orchestrator;
 use crate::blueprint::Blueprints;
 use crate::error::OrchestratorError;
 use crate::limits::Limits;
 use crate::notify::Notifier;
+use crate::runtime::{DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SYNC_WAIT, DEFAULT_WORKERS, Inner};
 use crate::store::{DEFAULT_LEASE, Store};
 
 /// Builds an [`Orchestrator`].
@@ -44,8 +45,15 @@ impl std::fmt::Debug for OrchestratorBuilder {
     }
 }
 
+impl Orchestrator {
+    /// A builder over `store` and `blueprints`.
+    pub fn builder(store: Arc<dyn Store>, blueprints: Blueprints) -> OrchestratorBuilder {
+        OrchestratorBuilder::new(store, blueprints)
+    }
+}
+
 impl OrchestratorBuilder {
-    pub(super) fn new(store: Arc<dyn Store>, blueprints: Blueprints) -> Self {
+    fn new(store: Arc<dyn Store>, blueprints: Blueprints) -> Self {
         Self {
             store,
             blueprints,

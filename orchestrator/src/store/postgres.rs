@@ -20,16 +20,17 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::api::{LEASE_EXPIRED, Store, StoreError, millis};
 use super::rows::{
     event_cols, event_from_row, job_cols, job_from_row, page_bounds, session_cols, session_from_row, to_json_text,
 };
 use super::sql::{self, LOCK_SESSION};
+use super::totals::{TreeUsage, UsageTotals};
 use super::types::{
     Change, Job, JobEnd, JobEnded, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionCursor,
     SessionFilter, SessionUpdate, StoredEvent, UnixMillis, now_millis,
 };
-use super::usage::{self, TreeUsage, UsageTotals};
-use super::{LEASE_EXPIRED, Store, StoreError, millis};
+use super::usage;
 use patchbay::async_trait;
 
 /// The notification channel every change is announced on.

@@ -6,9 +6,9 @@ use std::str::FromStr;
 use serde_json::Value;
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
-use super::StoreError;
+use super::api::StoreError;
+use super::totals::UsageTotals;
 use super::types::{Job, Page, Session, StoredEvent, UnknownValue};
-use super::usage::usage_from_row;
 
 /// The columns of a session, in [`session_from_row`]'s order.
 macro_rules! session_cols {
@@ -16,7 +16,7 @@ macro_rules! session_cols {
         concat!(
             "session_id, session_name, agent_name, project_dir, parent_session_name, status, \
          created_at, updated_at, finished_at, last_result, provider_session_id, conversation, ",
-            super::usage::usage_cols!()
+            super::rows::usage_cols!()
         )
     };
 }
@@ -27,7 +27,7 @@ macro_rules! session_list_cols {
         concat!(
             "session_id, session_name, agent_name, project_dir, parent_session_name, status, \
          created_at, updated_at, finished_at, last_result, provider_session_id, 'null' AS conversation, ",
-            super::usage::usage_cols!()
+            super::rows::usage_cols!()
         )
     };
 }
@@ -36,7 +36,7 @@ macro_rules! session_list_cols {
 macro_rules! job_cols {
     () => {
         concat!("job_id, kind, session_name, agent_name, prompt, project_dir, parent_session_name, \
-         callback, status, error, result, claimed_by, created_at, claimed_at, started_at, finished_at, lease_until, ", super::usage::usage_cols!())
+         callback, status, error, result, claimed_by, created_at, claimed_at, started_at, finished_at, lease_until, ", super::rows::usage_cols!())
     };
 }
 
@@ -46,6 +46,15 @@ macro_rules! event_cols {
         "session_id, job_id, seq, event, created_at"
     };
 }
+
+/// The usage columns (of `sessions` and of `jobs`), in [`usage_from_row`]'s order.
+macro_rules! usage_cols {
+    () => {
+        "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd"
+    };
+}
+
+pub(super) use usage_cols;
 
 pub(super) use {event_cols, job_cols, session_cols, session_list_cols};
 
@@ -192,4 +201,48 @@ pub(super) fn to_json_text(value: &Value, what: &'static str) -> Result<String, 
 /// `LIMIT` and `OFFSET` of a page.
 pub(super) fn page_bounds(page: Page) -> (i64, i64) {
     (i64::from(page.limit), i64::try_from(page.offset).unwrap_or(i64::MAX))
+}
+
+/// Reads the usage columns of a row, starting at column `first`.
+pub(super) fn usage_at<R>(row: &R, first: usize) -> Result<UsageTotals, StoreError>
+where
+    R: sqlx::Row,
+    usize: sqlx::ColumnIndex<R>,
+    for<'x> i64: sqlx::Decode<'x, R::Database> + sqlx::Type<R::Database>,
+    for<'x> f64: sqlx::Decode<'x, R::Database> + sqlx::Type<R::Database>,
+{
+    let count = |i: usize| -> Result<u64, StoreError> {
+        let n: i64 = row.try_get(first + i)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    };
+    Ok(UsageTotals {
+        input_tokens: count(0)?,
+        output_tokens: count(1)?,
+        cache_read_tokens: count(2)?,
+        cache_write_tokens: count(3)?,
+        reasoning_tokens: count(4)?,
+        cost_usd: row.try_get::<Option<f64>, _>(first + 5)?,
+    })
+}
+
+/// Reads the usage columns of a session or job row by name.
+pub(super) fn usage_from_row<R>(row: &R) -> Result<UsageTotals, StoreError>
+where
+    R: sqlx::Row,
+    for<'n> &'n str: sqlx::ColumnIndex<R>,
+    for<'x> i64: sqlx::Decode<'x, R::Database> + sqlx::Type<R::Database>,
+    for<'x> f64: sqlx::Decode<'x, R::Database> + sqlx::Type<R::Database>,
+{
+    let count = |column: &str| -> Result<u64, StoreError> {
+        let n: i64 = row.try_get(column)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    };
+    Ok(UsageTotals {
+        input_tokens: count("input_tokens")?,
+        output_tokens: count("output_tokens")?,
+        cache_read_tokens: count("cache_read_tokens")?,
+        cache_write_tokens: count("cache_write_tokens")?,
+        reasoning_tokens: count("reasoning_tokens")?,
+        cost_usd: row.try_get::<Option<f64>, _>("cost_usd")?,
+    })
 }

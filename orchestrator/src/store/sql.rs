@@ -19,7 +19,7 @@
 
 use sqlx::Row as _;
 
-use super::StoreError;
+use super::api::StoreError;
 use super::rows::{event_from_row, job_from_row, session_from_row};
 use super::types::{Job, JobEnd, JobEnded, Recovery, Session, SessionCursor, SessionFilter, StoredEvent, UnixMillis};
 

@@ -7,17 +7,18 @@ use serde_json::Value;
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
+use super::api::{INTERRUPTED, LEASE_EXPIRED, Store, StoreError, millis};
 use super::rows::{
     event_cols, event_from_row, job_cols, job_from_row, page_bounds, session_cols, session_from_row, strings,
     to_json_text,
 };
 use super::sql::{self, LOCK_SESSION, RUNNING_JOBS};
+use super::totals::{TreeUsage, UsageTotals};
 use super::types::{
     Job, JobEnd, JobEnded, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionCursor, SessionFilter,
     SessionUpdate, StoredEvent, UnixMillis, now_millis,
 };
-use super::usage::{self, TreeUsage, UsageTotals};
-use super::{INTERRUPTED, LEASE_EXPIRED, Store, StoreError, millis};
+use super::usage;
 use patchbay::async_trait;
 
 /// The database file's name inside the data directory.

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::usage::UsageTotals;
+use super::totals::UsageTotals;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -1,6 +1,7 @@
 //! The web view's secrets and checks: one-time login codes, cookie sessions, and what a
 //! cookie-authenticated request must show besides its cookie (see the [module docs](super)).
 
+use crate::secret::fresh_secret;
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -18,11 +19,6 @@ pub const CODE_LIFETIME: Duration = Duration::from_secs(600);
 const MAX_CODES: usize = 16;
 /// Cookie sessions kept at once; logging in once more ends the oldest.
 const MAX_SESSIONS: usize = 64;
-
-/// A fresh random secret: 64 hex digits (two v4 UUIDs, 244 random bits from the OS).
-pub(crate) fn fresh_secret() -> String {
-    format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
-}
 
 /// Equal bytes, in a time that depends on the lengths only.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

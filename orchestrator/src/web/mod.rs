@@ -74,7 +74,7 @@ use std::sync::Arc;
 use patchbay::mcp::{Authorizer, Grant};
 
 use self::auth::Keys;
-pub(crate) use self::auth::fresh_secret;
+
 pub use self::auth::{CODE_LIFETIME, CSRF_HEADER};
 
 /// The web view of one listener before it is bound: its routes and its check of the cookie.
