@@ -185,11 +185,7 @@ impl FixtureRun {
     /// A file's snapshot name: its path below the root, folders joined by `__`.
     fn snapshot_name(&self, path: &Path) -> String {
         match &self.root {
-            Some(root) => path
-                .strip_prefix(root)
-                .unwrap_or(path)
-                .to_string_lossy()
-                .replace(['/', '\\'], "__"),
+            Some(root) => patchbay_fixtures::relative_name(root, path).replace('/', "__"),
             None => relative_name(path).replace('/', "__"),
         }
     }

@@ -167,12 +167,3 @@ fn an_off_tape_records_nothing_and_passes_events_through() {
     sink.write(b"ignored");
     assert_eq!(format!("{tape:?}"), "Tape(off)");
 }
-
-#[test]
-fn recorded_manifests_have_the_columns_the_fixture_reader_expects() {
-    // Two lists, because patchbay-http (a runtime crate) does not depend on the test kit.
-    assert_eq!(
-        patchbay_http::record::MANIFEST_COLUMNS,
-        patchbay_conformance::fixtures::MANIFEST_COLUMNS
-    );
-}

@@ -1,7 +1,8 @@
 //! Recording live traffic as fixtures: each call's request (credentials removed) and response
 //! body (verbatim) in the layout of the shipped fixtures, plus a manifest line, so that
 //! `replay` and `patchbay_conformance::FixtureRun::new([family]).in_dir(dir)` read them as they
-//! read the shipped ones.
+//! read the shipped ones. The format (layout, manifest columns, the scenario a call shows) is
+//! [`patchbay_fixtures`]'s; this module writes it.
 //!
 //! A provider holds an optional [`Recorder`] (built from its config's `record_dir`) and, per
 //! call, starts a [`Tape`] that [`crate::send`] records the request on, [`crate::body_stream`]
@@ -15,12 +16,10 @@
 //! ```
 //!
 //! `<stem>` is the UTC time, the model, the process id and a counter
-//! (`20250102T030405Z_claude-sonnet-4-5_4711-1`); files are created with `create_new`, so
-//! concurrent calls never share or overwrite one.
+//! (`20250102T030405Z_claude-sonnet-4-5_4711-1`, [`patchbay_fixtures::stem`]); files are created
+//! with `create_new`, so concurrent calls never share or overwrite one.
 
-mod manifest;
 mod redact;
-mod scenario;
 
 use std::fmt;
 use std::fs::File;
@@ -35,20 +34,15 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use futures::Stream;
 use patchbay_core::{Event, EventStream, ProviderError};
+use patchbay_fixtures::{CallFiles, DEFAULT_SOURCE, Detector, MANIFEST_FILE, ManifestEntry, detect_scenario};
 use pin_project_lite::pin_project;
 use serde_json::{Value, json};
-
-pub use manifest::{MANIFEST_COLUMNS, MANIFEST_FILE, REQUESTS_DIR};
-pub use scenario::{Detector, detect_scenario};
 
 use redact::{Scrubber, scrub_text};
 
 /// The environment variable that turns recording on for providers configured from the
 /// environment (`from_env`, `from_options`): the folder to record into.
 pub const RECORD_DIR_ENV: &str = "PATCHBAY_RECORD_DIR";
-
-/// The `<source>` folder recordings go to, below their family's folder.
-pub const DEFAULT_SOURCE: &str = "recorded";
 
 /// Calls started by this process, numbering the stems.
 static CALLS: AtomicU64 = AtomicU64::new(0);
@@ -114,7 +108,7 @@ impl Recorder {
         }
     }
 
-    /// The `<source>` folder (default [`DEFAULT_SOURCE`]).
+    /// The `<source>` folder (default [`patchbay_fixtures::DEFAULT_SOURCE`], `recorded`).
     pub fn with_source(mut self, source: impl Into<String>) -> Self {
         Arc::make_mut(&mut self.settings).source = source.into();
         self
@@ -157,23 +151,25 @@ impl Recorder {
     pub fn tape(&self, model: &str) -> Tape {
         let time = SystemTime::now();
         let number = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
+        let settings = &self.settings;
         Tape {
             call: Some(Arc::new(Call {
                 recorder: self.clone(),
                 model: model.to_string(),
-                stem: manifest::stem(time, model, number),
+                files: CallFiles::new(
+                    &settings.family,
+                    &settings.source,
+                    patchbay_fixtures::stem(time, model, number),
+                ),
                 time,
                 state: Mutex::default(),
             })),
         }
     }
 
-    /// A path below the folder, and the same path relative to it with `/` separators.
-    fn path(&self, parts: &[&str]) -> (PathBuf, String) {
-        let path = parts
-            .iter()
-            .fold(self.settings.dir.clone(), |path, part| path.join(part));
-        (path, parts.join("/"))
+    /// A path of the folder's layout (relative, `/` separators) below the folder.
+    fn path(&self, relative: &str) -> PathBuf {
+        patchbay_fixtures::path_in(&self.settings.dir, relative)
     }
 
     /// Logs a failure to write: a warning the first time, a debug event after.
@@ -194,10 +190,10 @@ impl Recorder {
     }
 }
 
-/// One call's recording: started by [`Recorder::tape`] (or [`Tape::start`]), carried through
-/// [`send`](crate::send), [`body_stream`](crate::body_stream) and [`watch`](Self::watch). A failed
-/// write never changes the call: it is logged (a warning once per recorder) and the call goes
-/// on unrecorded. Cheap to clone; [`Tape::off`] records nothing.
+/// One call's recording: started by [`Recorder::tape`] (or [`Tape::start`]), handed to
+/// [`crate::send`] and [`crate::body_stream`], put around the events with
+/// [`watch`](Self::watch). A failed write never changes the call: it is logged (a warning once
+/// per recorder) and the call goes on unrecorded. Cheap to clone; [`Tape::off`] records nothing.
 #[derive(Clone, Default)]
 pub struct Tape {
     call: Option<Arc<Call>>,
@@ -206,7 +202,7 @@ pub struct Tape {
 impl fmt::Debug for Tape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.call {
-            Some(call) => f.debug_tuple("Tape").field(&call.stem).finish(),
+            Some(call) => f.debug_tuple("Tape").field(&call.files.stem()).finish(),
             None => f.write_str("Tape(off)"),
         }
     }
@@ -215,7 +211,7 @@ impl fmt::Debug for Tape {
 struct Call {
     recorder: Recorder,
     model: String,
-    stem: String,
+    files: CallFiles,
     time: SystemTime,
     state: Mutex<CallState>,
 }
@@ -259,7 +255,7 @@ impl Tape {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let extension = manifest::extension(content_type.as_deref(), status.is_success());
+        let extension = patchbay_fixtures::body_extension(content_type.as_deref(), status.is_success());
         let format = format!(
             "response body as received (HTTP {}, {})",
             status.as_u16(),
@@ -276,16 +272,15 @@ impl Tape {
             return BodySink::default();
         };
         let recorder = &call.recorder;
-        let settings = &recorder.settings;
-        let name = format!("{}.{extension}", call.stem);
-        let (path, relative) = recorder.path(&[&settings.family, &settings.source, &name]);
+        let relative = call.files.body(extension);
+        let path = recorder.path(&relative);
         let Some(file) = call.create(&path, "a recorded body") else {
             return BodySink::default();
         };
         call.lock().body = Some((relative, format.to_string()));
         BodySink {
             file: Some(file),
-            scrubber: Scrubber::new(&settings.secrets),
+            scrubber: Scrubber::new(&recorder.settings.secrets),
             call: Some(call.clone()),
             path,
         }
@@ -332,11 +327,8 @@ impl Tape {
         let text = call
             .recorder
             .scrub(&serde_json::to_string_pretty(&recorded).unwrap_or_default());
-        let settings = &call.recorder.settings;
-        let name = format!("{}.json", call.stem);
-        let (path, relative) = call
-            .recorder
-            .path(&[REQUESTS_DIR, &settings.family, &settings.source, &name]);
+        let relative = call.files.request();
+        let path = call.recorder.path(&relative);
         let Some(mut file) = call.create(&path, "a recorded request") else {
             return;
         };
@@ -405,7 +397,7 @@ impl Call {
             state.written = true;
             let settings = &self.recorder.settings;
             let mut notes = vec![
-                format!("recorded {}", manifest::rfc3339(self.time)),
+                format!("recorded {}", patchbay_fixtures::utc_time(self.time)),
                 format!("requested model {}", self.model),
             ];
             notes.extend(state.status.map(|status| format!("HTTP {status}")));
@@ -416,30 +408,27 @@ impl Call {
                 .or_else(|| settings.server.clone())
                 .unwrap_or_default();
             let provenance = format!("recorded live by {}", settings.recorded_by);
-            let model = answered_model.unwrap_or(&self.model);
-            let line = manifest::line([
-                &body,
-                "",
-                state.request.as_deref().unwrap_or_default(),
-                "",
-                "",
-                scenario,
-                &format,
-                &provenance,
-                &server,
-                model,
-                &notes.join("; "),
-            ]);
-            self.recorder.scrub(&line)
+            let entry = ManifestEntry {
+                local_path: body,
+                source_path: state.request.clone().unwrap_or_default(),
+                scenario: scenario.to_string(),
+                format,
+                provenance,
+                server,
+                model: answered_model.unwrap_or(&self.model).to_string(),
+                notes: notes.join("; "),
+                ..ManifestEntry::default()
+            };
+            self.recorder.scrub(&entry.to_line())
         };
-        let (path, _) = self.recorder.path(&[MANIFEST_FILE]);
+        let path = self.recorder.path(MANIFEST_FILE);
         let _serial = self
             .recorder
             .state
             .manifest
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Err(error) = manifest::append(&path, &line) {
+        if let Err(error) = patchbay_fixtures::append(&path, &line) {
             self.recorder.failed("the recording manifest", &path, &error);
         }
     }

@@ -7,7 +7,8 @@ use patchbay_core::{ErrorKind, Event, FinishReason, ProviderError};
 use serde_json::Value;
 
 /// Reads a call's events one by one and names what they show (see [`detect_scenario`] for the
-/// words). Fed by [`Tape::watch`](super::Tape::watch) as the events pass, so no event is kept.
+/// words). A recorder feeds it the events as they pass (`patchbay_http`'s `Tape::watch`), so no
+/// event is kept.
 #[derive(Debug, Clone, Default)]
 pub struct Detector {
     model: Option<String>,
@@ -164,7 +165,7 @@ impl Detector {
 ///
 /// ```
 /// use patchbay_core::{Event, FinishReason};
-/// use patchbay_http::record::detect_scenario;
+/// use patchbay_fixtures::detect_scenario;
 ///
 /// let events = [
 ///     Event::TextDelta { index: 0, text: "Hi".into() },
