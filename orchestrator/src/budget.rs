@@ -1,6 +1,7 @@
 //! Usage as runs spend it: each step's tokens stored on the run's job and session
 //! ([`UsageMeter`]), and the token budget of a session tree (`max_tree_tokens`, see
-//! [`crate::limits`]) checked before every start and resume and after every step of a run.
+//! [`crate::limits`]) checked after every step of a run (and, through [`tree_budget`], by the
+//! guards before every start and resume).
 
 use patchbay::{Event, Signal};
 

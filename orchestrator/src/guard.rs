@@ -1,6 +1,8 @@
 //! The checks every start and resume passes, whether it came over MCP or the JSON API: the
 //! calling session (a valid name of a session that exists), callbacks (only to such a
-//! session), cycles in the parent chain, and the projects root.
+//! session), cycles in the parent chain, the projects root, the limits on children and the
+//! tree's token budget (see [`crate::limits`]), and, for a call made with a scoped token, the
+//! token's subtree (see [`crate::scope`]).
 //!
 //! # Decisions
 //! - **The caller must be a session here.** `X-Agent-Session-Name` (MCP over HTTP),
