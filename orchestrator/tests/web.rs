@@ -351,7 +351,13 @@ async fn drive(site: &Site, browser: &Client) -> TestResult {
     let form = browser.form(Locator::Css("form.login")).await?;
     form.set_by_name("token", site.serving.server.token()).await?;
     form.submit().await?;
-    let landed = browser.current_url().await?;
+    // The submit returns before the navigation ends (seen under load): wait for the landing.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut landed = browser.current_url().await?;
+    while landed.as_str() != site.url("/") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        landed = browser.current_url().await?;
+    }
     let page = browser.source().await.unwrap_or_default();
     assert_eq!(landed.as_str(), site.url("/"), "the token form did not log in: {page}");
     browser.delete_all_cookies().await?;
