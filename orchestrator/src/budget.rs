@@ -44,11 +44,13 @@ pub(crate) async fn tree_budget(inner: &Inner, session_name: &str) -> Result<Opt
     let Some(root) = tree.root_session_name else {
         return Ok(None);
     };
-    let root_blueprint = match inner.store.get_session_by_name(&root).await? {
-        Some(session) => inner.blueprints.get(&session.agent_name).cloned(),
-        None => None,
+    let limits = match inner.store.get_session_by_name(&root).await? {
+        Some(session) => inner
+            .blueprints
+            .get(&session.agent_name)
+            .map_or(inner.limits, |b| b.limits.over(&inner.limits)),
+        None => inner.limits,
     };
-    let limits = root_blueprint.map_or(inner.limits, |b| b.limits.over(&inner.limits));
     Ok(limits.max_tree_tokens.map(|max| TreeBudget {
         root,
         spent: tree.usage.total_tokens(),
