@@ -131,6 +131,7 @@ pub mod scope;
 mod secret;
 mod service;
 pub mod store;
+mod text;
 pub mod tools;
 pub mod transcript;
 pub mod web;

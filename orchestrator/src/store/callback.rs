@@ -2,7 +2,7 @@
 //! (see [`Store::end_job`](super::Store::end_job)).
 
 use super::types::{JobEnd, JobStatus};
-use crate::format::truncate_result;
+use crate::text::truncate_result;
 
 /// The prompt resuming the parent of the session `child` whose job ended as `end`: its result
 /// (cut as results are) or its error.

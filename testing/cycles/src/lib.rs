@@ -9,8 +9,9 @@
 //! module re-exports imports that module (a reader follows it there), while the re-export
 //! itself (`pub use`, `pub(crate) use`) only hands a name on: it is an import of its source
 //! where the re-exporting module uses the name in its own code, not otherwise (a crate root or
-//! `mod.rs` that only lists its children's items is their face, not their dependant). Paths
-//! inside macro bodies are not read. A cycle is a strongly connected component of more than
+//! `mod.rs` that only lists its children's items is their face, not their dependant). A macro's
+//! body is read when it parses as items, comma-separated expressions or statements (macro
+//! definitions themselves are not read). A cycle is a strongly connected component of more than
 //! one file.
 //!
 //! ```
@@ -365,6 +366,27 @@ impl<'ast> Visit<'ast> for Reader<'_> {
                 (true, Some(name)) => self.reexports.push((self.scope.clone(), name, path)),
                 (true, None) => {}
                 (false, _) => self.note(&path),
+            }
+        }
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        self.visit_path(&mac.path);
+        // A macro's body is read when it parses as items, as expressions separated by commas
+        // (`format!`, `vec!`) or as statements.
+        if let Ok(file) = syn::parse2::<syn::File>(mac.tokens.clone()) {
+            for item in &file.items {
+                self.visit_item(item);
+            }
+        } else if let Ok(exprs) =
+            mac.parse_body_with(syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated)
+        {
+            for expr in &exprs {
+                self.visit_expr(expr);
+            }
+        } else if let Ok(statements) = mac.parse_body_with(syn::Block::parse_within) {
+            for statement in &statements {
+                self.visit_stmt(statement);
             }
         }
     }
