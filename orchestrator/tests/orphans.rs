@@ -16,7 +16,7 @@ use patchbay_orchestrator::RUN_ENV;
 use patchbay_orchestrator::store::{INTERRUPTED, LEASE_EXPIRED};
 use serde_json::json;
 
-use served::Served;
+use served::{Served, fresh_pg_database};
 
 /// A generous bound for a run to reach its tool call on a busy 2-core machine.
 const RUN_LIMIT: Duration = Duration::from_secs(60);
@@ -244,22 +244,9 @@ async fn an_orchestrator_started_beside_a_running_one_leaves_its_runs_alone() {
 /// failed. Skipped without PostgreSQL's binaries, except in CI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_settled_lease_kills_what_the_dead_workers_run_left_on_this_machine() {
-    if !patchbay_pgtemp::available() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "PostgreSQL's binaries are missing (CI installs them: apt-get install postgresql)"
-        );
-        eprintln!("skipped: PostgreSQL's binaries are missing (apt-get install postgresql)");
+    let Some(url) = fresh_pg_database("orphans").await else {
         return;
-    }
-    let server = tokio::task::spawn_blocking(patchbay_pgtemp::PgServer::shared)
-        .await
-        .unwrap()
-        .unwrap();
-    let url = tokio::task::spawn_blocking(move || server.create_database("orphans"))
-        .await
-        .unwrap()
-        .unwrap();
+    };
     let dir = tempfile::tempdir().unwrap();
     let project = folder(dir.path(), "project");
     let blueprints = folder(dir.path(), "blueprints");

@@ -16,7 +16,7 @@ use patchbay_orchestrator::store::{PgStore, Store};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-use served::{BIN, Served};
+use served::{BIN, Served, fresh_pg_database};
 
 /// A run that lists the sessions and tries to delete them all over the orchestrator's own
 /// tools, then answers.
@@ -47,22 +47,9 @@ fn tool_result<'a>(events: &'a [Value], name: &str) -> &'a Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_in_a_worker_process_gets_a_scoped_token_the_worker_checks() {
-    if !patchbay_pgtemp::available() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "PostgreSQL's binaries are missing (CI installs them: apt-get install postgresql)"
-        );
-        eprintln!("skipped: PostgreSQL's binaries are missing (apt-get install postgresql)");
+    let Some(url) = fresh_pg_database("scoped").await else {
         return;
-    }
-    let server = tokio::task::spawn_blocking(patchbay_pgtemp::PgServer::shared)
-        .await
-        .unwrap()
-        .unwrap();
-    let url = tokio::task::spawn_blocking(move || server.create_database("scoped"))
-        .await
-        .unwrap()
-        .unwrap();
+    };
     let dir = tempfile::tempdir().unwrap();
     let blueprints = dir.path().join("blueprints");
     let project = dir.path().join("project");

@@ -25,7 +25,7 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use served::{BIN, Served};
+use served::{BIN, Served, fresh_pg_database};
 
 const JOBS: usize = 200;
 const LEASE_SECONDS: u64 = 3;
@@ -104,22 +104,9 @@ async fn all_jobs(store: &dyn Store) -> Vec<patchbay_orchestrator::store::Job> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_workers_one_killed_every_job_ends_exactly_once() {
-    if !patchbay_pgtemp::available() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "PostgreSQL's binaries are missing (CI installs them: apt-get install postgresql)"
-        );
-        eprintln!("skipped: PostgreSQL's binaries are missing (apt-get install postgresql)");
+    let Some(url) = fresh_pg_database("workers").await else {
         return;
-    }
-    let server = tokio::task::spawn_blocking(patchbay_pgtemp::PgServer::shared)
-        .await
-        .unwrap()
-        .unwrap();
-    let url = tokio::task::spawn_blocking(move || server.create_database("workers"))
-        .await
-        .unwrap()
-        .unwrap();
+    };
     let dir = tempfile::tempdir().unwrap();
     let blueprints = dir.path().join("blueprints");
     let project = dir.path().join("project");
@@ -339,22 +326,9 @@ turns = [{ type = "respond", parts = [{ type = "text", text = "Working " }], end
 /// notification reaches the worker), and so does deleting a session a worker runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_and_delete_through_serve_stop_a_run_in_a_worker_process() {
-    if !patchbay_pgtemp::available() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "PostgreSQL's binaries are missing (CI installs them: apt-get install postgresql)"
-        );
-        eprintln!("skipped: PostgreSQL's binaries are missing (apt-get install postgresql)");
+    let Some(url) = fresh_pg_database("cancel").await else {
         return;
-    }
-    let server = tokio::task::spawn_blocking(patchbay_pgtemp::PgServer::shared)
-        .await
-        .unwrap()
-        .unwrap();
-    let url = tokio::task::spawn_blocking(move || server.create_database("cancel"))
-        .await
-        .unwrap()
-        .unwrap();
+    };
     let dir = tempfile::tempdir().unwrap();
     let blueprints = dir.path().join("blueprints");
     let project = dir.path().join("project");

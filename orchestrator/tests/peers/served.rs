@@ -22,6 +22,29 @@ pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_patchbay-orchestrator");
 /// How long the binary may take to print its lines or to exit when asked.
 pub(crate) const START_LIMIT: Duration = Duration::from_secs(60);
 
+/// A fresh database named `name` on the throwaway PostgreSQL server (`patchbay-pgtemp`), for
+/// `serve` and `worker` processes to share; `None` when PostgreSQL's binaries are missing
+/// outside CI (the test is skipped with a note), a failure in CI.
+pub(crate) async fn fresh_pg_database(name: &'static str) -> Option<String> {
+    if !patchbay_pgtemp::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "PostgreSQL's binaries are missing (CI installs them: apt-get install postgresql)"
+        );
+        eprintln!("skipped: PostgreSQL's binaries are missing (apt-get install postgresql)");
+        return None;
+    }
+    let server = tokio::task::spawn_blocking(patchbay_pgtemp::PgServer::shared)
+        .await
+        .unwrap()
+        .unwrap();
+    let url = tokio::task::spawn_blocking(move || server.create_database(name))
+        .await
+        .unwrap()
+        .unwrap();
+    Some(url)
+}
+
 /// A running `patchbay-orchestrator serve`; SIGKILLed on drop.
 pub(crate) struct Served {
     child: Child,
