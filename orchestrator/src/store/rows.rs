@@ -203,29 +203,7 @@ pub(super) fn page_bounds(page: Page) -> (i64, i64) {
     (i64::from(page.limit), i64::try_from(page.offset).unwrap_or(i64::MAX))
 }
 
-/// Reads the usage columns of a row, starting at column `first`.
-pub(super) fn usage_at<R>(row: &R, first: usize) -> Result<UsageTotals, StoreError>
-where
-    R: sqlx::Row,
-    usize: sqlx::ColumnIndex<R>,
-    for<'x> i64: sqlx::Decode<'x, R::Database> + sqlx::Type<R::Database>,
-    for<'x> f64: sqlx::Decode<'x, R::Database> + sqlx::Type<R::Database>,
-{
-    let count = |i: usize| -> Result<u64, StoreError> {
-        let n: i64 = row.try_get(first + i)?;
-        Ok(u64::try_from(n).unwrap_or(0))
-    };
-    Ok(UsageTotals {
-        input_tokens: count(0)?,
-        output_tokens: count(1)?,
-        cache_read_tokens: count(2)?,
-        cache_write_tokens: count(3)?,
-        reasoning_tokens: count(4)?,
-        cost_usd: row.try_get::<Option<f64>, _>(first + 5)?,
-    })
-}
-
-/// Reads the usage columns of a session or job row by name.
+/// Reads the usage columns of a row by name (a session's, a job's, a tree's sum).
 pub(super) fn usage_from_row<R>(row: &R) -> Result<UsageTotals, StoreError>
 where
     R: sqlx::Row,

@@ -8,7 +8,7 @@
 use sqlx::Row as _;
 
 use super::api::StoreError;
-use super::rows::usage_at;
+use super::rows::usage_from_row;
 use super::sql::on_any_backend;
 use super::totals::{TreeUsage, UsageTotals};
 
@@ -40,10 +40,13 @@ const TREE_USAGE: &str = "WITH RECURSIVE \
        tree(name) AS (\
          SELECT name FROM root \
          UNION SELECT s.session_name FROM sessions s JOIN tree ON s.parent_session_name = tree.name) \
-     SELECT (SELECT name FROM root), \
-       CAST(COALESCE(SUM(s.input_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(s.output_tokens), 0) AS BIGINT), \
-       CAST(COALESCE(SUM(s.cache_read_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(s.cache_write_tokens), 0) AS BIGINT), \
-       CAST(COALESCE(SUM(s.reasoning_tokens), 0) AS BIGINT), SUM(s.cost_usd) \
+     SELECT (SELECT name FROM root) AS root_session_name, \
+       CAST(COALESCE(SUM(s.input_tokens), 0) AS BIGINT) AS input_tokens, \
+       CAST(COALESCE(SUM(s.output_tokens), 0) AS BIGINT) AS output_tokens, \
+       CAST(COALESCE(SUM(s.cache_read_tokens), 0) AS BIGINT) AS cache_read_tokens, \
+       CAST(COALESCE(SUM(s.cache_write_tokens), 0) AS BIGINT) AS cache_write_tokens, \
+       CAST(COALESCE(SUM(s.reasoning_tokens), 0) AS BIGINT) AS reasoning_tokens, \
+       SUM(s.cost_usd) AS cost_usd \
      FROM sessions s WHERE s.session_name IN (SELECT name FROM tree)";
 
 fn signed(n: u64) -> i64 {
@@ -74,8 +77,8 @@ on_any_backend! {
     pub(super) async fn tree_usage_in<DB>(conn: &mut DB::Connection, session_name: &str) -> Result<TreeUsage, StoreError> {
         let row = sqlx::query::<DB>(TREE_USAGE).bind(session_name).fetch_one(&mut *conn).await?;
         Ok(TreeUsage {
-            root_session_name: row.try_get(0usize)?,
-            usage: usage_at(&row, 1)?,
+            root_session_name: row.try_get("root_session_name")?,
+            usage: usage_from_row(&row)?,
         })
     }
 }
