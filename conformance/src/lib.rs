@@ -15,7 +15,7 @@ mod scenario;
 mod snapshot;
 mod suite;
 
-pub use normalize::{LONG_TEXT, Outcome, Recording, normalize, summarize, text_of, without_timings};
+pub use normalize::{LONG_TEXT, Outcome, Recording, RecordingExt, normalize, summarize, text_of, without_timings};
 pub use recorded::{FixtureRun, run_fixtures};
 pub use requests::snapshot_requests;
 pub use scenario::{

@@ -2,10 +2,8 @@
 
 use std::collections::HashMap;
 
-use futures::StreamExt;
-use patchbay_core::{
-    ErrorKind, Event, EventStream, Message, Metrics, Provider, ProviderError, RequestContext, Signal, ToolSet, Usage,
-};
+pub use patchbay_core::kit::Recording;
+use patchbay_core::{ErrorKind, Event, Metrics, Provider, ProviderError, Signal, Usage};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -22,63 +20,34 @@ pub struct Outcome {
     pub error_kind: Option<String>,
 }
 
-/// What was seen of a run: the raw items, in order.
-#[derive(Debug, Default)]
-pub struct Recording {
-    /// Events in order.
-    pub events: Vec<Event>,
-    /// The error that ended the stream.
-    pub error: Option<ProviderError>,
+/// What the conformance suite adds to core's [`Recording`]: normalizing, comparing without
+/// timings, and one scenario's first model turn.
+pub trait RecordingExt: Sized {
+    /// Normalize.
+    fn outcome(&self) -> Outcome;
+
+    /// The events with the `Finish` timings zeroed, for comparing two runs.
+    fn without_timings(&self) -> Vec<Event>;
+
+    /// One [`Recording::call`] with `scenario`'s messages and the shared tools on
+    /// [`SCENARIO_MODEL`](crate::SCENARIO_MODEL), no context: what a provider does for the
+    /// scenario's first model turn, without the agent loop.
+    fn call_scenario(
+        provider: &dyn Provider,
+        scenario: &crate::Scenario,
+    ) -> impl std::future::Future<Output = Self> + Send;
 }
 
-impl Recording {
-    /// Validate the recording with the lifecycle validator.
-    pub fn validate(&self) -> Result<(), Vec<patchbay_core::Violation>> {
-        patchbay_core::validate(self.events.iter().map(Ok).chain(self.error.iter().map(Err)))
-    }
-
-    /// Normalize.
-    pub fn outcome(&self) -> Outcome {
+impl RecordingExt for Recording {
+    fn outcome(&self) -> Outcome {
         normalize(&self.events, self.error.as_ref().map(ProviderError::kind))
     }
 
-    /// Reads a stream to its end: every event, then the error that ended it. Items after an
-    /// error are kept too, so the validator sees a provider that goes on after failing.
-    pub async fn collect(mut stream: EventStream) -> Self {
-        let mut recording = Self::default();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(event) => recording.events.push(event),
-                Err(error) if recording.error.is_none() => recording.error = Some(error),
-                Err(_) => {}
-            }
-        }
-        recording
+    fn without_timings(&self) -> Vec<Event> {
+        without_timings(&self.events)
     }
 
-    /// One `create_response` call, collected; an error before the stream is the recording's
-    /// error with no events.
-    pub async fn call(
-        provider: &dyn Provider,
-        messages: &[Message],
-        tools: &ToolSet,
-        model: &str,
-        signal: &Signal,
-        context: Option<&RequestContext>,
-    ) -> Self {
-        match provider.create_response(messages, tools, model, signal, context).await {
-            Ok(stream) => Self::collect(stream).await,
-            Err(error) => Self {
-                events: Vec::new(),
-                error: Some(error),
-            },
-        }
-    }
-
-    /// One [`call`](Self::call) with `scenario`'s messages and the shared tools on
-    /// [`SCENARIO_MODEL`](crate::SCENARIO_MODEL), no context: what a provider does for the
-    /// scenario's first model turn, without the agent loop.
-    pub async fn call_scenario(provider: &dyn Provider, scenario: &crate::Scenario) -> Self {
+    async fn call_scenario(provider: &dyn Provider, scenario: &crate::Scenario) -> Self {
         let tools = crate::scenario_tools();
         Self::call(
             provider,
@@ -89,16 +58,6 @@ impl Recording {
             None,
         )
         .await
-    }
-
-    /// The text of every `TextDelta`, joined: [`text_of`] the events.
-    pub fn text(&self) -> String {
-        text_of(&self.events)
-    }
-
-    /// The events with the `Finish` timings zeroed, for comparing two runs.
-    pub fn without_timings(&self) -> Vec<Event> {
-        without_timings(&self.events)
     }
 }
 

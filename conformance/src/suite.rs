@@ -1,5 +1,6 @@
 //! `run_suite`: one libtest-mimic trial per shared scenario, for any provider.
 
+use crate::RecordingExt;
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;

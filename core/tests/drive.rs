@@ -4,26 +4,28 @@
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use patchbay_core::kit::{Driver, StreamLimits, StreamTranslator};
+use patchbay_core::kit::{Driver, Framing, StreamLimits, Wire};
 use patchbay_core::{Event, Limit, ProviderError, Signal};
 use tokio::time::Instant;
 
-/// One `TextDelta` per chunk, except a chunk `:` (a keep-alive), which gives nothing.
-struct Echo(Vec<Event>);
+/// One `TextDelta` per line, except a line `:` (a keep-alive), which gives nothing.
+struct Echo;
 
-impl StreamTranslator for Echo {
-    fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
-        if bytes != b":" {
-            let text = String::from_utf8_lossy(bytes).into_owned();
-            self.0.push(Event::TextDelta { index: 0, text });
-        }
+impl Wire for Echo {
+    fn framing(&self) -> Framing {
+        Framing::Lines
+    }
+    fn frame(&mut self, data: &[u8]) -> Result<Option<Event>, ProviderError> {
+        Ok((data != b":").then(|| Event::TextDelta {
+            index: 0,
+            text: String::from_utf8_lossy(data).into_owned(),
+        }))
+    }
+    fn end(&mut self) -> Result<(), ProviderError> {
         Ok(())
     }
-    fn finish(&mut self) -> Result<(), ProviderError> {
-        Ok(())
-    }
-    fn next_event(&mut self) -> Option<Result<Event, ProviderError>> {
-        (!self.0.is_empty()).then(|| Ok(self.0.remove(0)))
+    fn next_event(&mut self) -> Option<Event> {
+        None
     }
     fn is_done(&self) -> bool {
         false
@@ -35,7 +37,7 @@ async fn silence_before_error<B>(body: B, limits: StreamLimits) -> (Duration, Pr
 where
     B: Stream<Item = Result<&'static [u8], ProviderError>> + Send + 'static,
 {
-    let mut events = Driver::new(body, Echo(Vec::new()), &Signal::new())
+    let mut events = Driver::new(body, Echo, &Signal::new())
         .with_limits(&limits)
         .into_stream();
     let mut last = Instant::now();
@@ -59,7 +61,7 @@ async fn a_stream_stalled_after_data_hits_the_read_timeout_at_its_setting() {
     let body = futures::stream::iter(0..10)
         .then(|_| async {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            Ok(&b"hi"[..])
+            Ok(&b"hi\n"[..])
         })
         .chain(futures::stream::pending());
     let limits = StreamLimits::default().with_read_timeout(Some(limit));
@@ -77,9 +79,9 @@ async fn keepalives_after_content_hit_the_content_timeout_at_its_setting() {
     // One text, then keep-alives every 50 ms forever.
     let keepalives = futures::stream::repeat(()).then(|()| async {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        Ok(&b":"[..])
+        Ok(&b":\n"[..])
     });
-    let body = futures::stream::iter([Ok(&b"hi"[..])]).chain(keepalives);
+    let body = futures::stream::iter([Ok(&b"hi\n"[..])]).chain(keepalives);
     let limits = StreamLimits::default().with_content_timeout(Some(limit));
     let (elapsed, error) = silence_before_error(body, limits).await;
     assert_eq!(error.limit(), Some(Limit::ContentTimeout), "{error}");

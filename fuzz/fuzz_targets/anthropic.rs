@@ -1,25 +1,25 @@
-//! The Anthropic translator on raw bytes: `patchbay_anthropic::StreamTranslator` driven as the
-//! provider drives it (whole, and cut at a fuzzer-chosen point: the same events and error),
-//! `push_bytes` + `finish` (the same again), `Translator::push_value` on the frames parsed as
-//! JSON (no panic), and `replay` (no panic). Whatever the translator emits keeps the lifecycle
-//! rules it owns.
+//! The Anthropic wire on raw bytes: `patchbay_anthropic::Translator` driven as the driver drives
+//! it (whole, and cut at a fuzzer-chosen point: the same events and error), through
+//! `kit::translate` (the push path: the same again), `Translator::push_value` on the frames
+//! parsed as JSON (no panic), and `kit::replay` (no panic). Whatever the translator emits keeps
+//! the lifecycle rules it owns.
 //!
-//! Input: byte 0 picks SSE or SSE-or-JSON-lines framing and whether a structured-output tool is
-//! set, byte 1 the split point; the rest is the body.
+//! Input: byte 0 picks SSE or SSE-or-JSON-lines framing for the parsed-events path and whether a
+//! structured-output tool is set, byte 1 the split point; the rest is the body.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use patchbay_anthropic::{StreamTranslator, Translator, replay};
-use patchbay_core::kit::{Framer, Framing};
+use patchbay_anthropic::Translator;
+use patchbay_core::kit::{self, Framer, Framing};
 use patchbay_fuzz::{TRANSLATOR_RULES, check_lifecycle, drive, outcome, split_at_selector};
 
-fn translator(mode: u8) -> StreamTranslator {
-    let mut inner = Translator::new().with_model("fuzz-model");
+fn translator(mode: u8) -> Translator {
+    let translator = Translator::new().with_model("fuzz-model");
     if mode & 2 != 0 {
-        inner = inner.with_output_tool("json_output");
+        translator.with_output_tool("json_output")
+    } else {
+        translator
     }
-    let stream = StreamTranslator::new(inner);
-    if mode & 1 != 0 { stream.json_lines() } else { stream }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -34,14 +34,9 @@ fuzz_target!(|data: &[u8]| {
     check_lifecycle(&events, error.as_ref(), TRANSLATOR_RULES);
     assert_eq!(whole, outcome(events, error.as_ref()), "cut at {split}/255");
 
-    // The push API (what tests and the replay use): the same events, the same error.
-    let mut pushed = translator(*mode);
-    let mut error = pushed.push_bytes(body).err();
-    if error.is_none() {
-        error = pushed.finish().err();
-    }
-    let events: Vec<_> = std::iter::from_fn(|| pushed.next_event()).collect();
-    assert_eq!(whole, outcome(events, error.as_ref()), "push_bytes");
+    // The push path (what tests use): the same events, the same error.
+    let (events, error) = kit::translate(translator(*mode), [body]).into_parts();
+    assert_eq!(whole, outcome(events, error.as_ref()), "kit::translate");
 
     // The CLI's path: already-parsed events.
     let mut framer = Framer::new(if mode & 1 != 0 {
@@ -65,7 +60,7 @@ fuzz_target!(|data: &[u8]| {
     let events: Vec<_> = values.drain().collect();
     check_lifecycle(&events, error.as_ref(), TRANSLATOR_RULES);
 
-    for response in replay::replay(body) {
+    for response in kit::replay(Translator::new, [body]) {
         check_lifecycle(&response.events, response.error.as_ref(), TRANSLATOR_RULES);
     }
 });

@@ -104,4 +104,12 @@ fuzz_target!(|data: &[u8]| {
     if error.is_some() || translator.is_done() {
         check_lifecycle(&events, error.as_ref(), TRANSLATOR_RULES);
     }
+
+    // A transcript through the generic replay (`replay --family claude-agent`): no panic, and
+    // the rules hold for every response it finds.
+    for response in patchbay_core::kit::replay(|| Translator::new("fuzz-model", "host"), [body]) {
+        if response.error.is_some() || !response.events.is_empty() {
+            check_lifecycle(&response.events, response.error.as_ref(), TRANSLATOR_RULES);
+        }
+    }
 });

@@ -9,9 +9,10 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+use patchbay_core::kit::Framing;
 use patchbay_core::{Event, Rule};
 use patchbay_fuzz::{TRANSLATOR_RULES, check_lifecycle, outcome, split_at_selector};
-use patchbay_openrouter::translate::{Framing, Translator};
+use patchbay_openrouter::translate::Translator;
 use serde_json::{Map, Value, json};
 
 #[derive(Debug, Arbitrary)]
@@ -183,11 +184,11 @@ fn body(script: &Script, framing: Framing) -> Vec<u8> {
     for chunk in &script.chunks {
         let payload = chunk_json(chunk).to_string();
         match framing {
-            Framing::Sse => body.extend_from_slice(format!("data: {payload}\n\n").as_bytes()),
+            Framing::DataLines => body.extend_from_slice(format!("data: {payload}\n\n").as_bytes()),
             _ => body.extend_from_slice(format!("{payload}\n").as_bytes()),
         }
     }
-    if script.done && framing == Framing::Sse {
+    if script.done && framing == Framing::DataLines {
         body.extend_from_slice(b"data: [DONE]\n\n");
     }
     body
@@ -199,8 +200,8 @@ fuzz_target!(|script: Script| {
         .copied()
         .chain([Rule::ToolCallIdUnique])
         .collect();
-    let sse = body(&script, Framing::Sse);
-    let (events, error) = Translator::new(Framing::Sse).translate_all([&sse[..]]);
+    let sse = body(&script, Framing::DataLines);
+    let (events, error) = patchbay_core::kit::translate(Translator::new(Framing::DataLines), [&sse[..]]).into_parts();
     check_lifecycle(&events, error.as_ref(), &rules);
     for event in &events {
         if let Event::ToolCall { id, .. } = event {
@@ -209,12 +210,16 @@ fuzz_target!(|script: Script| {
     }
     let whole = outcome(events, error.as_ref());
 
-    let (events, error) = Translator::new(Framing::Sse).translate_all(split_at_selector(&sse, script.split));
+    let (events, error) = patchbay_core::kit::translate(
+        Translator::new(Framing::DataLines),
+        split_at_selector(&sse, script.split),
+    )
+    .into_parts();
     assert_eq!(whole, outcome(events, error.as_ref()), "cut at {}/255", script.split);
 
     if !script.done {
-        let lines = body(&script, Framing::JsonLines);
-        let (events, error) = Translator::new(Framing::JsonLines).translate_all([&lines[..]]);
+        let lines = body(&script, Framing::Lines);
+        let (events, error) = patchbay_core::kit::translate(Translator::new(Framing::Lines), [&lines[..]]).into_parts();
         assert_eq!(whole, outcome(events, error.as_ref()), "as JSON lines");
     }
 });

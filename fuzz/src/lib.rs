@@ -1,5 +1,5 @@
 //! Helpers shared by the fuzz targets: cutting input into chunks, driving a
-//! [`kit::StreamTranslator`] the way core's `Driver` does, comparing event streams without their
+//! [`kit::Wire`] the way core's `Driver` does, comparing event streams without their
 //! timings, and checking the lifecycle rules a translator owns.
 
 use patchbay_core::kit;
@@ -30,47 +30,68 @@ pub fn error_of(error: &ProviderError) -> (ErrorKind, String) {
     (error.kind(), error.to_string())
 }
 
-/// Drive a [`kit::StreamTranslator`] over `chunks` exactly as core's `Driver` polls it: take
-/// every event, feed the next chunk, `finish` at the end; the first error ends the run.
-pub fn drive<T: kit::StreamTranslator>(translator: &mut T, chunks: &[&[u8]]) -> (Vec<Event>, Option<ProviderError>) {
+/// Drive a [`kit::Wire`] over `chunks` exactly as core's `Driver` polls it: frames pulled one
+/// at a time, every event taken before the next frame, no frame read once the wire is done,
+/// `end` after the last chunk; the first error ends the run.
+pub fn drive<W: kit::Wire>(wire: &mut W, chunks: &[&[u8]]) -> (Vec<Event>, Option<ProviderError>) {
+    let mut framer = kit::Framer::new(wire.framing());
     let mut events = Vec::new();
-    let mut chunks = chunks.iter();
-    let mut pending: Option<ProviderError> = None;
-    let mut finished = false;
-    let mut body_open = true;
-    loop {
-        match translator.next_event() {
-            Some(Ok(event)) => {
-                events.push(event);
-                continue;
-            }
-            Some(Err(error)) => return (events, Some(error)),
-            None => {}
+    let mut failed = None;
+    'body: for chunk in chunks {
+        if wire.is_done() {
+            break;
         }
-        if let Some(error) = pending.take() {
-            return (events, Some(error));
+        if let Err(error) = framer.feed(chunk) {
+            failed = Some(error);
+            break;
         }
-        let next = if body_open { chunks.next() } else { None };
-        let Some(chunk) = next else {
-            body_open = false;
-            if !finished {
-                finished = true;
-                if let Err(error) = translator.finish() {
-                    pending = Some(error);
+        while !wire.is_done() {
+            match framer.next_frame() {
+                Ok(Some(frame)) => match wire.frame(frame) {
+                    Ok(first) => events.extend(first),
+                    Err(error) => {
+                        failed = Some(error);
+                        break 'body;
+                    }
+                },
+                Ok(None) => break,
+                Err(error) => {
+                    failed = Some(error);
+                    break 'body;
                 }
-                continue;
             }
-            return (events, None);
-        };
-        if translator.is_done() {
-            return (events, None);
-        }
-        if let Err(error) = translator.feed(chunk) {
-            body_open = false;
-            finished = true;
-            pending.get_or_insert(error);
+            events.extend(std::iter::from_fn(|| wire.next_event()));
         }
     }
+    if failed.is_none() && !wire.is_done() {
+        loop {
+            match framer.end() {
+                Ok(Some(frame)) => match wire.frame(frame) {
+                    Ok(first) => events.extend(first),
+                    Err(error) => {
+                        failed = Some(error);
+                        break;
+                    }
+                },
+                Ok(None) => break,
+                Err(error) => {
+                    failed = Some(error);
+                    break;
+                }
+            }
+            events.extend(std::iter::from_fn(|| wire.next_event()));
+            if wire.is_done() {
+                break;
+            }
+        }
+    }
+    if failed.is_none()
+        && let Err(error) = wire.end()
+    {
+        failed = Some(error);
+    }
+    events.extend(std::iter::from_fn(|| wire.next_event()));
+    (events, failed)
 }
 
 /// The rules a translator keeps whatever the wire says. The others (no text twice, unique ids,

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod call;
 pub mod record;
 mod send;
 
@@ -20,7 +21,8 @@ pub use rustls;
 /// matches [`client_builder`]'s.
 pub use reqwest;
 
-pub use send::{Failure, body_stream, request_id, retry_after, send, transport_error};
+pub use call::{Call, Prepared};
+pub use send::transport_error;
 
 /// The protocols offered by ALPN, most preferred first. reqwest does not set ALPN on a
 /// preconfigured config, and without it a server never agrees to HTTP/2 over TLS.

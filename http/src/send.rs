@@ -2,74 +2,28 @@
 //! the headers under the call's signal and read timeout, refuse a redirect, turn an error status
 //! into the wire's typed error, and read the body as `ProviderError`-typed chunks.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use patchbay_core::kit::{StreamLimits, parse_retry_after, read_error_body, redirect_error, within};
+use patchbay_core::kit::{ErrorResponse, StreamLimits, read_error_body, redirect_error, within};
 use patchbay_core::{ErrorKind, ProviderError, Signal};
-use reqwest::header::{HeaderMap, LOCATION};
+use reqwest::header::LOCATION;
 
 use crate::record::Tape;
 
-/// A response with an error status, for the wire's own mapping to a [`ProviderError`].
-#[derive(Debug)]
-pub struct Failure<'a> {
-    /// The HTTP status.
-    pub status: u16,
-    /// The response headers.
-    pub headers: &'a HeaderMap,
-    /// The error body, read up to the limits' `max_error_body_bytes`.
-    pub body: &'a [u8],
-}
-
-impl Failure<'_> {
-    /// A header as text, if present and readable.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|value| value.to_str().ok())
-    }
-
-    /// How long the server asked to wait (see [`retry_after`]).
-    pub fn retry_after(&self) -> Option<Duration> {
-        retry_after(self.headers)
-    }
-
-    /// The server's request id (see [`request_id`]).
-    pub fn request_id(&self) -> Option<String> {
-        request_id(self.headers)
-    }
-}
-
-/// How long a response asks to wait: `retry-after-ms`, else `retry-after` (seconds or an HTTP
-/// date).
-pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
-    parse_retry_after(header("retry-after-ms"), header("retry-after"))
-}
-
-/// A response's request id: `request-id`, else `x-request-id` (behind proxies).
-pub fn request_id(headers: &HeaderMap) -> Option<String> {
-    ["request-id", "x-request-id"]
-        .iter()
-        .find_map(|name| headers.get(*name))
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
-}
-
-/// Sends `request` and returns the response once its status is a success: the one send path of
-/// every HTTP provider. The headers are awaited under `signal` and the limits' read timeout; a
+/// Sends `request` and returns the response once its status is a success: the one send path,
+/// which [`Call`](crate::Call) takes. The headers are awaited under `signal` and the limits' read timeout; a
 /// `3xx` is refused (the key and the request must not reach another host); an error status's
 /// body is read (capped and bounded) and handed to `to_error`, the wire's mapping. Every error
 /// is tagged with `provider`. On a recording `tape` the request is recorded before it goes
 /// out, the response's status and request id are noted, and an error status's body is
 /// recorded with a manifest line ([`Tape::off`] records nothing).
-pub async fn send(
+pub(crate) async fn send(
     tape: &Tape,
     request: reqwest::RequestBuilder,
     limits: &StreamLimits,
     signal: &Signal,
     provider: &'static str,
-    to_error: impl FnOnce(Failure<'_>) -> ProviderError,
+    to_error: impl FnOnce(ErrorResponse<'_>) -> ProviderError,
 ) -> Result<reqwest::Response, ProviderError> {
     let (client, request) = request.build_split();
     let request = request.map_err(|e| transport_error(e, "sending the request", provider))?;
@@ -101,7 +55,7 @@ pub async fn send(
     )
     .await
     .map_err(|e| e.with_provider(provider))?;
-    let error = to_error(Failure {
+    let error = to_error(ErrorResponse {
         status: status.as_u16(),
         headers: &headers,
         body: &body,
@@ -114,7 +68,7 @@ pub async fn send(
 
 /// The response body as chunks, a read failure as a typed [`transport_error`]; on a recording
 /// `tape` every chunk is also written to the call's body file (secrets replaced).
-pub fn body_stream(
+pub(crate) fn body_stream(
     tape: &Tape,
     response: reqwest::Response,
     what: &'static str,

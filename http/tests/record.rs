@@ -2,44 +2,70 @@
 //! manifest line the conformance crate parses, and a folder that cannot be written costing only
 //! a warning.
 
-use futures::{StreamExt, TryStreamExt};
+use std::collections::VecDeque;
+
+use futures::StreamExt;
 use patchbay_conformance::fixtures::{assert_no_secret_below, files_below, manifest_in};
 use patchbay_conformance::logs::LogCapture;
-use patchbay_core::kit::StreamLimits;
-use patchbay_core::{Event, EventStream, FinishReason, ProviderError, Signal};
+use patchbay_core::kit::{ErrorResponse, Framing, Recording, Wire};
+use patchbay_core::{Event, FinishReason, Message, ProviderError, Signal};
 use patchbay_http::record::{Recorder, Tape};
 use patchbay_http::reqwest::header::HeaderValue;
+use patchbay_http::{Call, Prepared};
 
 use crate::common::plain_server;
 
 const SECRET: &str = "sk-live-0123456789abcdef";
 
-fn events(finish: bool) -> EventStream {
-    let mut events = vec![
-        Ok(Event::Started {
-            response_id: Some("msg_1".into()),
-            model: "answering-model".into(),
-            session_id: None,
-            warnings: Vec::new(),
-        }),
-        Ok(Event::TextDelta {
+/// A wire for the plain server's body: `Started` naming the answering model, each line as
+/// text, `Finish` at the end.
+struct Plain {
+    queue: VecDeque<Event>,
+    started: bool,
+}
+
+impl Wire for Plain {
+    fn framing(&self) -> Framing {
+        Framing::Lines
+    }
+    fn frame(&mut self, data: &[u8]) -> Result<Option<Event>, ProviderError> {
+        if !std::mem::replace(&mut self.started, true) {
+            self.queue.push_back(Event::Started {
+                response_id: Some("msg_1".into()),
+                model: "answering-model".into(),
+                session_id: None,
+                warnings: Vec::new(),
+            });
+        }
+        self.queue.push_back(Event::TextDelta {
             index: 0,
-            text: "HTTP/1.1".into(),
-        }),
-    ];
-    if finish {
-        events.push(Ok(Event::Finish {
+            text: String::from_utf8_lossy(data).into_owned(),
+        });
+        Ok(None)
+    }
+    fn end(&mut self) -> Result<(), ProviderError> {
+        self.queue.push_back(Event::Finish {
             reason: FinishReason::Stop,
             usage: Default::default(),
             metrics: Default::default(),
-        }));
+        });
+        Ok(())
     }
-    Box::pin(futures::stream::iter(events))
+    fn next_event(&mut self) -> Option<Event> {
+        self.queue.pop_front()
+    }
+    fn is_done(&self) -> bool {
+        false
+    }
+    fn error_response(&self, response: ErrorResponse<'_>) -> ProviderError {
+        ProviderError::new(patchbay_core::ErrorKind::Server, format!("HTTP {}", response.status))
+    }
 }
 
-/// One call through `tape`: a POST with the secret in a marked header, a custom header, the
-/// query and the body; the body read whole; the events watched to their end.
-async fn call(tape: &Tape, url: &str) -> Result<Vec<u8>, ProviderError> {
+/// One call through the runner, recorded by `recorder`: a POST with the secret in a marked
+/// header, a custom header, the query and the body; the events read to their end and the text
+/// they carry returned.
+async fn call(recorder: &Recorder, url: &str) -> Result<Vec<u8>, ProviderError> {
     let client = patchbay_http::client_builder().build().expect("a client");
     let mut key = HeaderValue::from_static(SECRET);
     key.set_sensitive(true);
@@ -47,19 +73,23 @@ async fn call(tape: &Tape, url: &str) -> Result<Vec<u8>, ProviderError> {
         .post(format!("{url}v1/messages?key={SECRET}&beta=true"))
         .header("x-api-key", key)
         .header("x-my-token", SECRET)
-        .header("anthropic-version", "2023-06-01")
-        .body(format!(r#"{{"model":"claude-test","metadata":{{"note":"{SECRET}"}}}}"#));
-    let limits = StreamLimits::default();
-    let response = patchbay_http::send(tape, request, &limits, &Signal::new(), "test", |failure| {
-        ProviderError::new(patchbay_core::ErrorKind::Server, format!("HTTP {}", failure.status))
-    })
-    .await?;
-    let body: Vec<u8> = patchbay_http::body_stream(tape, response, "reading", "test")
-        .map_ok(|chunk| chunk.to_vec())
-        .try_concat()
+        .header("anthropic-version", "2023-06-01");
+    let body = serde_json::json!({ "model": "claude-test", "metadata": { "note": SECRET } });
+    let messages = [Message::user("hi")];
+    let signal = Signal::new();
+    let wire = Plain {
+        queue: VecDeque::new(),
+        started: false,
+    };
+    let events = Call::new("test", &messages, "claude-test", &signal, None)
+        .with_recorder(Some(recorder))
+        .run(|| Prepared::json(request, &body, wire))
         .await?;
-    let _: Vec<_> = tape.watch(events(true)).collect().await;
-    Ok(body)
+    let recording = Recording::collect(events).await;
+    match recording.error {
+        Some(error) => Err(error),
+        None => Ok(recording.text().into_bytes()),
+    }
 }
 
 #[tokio::test]
@@ -72,9 +102,7 @@ async fn a_recorded_call_keeps_the_body_and_no_secret() {
     let capture = LogCapture::new();
     let body = {
         let _logs = tracing::subscriber::set_default(capture.subscriber());
-        call(&recorder.tape("claude-test"), &server.url("http"))
-            .await
-            .expect("the call works")
+        call(&recorder, &server.url("http")).await.expect("the call works")
     };
     assert_eq!(body, b"HTTP/1.1");
 
@@ -131,7 +159,7 @@ async fn an_unwritable_folder_leaves_calls_unchanged_and_warns_once() {
     {
         let _logs = tracing::subscriber::set_default(capture.subscriber());
         for _ in 0..2 {
-            let body = call(&recorder.tape("claude-test"), &server.url("http")).await;
+            let body = call(&recorder, &server.url("http")).await;
             assert_eq!(body.expect("the call works"), b"HTTP/1.1");
         }
     }
@@ -148,7 +176,17 @@ async fn a_stream_dropped_early_is_recorded_as_dropped() {
     let mut sink = tape.body_sink("sse", "test body");
     sink.write(b"data: {}\n\n");
     drop(sink);
-    let mut watched = tape.watch(events(false));
+    let started = Event::Started {
+        response_id: Some("msg_1".into()),
+        model: "answering-model".into(),
+        session_id: None,
+        warnings: Vec::new(),
+    };
+    let text = Event::TextDelta {
+        index: 0,
+        text: "HTTP/1.1".into(),
+    };
+    let mut watched = tape.watch(Box::pin(futures::stream::iter([Ok(started), Ok(text)])));
     assert!(watched.next().await.is_some());
     drop(watched);
     let entries = manifest_in(dir.path()).expect("the manifest parses");

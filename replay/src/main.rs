@@ -14,41 +14,33 @@
 //! in the stream (`overloaded_error`...) is valid. The exit code is 0 for a valid stream, 1 for an
 //! invalid one, 2 for bad arguments.
 //!
-//! Each family is a function from the file's bytes to recordings (see [`families`]); add one
-//! there with its provider crate as a dependency.
+//! Each family is a wire (see [`families`]), replayed by core's one generic
+//! [`replay`](patchbay_core::kit::replay); add one there with its provider crate as a dependency.
 
 use std::process::ExitCode;
 
 use patchbay_conformance::{Recording, normalize};
 use patchbay_core::ErrorKind;
+use patchbay_core::kit::replay;
 use serde_json::json;
 
-/// A family's translator: a recorded body in, one recording per response out.
+/// A family's translation: a recorded body in, one recording per response out.
 type Translate = fn(&[u8]) -> Vec<Recording>;
 
-/// Every family, by name.
+/// Every family, by name: each replays its wire.
 fn families() -> Vec<(&'static str, Translate)> {
-    vec![("anthropic", anthropic), ("openai", openai)]
-}
-
-fn openai(body: &[u8]) -> Vec<Recording> {
-    patchbay_openrouter::translate::replay(body)
-        .into_iter()
-        .map(|r| Recording {
-            events: r.events,
-            error: r.error,
-        })
-        .collect()
-}
-
-fn anthropic(body: &[u8]) -> Vec<Recording> {
-    patchbay_anthropic::replay::replay(body)
-        .into_iter()
-        .map(|r| Recording {
-            events: r.events,
-            error: r.error,
-        })
-        .collect()
+    vec![
+        ("anthropic", |body| replay(patchbay_anthropic::Translator::new, [body])),
+        ("openai", |body| {
+            replay(patchbay_openrouter::translate::Translator::default, [body])
+        }),
+        ("claude-agent", |body| {
+            replay(
+                || patchbay_claude_agent::translate::Translator::new("", patchbay_claude_agent::DEFAULT_HOST_SERVER),
+                [body],
+            )
+        }),
+    ]
 }
 
 fn usage(message: &str) -> ExitCode {

@@ -6,6 +6,7 @@ mod support;
 use std::path::Path;
 
 use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
+use patchbay_conformance::RecordingExt;
 use patchbay_conformance::fixtures::manifest_in;
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::openai::OpenAiWire;

@@ -10,25 +10,8 @@ use futures::{Stream, StreamExt};
 use tokio::time::Instant;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
+use super::{Framer, Wire};
 use crate::{ErrorKind, Event, EventStream, Limit, ProviderError, Signal};
-
-/// A wire translator the [`Driver`] feeds: bytes cut anywhere in, events out. A pure state
-/// machine (no I/O, no timers), so it is tested on recorded streams alone.
-///
-/// [`feed`](Self::feed) and [`finish`](Self::finish) may queue events and then fail: the driver
-/// hands out every queued event ([`next_event`](Self::next_event) until `None`) before the
-/// error. An `Err` from `next_event` ends the stream after the events before it.
-pub trait StreamTranslator: Send {
-    /// Take bytes of the body, cut anywhere.
-    fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError>;
-    /// The body ended: translate what is left and close the stream (a body that ends before the
-    /// wire's own end is usually a `Protocol` error).
-    fn finish(&mut self) -> Result<(), ProviderError>;
-    /// The next event translated so far, if any.
-    fn next_event(&mut self) -> Option<Result<Event, ProviderError>>;
-    /// Whether the wire's own end was seen (later bytes are not read).
-    fn is_done(&self) -> bool;
-}
 
 /// The limits of one streamed response, shared by every HTTP provider. `Debug` shows them all.
 ///
@@ -205,32 +188,32 @@ fn later(at: Instant, by: Duration) -> Instant {
 
 type Body<C> = Pin<Box<dyn Stream<Item = Result<C, ProviderError>> + Send>>;
 
-/// The event stream of one response body: reads only when polled (in the caller's task, no
-/// spawned task, no channel), translates in place, and drops the body on cancel, on error, on a
-/// tripped limit and at the wire's end. Errors carry the provider's name and the request id.
+/// The event stream of one response body, through a [`Wire`]: reads only when polled (in the
+/// caller's task, no spawned task, no channel), frames and translates in place, and drops the
+/// body on cancel, on error, on a tripped limit and at the wire's end. Errors carry the
+/// provider's name and the request id.
 ///
 /// ```
+/// use std::collections::VecDeque;
 /// use futures::StreamExt;
-/// use patchbay_core::kit::{Driver, StreamTranslator};
+/// use patchbay_core::kit::{Driver, Framing, Wire};
 /// use patchbay_core::{Event, ProviderError, Signal};
 ///
-/// /// One `TextDelta` per chunk, as it came.
-/// struct Echo(Vec<Event>, bool);
-/// impl StreamTranslator for Echo {
-///     fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
-///         self.0.push(Event::TextDelta { index: 0, text: String::from_utf8_lossy(bytes).into() });
-///         Ok(())
+/// /// One `TextDelta` per line.
+/// struct Echo;
+/// impl Wire for Echo {
+///     fn framing(&self) -> Framing { Framing::Lines }
+///     fn frame(&mut self, data: &[u8]) -> Result<Option<Event>, ProviderError> {
+///         Ok(Some(Event::TextDelta { index: 0, text: String::from_utf8_lossy(data).into() }))
 ///     }
-///     fn finish(&mut self) -> Result<(), ProviderError> { self.1 = true; Ok(()) }
-///     fn next_event(&mut self) -> Option<Result<Event, ProviderError>> {
-///         (!self.0.is_empty()).then(|| Ok(self.0.remove(0)))
-///     }
-///     fn is_done(&self) -> bool { self.1 }
+///     fn end(&mut self) -> Result<(), ProviderError> { Ok(()) }
+///     fn next_event(&mut self) -> Option<Event> { None }
+///     fn is_done(&self) -> bool { false }
 /// }
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let body = futures::stream::iter([Ok::<_, ProviderError>(&b"hi"[..]), Ok(&b" there"[..])]);
-/// let events: Vec<_> = Driver::new(body, Echo(Vec::new(), false), &Signal::new())
+/// let body = futures::stream::iter([Ok::<_, ProviderError>(&b"hi\nth"[..]), Ok(&b"ere\n"[..])]);
+/// let events: Vec<_> = Driver::new(body, Echo, &Signal::new())
 ///     .with_provider("echo")
 ///     .into_stream()
 ///     .collect()
@@ -238,9 +221,12 @@ type Body<C> = Pin<Box<dyn Stream<Item = Result<C, ProviderError>> + Send>>;
 /// assert_eq!(events.len(), 2);
 /// # });
 /// ```
-pub struct Driver<T, C> {
+pub struct Driver<W, C> {
     body: Option<Body<C>>,
-    translator: T,
+    wire: W,
+    framer: Framer,
+    /// A whole JSON body being buffered for [`Wire::whole_body`], when the server did not stream.
+    whole: Option<Vec<u8>>,
     signal: Signal,
     cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
     read: Option<Watch>,
@@ -252,21 +238,24 @@ pub struct Driver<T, C> {
     terminated: bool,
 }
 
-impl<T, C> Driver<T, C>
+impl<W, C> Driver<W, C>
 where
-    T: StreamTranslator + Unpin + 'static,
+    W: Wire + Unpin + 'static,
     C: AsRef<[u8]> + Send + 'static,
 {
-    /// Drive `translator` over `body` (transport failures already mapped to `ProviderError`s)
-    /// with the default [`StreamLimits`].
-    pub fn new<B>(body: B, translator: T, signal: &Signal) -> Self
+    /// Drive `wire` over `body` (transport failures already mapped to `ProviderError`s) with
+    /// the default [`StreamLimits`].
+    pub fn new<B>(body: B, wire: W, signal: &Signal) -> Self
     where
         B: Stream<Item = Result<C, ProviderError>> + Send + 'static,
     {
         let limits = StreamLimits::default();
+        let framer = Framer::new(wire.framing()).with_max_bytes(limits.max_line_bytes);
         Self {
             body: Some(Box::pin(body)),
-            translator,
+            wire,
+            framer,
+            whole: None,
             signal: signal.clone(),
             cancelled: Box::pin(signal.token().clone().cancelled_owned()),
             read: limits.read_timeout.map(Watch::new),
@@ -279,11 +268,19 @@ where
         }
     }
 
-    /// Use these timeouts (the size caps belong to the translator's framer and to
-    /// [`read_error_body`]).
+    /// Use these timeouts and this cap on one frame (and on a whole body); the error body's cap
+    /// belongs to [`read_error_body`].
     pub fn with_limits(mut self, limits: &StreamLimits) -> Self {
         self.read = limits.read_timeout.map(Watch::new);
         self.content = limits.content_timeout.map(Watch::new);
+        self.framer = Framer::new(self.framer.framing()).with_max_bytes(limits.max_line_bytes);
+        self
+    }
+
+    /// The body is one JSON document, not a stream (a server that ignored the request to
+    /// stream): it is buffered up to the frame cap and handed to [`Wire::whole_body`] at its end.
+    pub fn whole_body(mut self) -> Self {
+        self.whole = Some(Vec::new());
         self
     }
 
@@ -330,11 +327,74 @@ where
         self.finished = true;
         self.pending.get_or_insert(error);
     }
+
+    /// Take a chunk of the body: into the framer, or into the whole body under the cap.
+    fn take(&mut self, chunk: &[u8]) -> Result<(), ProviderError> {
+        let Some(whole) = &mut self.whole else {
+            return self.framer.feed(chunk);
+        };
+        let max = self.framer.max_bytes();
+        if whole.len() + chunk.len() > max {
+            return Err(ProviderError::protocol(format!(
+                "the JSON response grew past {max} bytes (limit {})",
+                Limit::LineLength
+            ))
+            .with_limit(Limit::LineLength));
+        }
+        whole.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// Translate the next frame of what was taken (`at_end`: the body ended, so the last
+    /// unterminated one too). `Some` when there was a frame: the event it gave, if any.
+    fn next_frame(&mut self, at_end: bool) -> Option<Option<Event>> {
+        if self.whole.is_some() || self.wire.is_done() {
+            return None;
+        }
+        let frame = if at_end {
+            self.framer.end()
+        } else {
+            self.framer.next_frame()
+        };
+        match frame {
+            Ok(Some(frame)) => match self.wire.frame(frame) {
+                Ok(event) => Some(event),
+                Err(error) => {
+                    self.fail(error);
+                    Some(None)
+                }
+            },
+            Ok(None) => None,
+            Err(error) => {
+                self.fail(error);
+                Some(None)
+            }
+        }
+    }
+
+    /// The body ended: its last frames are translated, then the wire's end (or its whole body).
+    fn close(&mut self) {
+        self.finished = true;
+        let ended = match self.whole.take() {
+            Some(body) => self.wire.whole_body(&body),
+            None => self.wire.end(),
+        };
+        if let Err(error) = ended {
+            self.pending = Some(error);
+        }
+    }
+
+    fn event(&mut self, event: Event) -> Poll<Option<Result<Event, ProviderError>>> {
+        if let Some(content) = &mut self.content {
+            content.activity = true;
+        }
+        Poll::Ready(Some(Ok(event)))
+    }
 }
 
-impl<T, C> Stream for Driver<T, C>
+impl<W, C> Stream for Driver<W, C>
 where
-    T: StreamTranslator + Unpin + 'static,
+    W: Wire + Unpin + 'static,
     C: AsRef<[u8]> + Send + 'static,
 {
     type Item = Result<Event, ProviderError>;
@@ -349,30 +409,27 @@ where
             if this.signal.is_cancelled() {
                 return this.end(Some(Err(ProviderError::cancelled())));
             }
-            match this.translator.next_event() {
-                Some(Ok(event)) => {
-                    if let Some(content) = &mut this.content {
-                        content.activity = true;
-                    }
-                    return Poll::Ready(Some(Ok(event)));
-                }
-                Some(Err(error)) => return this.end(Some(Err(error))),
-                None => {}
+            if let Some(event) = this.wire.next_event() {
+                return this.event(event);
             }
             if let Some(error) = this.pending.take() {
                 return this.end(Some(Err(error)));
             }
+            if !this.finished {
+                match this.next_frame(this.body.is_none()) {
+                    Some(Some(event)) => return this.event(event),
+                    Some(None) => continue,
+                    None => {}
+                }
+            }
             let Some(body) = this.body.as_mut() else {
                 if !this.finished {
-                    this.finished = true;
-                    if let Err(error) = this.translator.finish() {
-                        this.pending = Some(error);
-                    }
+                    this.close();
                     continue;
                 }
                 return this.end(None);
             };
-            if this.translator.is_done() {
+            if this.wire.is_done() {
                 return this.end(None);
             }
             match body.as_mut().poll_next(cx) {
@@ -380,7 +437,7 @@ where
                     if let Some(read) = &mut this.read {
                         read.activity = true;
                     }
-                    if let Err(error) = this.translator.feed(chunk.as_ref()) {
+                    if let Err(error) = this.take(chunk.as_ref()) {
                         this.fail(error);
                     }
                 }

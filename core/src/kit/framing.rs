@@ -10,7 +10,8 @@
 //! are ignored (the payloads name their own types) and several `data:` lines of one frame are
 //! joined with `\n` as the SSE spec says; [`Framing::SseOrJsonLines`] also takes a line starting
 //! with `{` as a frame on its own (recordings with one JSON payload per line). In
-//! [`Framing::Lines`] every non-empty line is a frame, as it is (the caller reads its fields).
+//! [`Framing::Lines`] every non-empty line is a frame, as it is (the caller reads its fields);
+//! in [`Framing::DataLines`] the trimmed value of every `data:` line is.
 //!
 //! The cap: an unfinished line (or SSE frame) longer than [`Framer::max_bytes`] (default
 //! [`MAX_LINE_BYTES`], 64 MiB) is a `Protocol` error with [`Limit::LineLength`], so a server
@@ -31,6 +32,26 @@ pub enum Framing {
     SseOrJsonLines,
     /// Every non-empty line is a frame, unchanged (JSON lines; or SSE read line by line).
     Lines,
+    /// Server-sent events read line by line: the value of every `data:` line, trimmed, is a
+    /// frame of its own; other lines are ignored. For chat-completions servers, which put one
+    /// payload on each `data:` line and do not all send the blank line between events.
+    DataLines,
+}
+
+impl Framing {
+    /// Whether every frame is one line.
+    fn by_line(self) -> bool {
+        matches!(self, Framing::Lines | Framing::DataLines)
+    }
+
+    /// The frame a line holds in a line-by-line framing: the line, or a `data:` line's value.
+    fn line_frame(self, line: &[u8]) -> Option<&[u8]> {
+        let frame = match self {
+            Framing::DataLines => line.strip_prefix(b"data:")?.trim_ascii(),
+            _ => line,
+        };
+        (!frame.is_empty()).then_some(frame)
+    }
 }
 
 /// One incremental framer for every byte stream: SSE, JSON lines, plain lines. One buffer,
@@ -165,14 +186,14 @@ impl Framer {
     /// Feed bytes; `on_data` gets the data of every frame they complete, in order. The first
     /// error (from the framing or from `on_data`) stops decoding and is returned.
     ///
-    /// In [`Framing::Lines`], complete lines are handed out straight from `chunk`; only a line
+    /// In [`Framing::Lines`] and [`Framing::DataLines`], complete lines are handed out straight from `chunk`; only a line
     /// that crosses chunks is copied (the common case of a large network read).
     pub fn push<F>(&mut self, chunk: &[u8], mut on_data: F) -> Result<(), ProviderError>
     where
         F: FnMut(&[u8]) -> Result<(), ProviderError>,
     {
         // Lines mode, and what is pending holds no line end (everything fed was scanned).
-        if self.framing == Framing::Lines && self.ready.is_none() && self.scan.max(self.line_start) == self.buf.len() {
+        if self.framing.by_line() && self.ready.is_none() && self.scan.max(self.line_start) == self.buf.len() {
             return self.push_lines(chunk, on_data);
         }
         self.feed(chunk)?;
@@ -182,7 +203,7 @@ impl Framer {
         Ok(())
     }
 
-    /// [`push`](Self::push) for [`Framing::Lines`]: a pending partial line is completed from
+    /// [`push`](Self::push) for the line-by-line framings: a pending partial line is completed from
     /// the chunk's first line, then every complete line comes straight from `chunk`.
     fn push_lines<F>(&mut self, chunk: &[u8], mut on_data: F) -> Result<(), ProviderError>
     where
@@ -199,8 +220,8 @@ impl Framer {
             if line.len() > self.max_bytes {
                 return Err(line_too_long(self.max_bytes));
             }
-            if !line.is_empty() {
-                on_data(line)?;
+            if let Some(frame) = self.framing.line_frame(line) {
+                on_data(frame)?;
             }
             self.buf.clear();
             (self.frame_start, self.line_start, self.scan) = (0, 0, 0);
@@ -211,8 +232,8 @@ impl Framer {
             if line.len() > self.max_bytes {
                 return Err(line_too_long(self.max_bytes));
             }
-            if !line.is_empty() {
-                on_data(line)?;
+            if let Some(frame) = self.framing.line_frame(line) {
+                on_data(frame)?;
             }
             rest = &rest[at + 1..];
         }
@@ -296,13 +317,17 @@ impl Framer {
                 return Some(Frame::TooLong);
             }
             let line = &self.buf[start..end];
-            if self.framing == Framing::Lines {
+            if self.framing.by_line() {
                 self.line_start = next;
                 self.frame_start = next;
-                if line.is_empty() {
-                    continue;
+                match self.framing.line_frame(line) {
+                    Some(frame) => {
+                        // The frame lies within the line: its offsets, from their distance to the line's end.
+                        let frame_start = start + (frame.as_ptr() as usize - line.as_ptr() as usize);
+                        return Some(Frame::Slice(frame_start, frame_start + frame.len()));
+                    }
+                    None => continue,
                 }
-                return Some(Frame::Slice(start, end));
             }
             if line.is_empty() {
                 self.line_start = next;
@@ -411,7 +436,12 @@ mod tests {
 
     #[test]
     fn an_endless_line_is_a_protocol_error_naming_the_limit() {
-        for framing in [Framing::Sse, Framing::SseOrJsonLines, Framing::Lines] {
+        for framing in [
+            Framing::Sse,
+            Framing::SseOrJsonLines,
+            Framing::Lines,
+            Framing::DataLines,
+        ] {
             let mut decoder = Framer::new(framing);
             let chunk = vec![b'x'; 1024 * 1024];
             let mut result = Ok(());
@@ -442,7 +472,12 @@ mod tests {
         });
         counted.expect("short lines pass in one big chunk");
         assert_eq!(lines, 30);
-        for framing in [Framing::Sse, Framing::SseOrJsonLines, Framing::Lines] {
+        for framing in [
+            Framing::Sse,
+            Framing::SseOrJsonLines,
+            Framing::Lines,
+            Framing::DataLines,
+        ] {
             for chunk in [1, 5, 17, 64] {
                 let mut decoder = Framer::new(framing).with_max_bytes(16);
                 let long = b"data: 0123456789abcdef\n\ndata: ok\n\n";
@@ -460,7 +495,12 @@ mod tests {
         // Found by the framer fuzz target: the `\r` of a CRLF arriving in one chunk and the
         // `\n` in the next made a line of exactly the cap count one byte too long.
         let body = b"d\n\xff\xff\xff\r\nds\r\nabc\r\n";
-        for framing in [Framing::Sse, Framing::SseOrJsonLines, Framing::Lines] {
+        for framing in [
+            Framing::Sse,
+            Framing::SseOrJsonLines,
+            Framing::Lines,
+            Framing::DataLines,
+        ] {
             for size in 1..=body.len() {
                 let mut framer = Framer::new(framing).with_max_bytes(3);
                 let fed = body.chunks(size).try_for_each(|chunk| framer.push(chunk, |_| Ok(())));
@@ -531,5 +571,43 @@ mod tests {
             })
             .expect("ends");
         assert_eq!(out, vec![": comment", "data: {\"a\":1}", "event: x", "{\"b\":2}"]);
+    }
+
+    #[test]
+    fn data_lines_are_the_trimmed_values_of_data_lines_however_they_are_cut_or_pulled() {
+        let body =
+            b": OPENROUTER PROCESSING\r\ndata: {\"a\":1}\ndata:{\"b\":2}  \r\n\nevent: x\ndata:   \ndata: [DONE]";
+        let want = vec!["{\"a\":1}", "{\"b\":2}", "[DONE]"];
+        for size in 1..=body.len() {
+            let mut pushed = Vec::new();
+            let mut framer = Framer::new(Framing::DataLines);
+            for chunk in body.chunks(size) {
+                framer
+                    .push(chunk, |frame| {
+                        pushed.push(String::from_utf8_lossy(frame).into_owned());
+                        Ok(())
+                    })
+                    .expect("fits the cap");
+            }
+            framer
+                .finish(|frame| {
+                    pushed.push(String::from_utf8_lossy(frame).into_owned());
+                    Ok(())
+                })
+                .expect("ends");
+            assert_eq!(pushed, want, "pushed in chunks of {size}");
+            let mut pulled = Vec::new();
+            let mut framer = Framer::new(Framing::DataLines);
+            for chunk in body.chunks(size) {
+                framer.feed(chunk).expect("fits the cap");
+                while let Some(frame) = framer.next_frame().expect("fits the cap") {
+                    pulled.push(String::from_utf8_lossy(frame).into_owned());
+                }
+            }
+            while let Some(frame) = framer.end().expect("ends") {
+                pulled.push(String::from_utf8_lossy(frame).into_owned());
+            }
+            assert_eq!(pulled, want, "pulled in chunks of {size}");
+        }
     }
 }

@@ -1,10 +1,13 @@
 //! The implementer kit: what a provider crate needs and a host does not (like OpenDAL's `raw`).
 //!
-//! - [`Driver`] turns a response body into the event stream `create_response` returns, around
-//!   a [`StreamTranslator`] (the provider's pure wire state machine): cancellation, the
-//!   [`StreamLimits`] (read and content timeouts), typed errors naming the [`Limit`](crate::Limit)
-//!   that tripped, provider and request-id tagging. Generic over the byte source, so core has
-//!   no HTTP client.
+//! - [`Wire`] is the one trait a wire family implements: its [`Framing`], a pure translator
+//!   from frames to events, and the mapping of its HTTP errors ([`ErrorResponse`]).
+//! - [`Driver`] turns a response body into the event stream `create_response` returns through
+//!   a wire: framing, cancellation, the [`StreamLimits`] (read and content timeouts), typed
+//!   errors naming the [`Limit`](crate::Limit) that tripped, provider and request-id tagging.
+//!   Generic over the byte source, so core has no HTTP client (`patchbay-http`'s call runner
+//!   is the HTTP end). [`replay`] runs a wire over a recorded body, one [`Recording`] per
+//!   response.
 //! - [`Framer`] slices SSE frames, JSON lines or plain lines out of bytes cut anywhere, with
 //!   one cap ([`MAX_LINE_BYTES`]).
 //! - [`within`] awaits a request or its headers under the same signal and read timeout;
@@ -35,10 +38,11 @@ mod redact;
 mod run_tool;
 mod secret;
 mod span;
+mod wire;
 
 pub use crate::telemetry::record_error;
 pub use counts::token_count;
-pub use drive::{Driver, StreamLimits, StreamTranslator, read_error_body, within};
+pub use drive::{Driver, StreamLimits, read_error_body, within};
 pub use framing::{Framer, Framing, MAX_LINE_BYTES};
 pub use options::{OptionsError, read_options};
 pub use pdeathsig::{ParentDeathSignal, find_program};
@@ -46,6 +50,7 @@ pub use redact::{redact_serde_message, redact_url, redirect_error};
 pub use secret::Secret;
 pub(crate) use span::observed;
 pub use span::{in_span, request_span, request_span_for};
+pub use wire::{ErrorResponse, Recording, Wire, replay, request_id, translate};
 
 pub use crate::error::kind_for_status;
 pub use crate::event::MetricsRecorder;

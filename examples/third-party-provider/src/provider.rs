@@ -1,16 +1,11 @@
 //! [`OllamaProvider`]: the thin I/O around the request plan and the translator.
 
-use patchbay_core::kit::{
-    Driver, MetricsRecorder, check_conversation, kind_for_status, record_error, redact_url, request_span_for,
-};
+use patchbay_core::kit::redact_url;
 use patchbay_core::{
     Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
     async_trait,
 };
-use patchbay_http::record::Tape;
-use patchbay_http::{Failure, reqwest};
-use serde_json::Value;
-use tracing::Instrument;
+use patchbay_http::{Call, Prepared, reqwest};
 
 use crate::NAME;
 use crate::config::{OllamaConfig, normalize_host};
@@ -67,35 +62,6 @@ impl OllamaProvider {
     pub fn config(&self) -> &OllamaConfig {
         &self.config
     }
-
-    /// POST the body; a `2xx` response with its body still unread, or the typed error.
-    async fn send(&self, body: &Value, signal: &Signal) -> Result<reqwest::Response, ProviderError> {
-        let mut request = self.client.post(&self.endpoint).json(body);
-        if let Some(key) = self.config.api_key() {
-            request = request.bearer_auth(key.expose());
-        }
-        patchbay_http::send(&Tape::off(), request, self.config.limits(), signal, NAME, http_error).await
-    }
-}
-
-/// The error of a non-`2xx` answer: the kind from the status, the message from Ollama's
-/// `{"error": "..."}` body (or the body's first bytes), `retry-after` when sent.
-fn http_error(failure: Failure<'_>) -> ProviderError {
-    let status = failure.status;
-    let message = serde_json::from_slice::<Value>(failure.body)
-        .ok()
-        .and_then(|body| body.get("error").and_then(Value::as_str).map(str::to_string))
-        .unwrap_or_else(|| String::from_utf8_lossy(failure.body).trim().to_string());
-    let message = if message.is_empty() {
-        format!("the Ollama server answered HTTP {status}")
-    } else {
-        message
-    };
-    let mut error = ProviderError::new(kind_for_status(status), message).with_status(status);
-    if let Some(wait) = failure.retry_after() {
-        error = error.with_retry_after(wait);
-    }
-    error
 }
 
 #[async_trait]
@@ -112,26 +78,19 @@ impl Provider for OllamaProvider {
         signal: &Signal,
         context: Option<&RequestContext>,
     ) -> Result<EventStream, ProviderError> {
-        let metrics = MetricsRecorder::start();
-        check_conversation(messages, true).map_err(|e| e.with_provider(NAME))?;
-        let plan = plan(messages, tools, model, context).map_err(|e| e.with_provider(NAME))?;
-        let span = request_span_for(NAME, model, messages, context);
-        let response = self
-            .send(&plan.body, signal)
-            .instrument(span.clone())
+        Call::new(NAME, messages, model, signal, context)
+            .with_limits(*self.config.limits())
+            .requiring_user_last()
+            .run(|| {
+                let plan = plan(messages, tools, model, context)?;
+                let wire = OllamaTranslator::new(model, plan.warnings).with_first_call(plan.first_call);
+                let mut request = self.client.post(&self.endpoint);
+                if let Some(key) = self.config.api_key() {
+                    request = request.bearer_auth(key.expose());
+                }
+                Prepared::json(request, &plan.body, wire)
+            })
             .await
-            .map_err(|e| record_error(&span, e))?;
-        let limits = self.config.limits();
-        let translator = OllamaTranslator::new(model, plan.warnings)
-            .with_first_call(plan.first_call)
-            .with_max_line_bytes(limits.max_line_bytes)
-            .with_metrics(metrics);
-        let body = patchbay_http::body_stream(&Tape::off(), response, "reading the stream", NAME);
-        let stream = Driver::new(body, translator, signal)
-            .with_limits(limits)
-            .with_provider(NAME)
-            .into_stream();
-        Ok(patchbay_core::kit::in_span(stream, span))
     }
 }
 

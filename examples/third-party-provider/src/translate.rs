@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use patchbay_core::kit::{Framer, Framing, MetricsRecorder, token_count};
+use patchbay_core::kit::{ErrorResponse, Framing, MetricsRecorder, Wire, kind_for_status, token_count};
 use patchbay_core::{ErrorKind, Event, ExecutedBy, FinishReason, ProviderError, Usage, Warning};
 use serde::Deserialize;
 use serde_json::Value;
@@ -61,23 +61,21 @@ enum Block {
     Text,
 }
 
-/// The `/api/chat` stream translator: bytes cut anywhere in, events out, no I/O. Drive it with
-/// `patchbay_core::kit::Driver`, or feed it a recorded body in a test.
+/// The `/api/chat` wire: JSON lines in, events out, no I/O. `patchbay_http::Call` drives it
+/// over a response; `patchbay_core::kit::translate` over a recorded body in a test.
 ///
 /// ```
-/// use patchbay_core::kit::StreamTranslator;
+/// use patchbay_core::kit::translate;
 /// use patchbay_ollama::OllamaTranslator;
-/// let mut translator = OllamaTranslator::new("llama3.2", Vec::new());
-/// translator.feed(b"{\"message\":{\"role\":\"assistant\",\"content\":\"Hi\"},\"done\":false}\n").unwrap();
-/// translator.feed(b"{\"done\":true,\"done_reason\":\"stop\",\"eval_count\":1}\n").unwrap();
-/// translator.finish().unwrap();
-/// let events: Vec<_> = std::iter::from_fn(|| translator.next_event()).collect();
-/// assert_eq!(events.len(), 4); // Started, TextDelta, Usage, Finish
+/// let body = b"{\"message\":{\"role\":\"assistant\",\"content\":\"Hi\"},\"done\":false}\n\
+///              {\"done\":true,\"done_reason\":\"stop\",\"eval_count\":1}\n";
+/// let recording = translate(OllamaTranslator::new("llama3.2", Vec::new()), [&body[..]]);
+/// assert!(recording.error.is_none());
+/// assert_eq!(recording.events.len(), 4); // Started, TextDelta, Usage, Finish
 /// ```
 #[derive(Debug)]
 pub struct OllamaTranslator {
-    framer: Framer,
-    queue: VecDeque<Result<Event, ProviderError>>,
+    queue: VecDeque<Event>,
     metrics: MetricsRecorder,
     block: Option<(Block, usize)>,
     next_index: usize,
@@ -92,7 +90,6 @@ impl OllamaTranslator {
     /// Tool calls are numbered `call_1`, `call_2`... (see [`with_first_call`](Self::with_first_call)).
     pub fn new(model: impl Into<String>, warnings: Vec<Warning>) -> Self {
         let mut translator = Self {
-            framer: Framer::new(Framing::Lines),
             queue: VecDeque::new(),
             metrics: MetricsRecorder::start(),
             block: None,
@@ -118,32 +115,15 @@ impl OllamaTranslator {
         self
     }
 
-    /// Cap one line at `max` bytes (default 64 MiB): a longer line is a `Protocol` error naming
-    /// `Limit::LineLength`.
-    pub fn with_max_line_bytes(mut self, max: usize) -> Self {
-        self.framer = Framer::new(Framing::Lines).with_max_bytes(max);
-        self
-    }
-
-    /// Time the `Finish` metrics from `metrics` (started when the call began) instead of now.
-    pub fn with_metrics(mut self, metrics: MetricsRecorder) -> Self {
-        // `Started` was counted by the recorder made in `new`; count it again on this one.
-        if let Some(Ok(started)) = self.queue.front() {
-            let mut metrics = metrics;
-            metrics.observe(started);
-            self.metrics = metrics;
-        }
-        self
-    }
-
     fn emit(&mut self, event: Event) {
         self.metrics.observe(&event);
-        self.queue.push_back(Ok(event));
+        self.queue.push_back(event);
     }
 
-    fn fail(&mut self, error: ProviderError) {
+    /// The stream failed: nothing more is read.
+    fn fail(&mut self, error: ProviderError) -> ProviderError {
         self.failed = true;
-        self.queue.push_back(Err(error.with_provider(NAME)));
+        error.with_provider(NAME)
     }
 
     /// The block index for a delta of `kind`: a new one whenever the kind changes.
@@ -230,19 +210,8 @@ impl OllamaTranslator {
         };
         self.emit(Event::Usage(usage));
         let metrics = self.metrics.finish();
-        self.queue.push_back(Ok(Event::Finish { reason, usage, metrics }));
+        self.queue.push_back(Event::Finish { reason, usage, metrics });
         self.done = true;
-    }
-
-    /// Translate every complete line fed so far; stop at the first error or the `done` line.
-    fn drain(&mut self) -> Result<(), ProviderError> {
-        while !self.done {
-            let Some(line) = self.framer.next_frame()?.map(parse).transpose()? else {
-                return Ok(());
-            };
-            self.line(line)?;
-        }
-        Ok(())
     }
 }
 
@@ -252,44 +221,53 @@ fn parse(bytes: &[u8]) -> Result<Line, ProviderError> {
         .map_err(|e| ProviderError::protocol("a line of the stream is not a valid /api/chat object").with_source(e))
 }
 
-impl patchbay_core::kit::StreamTranslator for OllamaTranslator {
-    fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
+impl Wire for OllamaTranslator {
+    fn framing(&self) -> Framing {
+        Framing::Lines
+    }
+
+    fn frame(&mut self, data: &[u8]) -> Result<Option<Event>, ProviderError> {
+        match parse(data).and_then(|line| self.line(line)) {
+            Ok(()) => Ok(None),
+            Err(error) => Err(self.fail(error)),
+        }
+    }
+
+    fn end(&mut self) -> Result<(), ProviderError> {
         if self.done || self.failed {
             return Ok(());
         }
-        let fed = self.framer.feed(bytes).and_then(|()| self.drain());
-        fed.or_else(|error| {
-            self.fail(error);
-            Ok(())
-        })
+        let error = ProviderError::protocol(
+            "the stream ended before its last line (`\"done\": true`): the response is truncated",
+        );
+        Err(self.fail(error))
     }
 
-    fn finish(&mut self) -> Result<(), ProviderError> {
-        if self.done || self.failed {
-            return Ok(());
-        }
-        let ended = (|| {
-            while let Some(line) = self.framer.end()?.map(parse).transpose()? {
-                self.line(line)?;
-                if self.done {
-                    return Ok(());
-                }
-            }
-            Err(ProviderError::protocol(
-                "the stream ended before its last line (`\"done\": true`): the response is truncated",
-            ))
-        })();
-        if let Err(error) = ended {
-            self.fail(error);
-        }
-        Ok(())
-    }
-
-    fn next_event(&mut self) -> Option<Result<Event, ProviderError>> {
+    fn next_event(&mut self) -> Option<Event> {
         self.queue.pop_front()
     }
 
     fn is_done(&self) -> bool {
         self.done || self.failed
+    }
+
+    /// The kind from the status, the message from Ollama's `{"error": "..."}` body (or the
+    /// body's first bytes), `retry-after` when sent.
+    fn error_response(&self, response: ErrorResponse<'_>) -> ProviderError {
+        let status = response.status;
+        let message = serde_json::from_slice::<Value>(response.body)
+            .ok()
+            .and_then(|body| body.get("error").and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(response.body).trim().to_string());
+        let message = if message.is_empty() {
+            format!("the Ollama server answered HTTP {status}")
+        } else {
+            message
+        };
+        let mut error = ProviderError::new(kind_for_status(status), message).with_status(status);
+        if let Some(wait) = response.retry_after() {
+            error = error.with_retry_after(wait);
+        }
+        error
     }
 }

@@ -1,5 +1,6 @@
 //! The translator alone, on hand-made `/api/chat` bodies: no HTTP.
 
+use patchbay_conformance::RecordingExt;
 use patchbay_conformance::{Recording, split_randomly};
 use patchbay_core::kit::StreamTranslator;
 use patchbay_core::{ErrorKind, Event, FinishReason, Limit};

@@ -343,7 +343,7 @@ impl Tape {
         if let Some(call) = &self.call {
             let mut state = call.lock();
             state.status = Some(response.status().as_u16());
-            state.request_id = crate::request_id(response.headers());
+            state.request_id = patchbay_core::kit::request_id(response.headers());
         }
     }
 

@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
 use futures::StreamExt;
-use patchbay_anthropic::{AnthropicConfig, AnthropicProvider, StreamTranslator};
+use patchbay_anthropic::{AnthropicConfig, AnthropicProvider, Translator};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::{Chunking, MockServer, Serve};
+use patchbay_core::kit::{Framer, Wire};
 use patchbay_core::{Event, Message, Provider, Signal, ToolSet};
 use serde::Deserialize;
 
@@ -111,17 +112,21 @@ fn baseline_parse(chunks: &[&[u8]]) -> usize {
 
 /// The translator alone (SSE framing + translation), over chunks already in memory.
 fn translate_only(chunks: &[&[u8]]) -> usize {
-    let mut translator = StreamTranslator::default();
+    let mut translator = Translator::new();
+    let mut framer = Framer::new(translator.framing());
     let mut texts = 0;
     for chunk in chunks {
-        translator.feed(chunk).expect("feeds");
-        while let Some(event) = translator.pull().expect("translates") {
-            if let Event::TextDelta { .. } = event {
-                texts += 1;
+        framer.feed(chunk).expect("feeds");
+        while let Some(frame) = framer.next_frame().expect("frames") {
+            let first = translator.frame(frame).expect("translates");
+            for event in first.into_iter().chain(std::iter::from_fn(|| translator.next_event())) {
+                if let Event::TextDelta { .. } = event {
+                    texts += 1;
+                }
             }
         }
     }
-    translator.finish().expect("finishes");
+    translator.end().expect("finishes");
     texts
 }
 

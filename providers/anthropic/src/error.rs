@@ -1,9 +1,9 @@
 //! This crate's [`Error`] (configuration and setup), and Anthropic errors (HTTP statuses, error
 //! bodies, `error` stream events) as patchbay kinds.
 
-use patchbay_core::kit::kind_for_status;
+use patchbay_core::kit::{ErrorResponse, kind_for_status};
 use patchbay_core::{ErrorKind, ProviderError};
-use reqwest::header::{HeaderMap, InvalidHeaderName, InvalidHeaderValue};
+use reqwest::header::{InvalidHeaderName, InvalidHeaderValue};
 use serde::Deserialize;
 
 use crate::NAME;
@@ -133,7 +133,8 @@ struct ErrorBody<'a> {
 
 /// The error for an HTTP error response: kind from the body's error type when it names one,
 /// else from the status; request id, `retry-after` and the provider's code attached.
-pub fn http_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderError {
+pub fn http_error(response: ErrorResponse<'_>) -> ProviderError {
+    let (status, body) = (response.status, response.body);
     let parsed: Option<ErrorBody<'_>> = serde_json::from_slice(body).ok();
     let wire = parsed.as_ref().and_then(|b| b.error.as_ref());
     let error_type = wire.and_then(|e| e.kind.as_deref());
@@ -158,7 +159,7 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderErro
     if let Some(code) = error_type {
         error = error.with_provider_code(code);
     }
-    let id = patchbay_http::request_id(headers).or_else(|| {
+    let id = response.request_id().or_else(|| {
         parsed
             .as_ref()
             .and_then(|b| b.request_id.as_deref().map(str::to_string))
@@ -166,7 +167,7 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ProviderErro
     if let Some(id) = id {
         error = error.with_request_id(id);
     }
-    if let Some(wait) = patchbay_http::retry_after(headers) {
+    if let Some(wait) = response.retry_after() {
         error = error.with_retry_after(wait);
     }
     error

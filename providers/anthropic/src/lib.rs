@@ -1,11 +1,11 @@
 #![doc = include_str!("../README.md")]
 //!
 //! # Modules
-//! - [`translate`]: the wire translator ([`Translator`] for parsed events, [`StreamTranslator`]
-//!   for bytes), reusable without HTTP;
+//! - [`translate`]: the wire translator ([`Translator`], core's [`Wire`](patchbay_core::kit::Wire)
+//!   for the Messages API), reusable without HTTP: replay a recorded body with
+//!   `patchbay_core::kit::replay(Translator::new, [body])`;
 //! - [`wire`]: borrowing typed views of the stream events;
-//! - [`request`]: request mapping ([`build_request`], [`tool_result_block`]);
-//! - [`replay`]: recorded streams in, events out.
+//! - [`request`]: request mapping ([`build_request`], [`tool_result_block`]).
 //!
 //! # Options
 //! [`AnthropicConfig::from_options`] (what [`factory`] builds with) reads these keys on top of
@@ -73,7 +73,8 @@
 //!   between body reads, in an error body or a whole JSON body); `content_timeout` 15 min of
 //!   keep-alives (`ping`s) without an event; `max_line_bytes` 64 MiB per SSE frame (and per whole
 //!   JSON body); error bodies read up to 64 KiB; whole request: none. The stream itself is
-//!   core's [`Driver`](patchbay_core::kit::Driver) around this crate's [`StreamTranslator`].
+//!   core's [`Driver`](patchbay_core::kit::Driver) around this crate's [`Translator`], run by
+//!   [`patchbay_http::Call`], the runner every HTTP provider shares.
 //!   Cancelling the signal ends the stream with `Cancelled` and drops the connection.
 //! - Redirects are never followed: a `3xx` is a `Config` error naming the location (the key and
 //!   the request must not reach another host).
@@ -97,7 +98,6 @@
 mod config;
 mod error;
 mod provider;
-pub mod replay;
 pub mod request;
 pub mod sources;
 pub mod translate;
@@ -115,7 +115,7 @@ pub use request::{
     DEFAULT_MAX_TOKENS, NATIVE_STRUCTURED_OUTPUT_SINCE, RequestParts, StructuredOutput, build_request,
     build_request_with, claude_version, tool_result_block,
 };
-pub use translate::{RawEvent, StreamTranslator, Translator, finish_reason};
+pub use translate::{RawEvent, Translator, finish_reason};
 
 /// The provider's registry name, the key of its provider options and its span field.
 pub const NAME: &str = "anthropic";

@@ -1,22 +1,19 @@
 //! The provider: one streamed `POST {base}/v1/messages` per call, translated as it arrives.
 
 use async_trait::async_trait;
-use patchbay_core::kit::check_conversation;
-use patchbay_core::kit::{self, Driver, StreamLimits, redact_url};
+use patchbay_core::kit::redact_url;
 use patchbay_core::{
-    Capabilities, Event, EventStream, Limit, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal,
-    ToolSet,
+    Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
 };
-use patchbay_http::record::{Recorder, Tape};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use serde_json::{Value, json};
-use tracing::Instrument;
+use patchbay_http::record::Recorder;
+use patchbay_http::{Call, Prepared};
+use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 
 use crate::NAME;
 use crate::config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, messages_url};
-use crate::error::{Error, http_error};
+use crate::error::Error;
 use crate::request::build_request_with;
-use crate::translate::{StreamTranslator, Translator};
+use crate::translate::Translator;
 
 /// The Anthropic Messages API as a patchbay [`Provider`].
 ///
@@ -111,7 +108,6 @@ impl AnthropicProvider {
             .client
             .post(self.url.clone())
             .headers(self.headers.clone())
-            .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream");
         let betas: Vec<&str> = self
             .config
@@ -141,38 +137,25 @@ impl Provider for AnthropicProvider {
         signal: &Signal,
         context: Option<&RequestContext>,
     ) -> Result<EventStream, ProviderError> {
-        check_conversation(messages, false).map_err(|e| e.with_provider(NAME))?;
-        if signal.is_cancelled() {
-            return Err(ProviderError::cancelled().with_provider(NAME));
-        }
-        let mut translator = Translator::new().with_model(model);
-        let parts = build_request_with(
-            messages,
-            tools,
-            model,
-            context,
-            self.config.default_max_tokens,
-            self.config.structured_output,
-        )?;
-        if let Some(tool) = &parts.output_tool {
-            translator = translator.with_output_tool(tool.clone());
-        }
-        let body = encode_body(&parts.body)?;
-        let request = self.request(&parts.betas);
-        let span = kit::request_span_for(NAME, model, messages, context);
-        tracing::debug!(parent: &span, bytes = body.len(), "sending the request");
-        let limits = self.config.limits;
-        let tape = Tape::start(self.recorder.as_ref(), model);
-        let response = patchbay_http::send(&tape, request.body(body), &limits, signal, NAME, |failure| {
-            http_error(failure.status, failure.headers, failure.body)
-        })
-        .instrument(span.clone())
-        .await
-        .map_err(|e| kit::record_error(&span, e))?;
-        let translator =
-            StreamTranslator::new(translator.with_warnings(parts.warnings)).with_max_frame_bytes(limits.max_line_bytes);
-        let events = event_stream(response, translator, &limits, signal, &tape);
-        Ok(kit::in_span(tape.watch(events), span))
+        Call::new(NAME, messages, model, signal, context)
+            .with_limits(self.config.limits)
+            .with_recorder(self.recorder.as_ref())
+            .run(|| {
+                let parts = build_request_with(
+                    messages,
+                    tools,
+                    model,
+                    context,
+                    self.config.default_max_tokens,
+                    self.config.structured_output,
+                )?;
+                let mut translator = Translator::new().with_model(model).with_warnings(parts.warnings);
+                if let Some(tool) = parts.output_tool {
+                    translator = translator.with_output_tool(tool);
+                }
+                Prepared::json(self.request(&parts.betas), &parts.body, translator)
+            })
+            .await
     }
 }
 
@@ -189,94 +172,6 @@ fn recorder(dir: &std::path::Path, config: &AnthropicConfig) -> Recorder {
         recorder = recorder.with_secret(value.as_str());
     }
     recorder
-}
-
-/// The request body as bytes.
-fn encode_body(body: &Value) -> Result<Vec<u8>, ProviderError> {
-    serde_json::to_vec(body).map_err(|e| {
-        ProviderError::new(patchbay_core::ErrorKind::InvalidRequest, "cannot serialize the request")
-            .with_provider(NAME)
-            .with_source(e)
-    })
-}
-
-/// The events of a successful response: streamed server-sent events, or a whole JSON message
-/// from a server that ignored `stream: true`.
-fn event_stream(
-    response: reqwest::Response,
-    translator: StreamTranslator,
-    limits: &StreamLimits,
-    signal: &Signal,
-    tape: &Tape,
-) -> EventStream {
-    let request_id = patchbay_http::request_id(response.headers());
-    let is_json = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    let body = patchbay_http::body_stream(tape, response, "reading the stream", NAME);
-    if is_json {
-        // A server that ignored `stream: true`: the whole message at once.
-        let whole = WholeMessage {
-            body: Vec::new(),
-            max: limits.max_line_bytes,
-            translator,
-        };
-        Driver::new(body, whole, signal)
-            .with_limits(limits)
-            .with_provider(NAME)
-            .with_request_id(request_id)
-            .into_stream()
-    } else {
-        Driver::new(body, translator, signal)
-            .with_limits(limits)
-            .with_provider(NAME)
-            .with_request_id(request_id)
-            .into_stream()
-    }
-}
-
-/// A `200 application/json` answer: the whole message, buffered up to the line cap, translated
-/// when the body ends.
-struct WholeMessage {
-    body: Vec<u8>,
-    max: usize,
-    translator: StreamTranslator,
-}
-
-impl kit::StreamTranslator for WholeMessage {
-    fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
-        if self.body.len() + bytes.len() > self.max {
-            return Err(ProviderError::protocol(format!(
-                "the JSON response grew past {} bytes (limit {})",
-                self.max,
-                Limit::LineLength
-            ))
-            .with_limit(Limit::LineLength));
-        }
-        self.body.extend_from_slice(bytes);
-        Ok(())
-    }
-
-    fn finish(&mut self) -> Result<(), ProviderError> {
-        translate_whole_message(self.translator.translator(), &self.body)
-    }
-
-    fn next_event(&mut self) -> Option<Result<Event, ProviderError>> {
-        self.translator.next_event().map(Ok)
-    }
-
-    fn is_done(&self) -> bool {
-        false
-    }
-}
-
-fn translate_whole_message(translator: &mut Translator, body: &[u8]) -> Result<(), ProviderError> {
-    let message: Value = serde_json::from_slice(body)
-        .map_err(|e| ProviderError::protocol(format!("the JSON response is not a message: {e}")).with_provider(NAME))?;
-    translator.push_value(&json!({ "type": "message_start", "message": message }))?;
-    translator.push_value(&json!({ "type": "message_stop" }))
 }
 
 /// The registry entry: builds an [`AnthropicProvider`] from JSON options (see `# Options`).

@@ -2,8 +2,8 @@
 //! built from the events goes back to the Messages API with the same text blocks and the same
 //! citations the wire sent.
 
+use crate::common::replay;
 use patchbay_anthropic::build_request;
-use patchbay_anthropic::replay::replay;
 use patchbay_conformance::fixtures;
 use patchbay_core::kit::{ContentBuilder, Framer, Framing};
 use patchbay_core::{ContentBlock, Event, Message, Role, ToolSet};

@@ -42,3 +42,14 @@ pub(crate) async fn record(provider: &dyn Provider, signal: &patchbay_core::Sign
 }
 
 pub(crate) use patchbay_conformance::without_timings;
+
+/// A recorded body through core's generic replay with this crate's wire: one recording per
+/// response.
+pub(crate) fn replay(body: &[u8]) -> Vec<patchbay_core::kit::Recording> {
+    replay_chunks([body])
+}
+
+/// [`replay`] fed in chunks cut anywhere.
+pub(crate) fn replay_chunks<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<patchbay_core::kit::Recording> {
+    patchbay_core::kit::replay(patchbay_anthropic::Translator::new, chunks)
+}

@@ -2,7 +2,7 @@
 //! or listed as ignored, with its reason, in `FIELDS.md` (the crate docs show it), and
 //! conformance's field audit proves both claims by changing each field and watching the events.
 
-use patchbay_anthropic::replay::replay;
+use crate::common::replay;
 use patchbay_conformance::fields::{FieldAudit, FieldTable, sse_body};
 use patchbay_conformance::fixtures;
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! HTTP, with the conformance crate's fixture checks: a snapshot per file, the lifecycle
 //! validator, and the same events when the bytes arrive split at random boundaries.
 
-use patchbay_anthropic::replay::replay_chunks;
+use crate::common::replay_chunks;
 use patchbay_conformance::{FixtureRun, Recording};
 
 #[test]

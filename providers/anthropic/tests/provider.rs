@@ -363,7 +363,7 @@ async fn every_fixture_served_over_http_gives_the_same_events_as_the_translator(
     for (seed, path) in paths.iter().enumerate() {
         let body = load_fixture(path).expect("fixture");
         let bodies = split_responses(&body);
-        let expected = patchbay_anthropic::replay::replay(&std::fs::read(path).expect("fixture"));
+        let expected = crate::common::replay(&std::fs::read(path).expect("fixture"));
         let server = MockServer::builder(AnthropicWire)
             .serve(bodies.iter().cloned().map(Serve::sse))
             .chunking(Chunking::Random {

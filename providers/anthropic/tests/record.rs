@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
+use patchbay_conformance::RecordingExt;
 use patchbay_conformance::fixtures::{assert_no_secret_below, manifest_in};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::{MockServer, Serve};
@@ -57,7 +58,7 @@ async fn recorded_calls_replay_to_the_events_of_the_live_run() {
         );
         assert!(entry.notes.contains("HTTP 200"), "{entry:?}");
         let body = std::fs::read(dir.path().join(&entry.local_path)).expect("the body file");
-        let replayed = patchbay_anthropic::replay::replay(&body);
+        let replayed = crate::common::replay(&body);
         assert_eq!(replayed.len(), 1);
         assert!(replayed[0].error.is_none(), "{:?}", replayed[0].error);
         assert_eq!(without_timings(&replayed[0].events), live.without_timings());
@@ -79,7 +80,7 @@ async fn recorded_calls_replay_to_the_events_of_the_live_run() {
         .without_snapshots()
         .at_least(2)
         .problems(|_, chunks| {
-            patchbay_anthropic::replay::replay_chunks(chunks.iter().copied())
+            crate::common::replay_chunks(chunks.iter().copied())
                 .into_iter()
                 .map(|r| Recording {
                     events: r.events,

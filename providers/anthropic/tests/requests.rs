@@ -1,7 +1,7 @@
 //! Golden requests: what goes on the wire for the shared scenarios and for a conversation that
 //! uses every block kind, tool result conversions, and the round trip of a recorded answer.
 
-use patchbay_anthropic::replay::replay;
+use crate::common::replay;
 use patchbay_anthropic::{
     DEFAULT_MAX_TOKENS, RequestParts, StructuredOutput, build_request, build_request_with, tool_result_block,
 };

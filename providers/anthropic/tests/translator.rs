@@ -200,7 +200,7 @@ fn parsed_values_translate_like_json_text() {
             translator.push_value(&frame).expect("translates");
             events.extend(translator.drain());
         }
-        let replayed = patchbay_anthropic::replay::replay(&bytes);
+        let replayed = crate::common::replay(&bytes);
         assert_eq!(without_timings(&events), without_timings(&replayed[0].events), "{path}");
         assert!(validate(events.iter().map(Ok)).is_ok());
     }

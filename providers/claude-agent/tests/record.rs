@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider, Translator};
+use patchbay_conformance::RecordingExt;
 use patchbay_conformance::fixtures::{assert_no_secret_below, manifest_in};
 use patchbay_conformance::{FixtureRun, Recording, SCENARIO_MODEL, scenario};
 use serde_json::{Value, json};

@@ -51,19 +51,13 @@ fn body(calls: usize) -> Vec<u8> {
 
 /// Translate the body fed in 16 KiB pieces; returns the number of `ToolCall` events.
 fn translate(body: &[u8]) -> usize {
-    let mut translator = Translator::default();
-    let mut out = Vec::new();
-    let mut calls = 0;
-    let mut count = |out: &mut Vec<Event>| {
-        calls += out.drain(..).filter(|e| matches!(e, Event::ToolCall { .. })).count();
-    };
-    for piece in body.chunks(16 * 1024) {
-        translator.feed(piece, &mut out).expect("valid");
-        count(&mut out);
-    }
-    translator.finish(&mut out).expect("finishes");
-    count(&mut out);
-    calls
+    let recording = patchbay_core::kit::translate(Translator::default(), body.chunks(16 * 1024));
+    assert!(recording.error.is_none(), "valid");
+    recording
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::ToolCall { .. }))
+        .count()
 }
 
 fn bench(c: &mut Criterion) {

@@ -14,6 +14,7 @@ use criterion::{Criterion, criterion_group};
 use futures::StreamExt;
 use patchbay_conformance::mock::openai::OpenAiWire;
 use patchbay_conformance::mock::{Chunking, MockServer, Serve};
+use patchbay_core::kit::Wire;
 use patchbay_core::{Event, Message, Provider, Signal, ToolSet};
 use patchbay_openrouter::{OpenRouterConfig, OpenRouterProvider};
 use serde::Deserialize;
@@ -177,15 +178,21 @@ async fn translator_over_reqwest(http: &reqwest::Client, url: &str) -> usize {
         .await
         .expect("sends");
     let mut translator = patchbay_openrouter::translate::Translator::default();
-    let mut out = Vec::new();
+    let mut framer = patchbay_core::kit::Framer::new(translator.framing());
     let mut chars = 0;
-    while let Some(chunk) = response.chunk().await.expect("reads") {
-        translator.feed(&chunk, &mut out).expect("valid");
-        for event in out.drain(..) {
-            if let Event::TextDelta { text, .. } = event {
-                chars += text.len();
-            }
+    let mut count = |event: Event| {
+        if let Event::TextDelta { text, .. } = event {
+            chars += text.len();
         }
+    };
+    while let Some(chunk) = response.chunk().await.expect("reads") {
+        framer
+            .push(&chunk, |data| {
+                translator.frame(data)?.into_iter().for_each(&mut count);
+                std::iter::from_fn(|| translator.next_event()).for_each(&mut count);
+                Ok(())
+            })
+            .expect("valid");
     }
     chars
 }
@@ -211,19 +218,10 @@ fn parse_only(body: &[u8]) -> usize {
 
 /// The translator alone, on bytes in memory.
 fn translate_only(body: &[u8]) -> usize {
-    let mut translator = patchbay_openrouter::translate::Translator::default();
-    let mut out = Vec::new();
-    let mut chars = 0;
-    for chunk in body.chunks(16 * 1024) {
-        translator.feed(chunk, &mut out).expect("valid");
-        for event in out.drain(..) {
-            if let Event::TextDelta { text, .. } = event {
-                chars += text.len();
-            }
-        }
-    }
-    translator.finish(&mut out).expect("finishes");
-    chars
+    let translator = patchbay_openrouter::translate::Translator::default();
+    let recording = patchbay_core::kit::translate(translator, body.chunks(16 * 1024));
+    assert!(recording.error.is_none(), "valid");
+    recording.text().len()
 }
 
 /// Interleaved runs, best of 15 each, ratios.

@@ -1,9 +1,7 @@
 //! Error answers of the API: OpenAI-style error objects and non-2xx bodies mapped to typed
 //! [`ProviderError`]s (kind from a known code, a numeric code, or the HTTP status).
 
-use std::time::Duration;
-
-use patchbay_core::kit::kind_for_status;
+use patchbay_core::kit::{ErrorResponse, kind_for_status};
 use patchbay_core::{ErrorKind, ProviderError};
 use serde_json::Value;
 
@@ -77,12 +75,8 @@ pub(crate) fn from_error_object(error: &Value, status: Option<u16>) -> ProviderE
 }
 
 /// Build a typed error from a non-2xx HTTP answer.
-pub(crate) fn from_http(
-    status: u16,
-    body: &[u8],
-    request_id: Option<String>,
-    retry_after: Option<Duration>,
-) -> ProviderError {
+pub(crate) fn from_http(response: ErrorResponse<'_>) -> ProviderError {
+    let (status, body) = (response.status, response.body);
     let parsed: Option<ErrorBody<'_>> = serde_json::from_slice(body).ok();
     let mut error = match parsed {
         Some(ErrorBody { error: Some(error), .. }) => {
@@ -110,10 +104,10 @@ pub(crate) fn from_http(
                 .with_status(status)
         }
     };
-    if let Some(id) = request_id {
+    if let Some(id) = response.request_id() {
         error = error.with_request_id(id);
     }
-    if let Some(wait) = retry_after {
+    if let Some(wait) = response.retry_after() {
         error = error.with_retry_after(wait);
     }
     error

@@ -117,7 +117,7 @@ mod config;
 // request: the request body; uses config (its `Dialect`).
 mod request;
 
-// translate: the wire translator (replay -> translator -> state -> convert); uses wire, api_error.
+// translate: the wire translator (translator -> state -> convert); uses wire, api_error.
 pub mod translate;
 
 // provider: `OpenRouterProvider`, the I/O around the rest; uses config, error, request, translate,

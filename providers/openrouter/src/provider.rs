@@ -1,26 +1,23 @@
 //! The provider: one POST to `{base_url}/chat/completions` per call, the body streamed through
 //! the [`Translator`](crate::translate::Translator) in the caller's task.
 
-use std::collections::VecDeque;
 use std::fmt;
 
 use async_trait::async_trait;
-use patchbay_core::kit::{self, Driver, check_conversation, redact_url};
+use patchbay_core::kit::{Framing, redact_url};
 use patchbay_core::{
-    Capabilities, ErrorKind, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext,
-    Signal, ToolSet,
+    Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
 };
-use patchbay_http::record::{Recorder, Tape};
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use patchbay_http::record::Recorder;
+use patchbay_http::{Call, Prepared};
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
-use tracing::Instrument;
 
 use crate::NAME;
-use crate::api_error;
 use crate::config::{Dialect, OpenRouterConfig};
 use crate::error::Error;
 use crate::request;
-use crate::translate::{Framing, Translator};
+use crate::translate::Translator;
 
 /// A provider for OpenAI chat completions: OpenRouter, OpenAI, or any compatible server.
 /// Configured once, shared freely (`Arc<dyn Provider>`), stateless between calls.
@@ -133,64 +130,26 @@ impl Provider for OpenRouterProvider {
         signal: &Signal,
         context: Option<&RequestContext>,
     ) -> Result<EventStream, ProviderError> {
-        check_conversation(messages, false)?;
-        if signal.is_cancelled() {
-            return Err(ProviderError::cancelled());
-        }
-        // The metrics clock starts with the call, so `first_event_ms` counts the wait for headers.
-        let translator = Translator::new(Framing::Sse).with_model(model);
-        let built = request::build(
-            messages,
-            tools,
-            model,
-            context,
-            self.config.dialect,
-            self.config.include_usage,
-            self.config.response_format,
-        );
-        let body = serde_json::to_vec(&built.body).map_err(|e| {
-            ProviderError::new(ErrorKind::InvalidRequest, "the request cannot be serialized")
-                .with_provider(NAME)
-                .with_source(e)
-        })?;
-        let span = kit::request_span_for(NAME, model, messages, context);
-        let limits = self.config.limits;
-        tracing::debug!(parent: &span, endpoint = %redact_url(&self.endpoint), bytes = body.len(), "sending chat completion request");
-        let request = self
-            .client
-            .post(&self.endpoint)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream")
-            .body(body);
-        let tape = Tape::start(self.recorder.as_ref(), model);
-        let response = patchbay_http::send(&tape, request, &limits, signal, NAME, |failure| {
-            api_error::from_http(
-                failure.status,
-                failure.body,
-                failure.request_id(),
-                failure.retry_after(),
-            )
-        })
-        .instrument(span.clone())
-        .await
-        .map_err(|e| kit::record_error(&span, e))?;
-        let request_id = patchbay_http::request_id(response.headers());
-        let translator = Translating {
-            translator: translator
-                .with_warnings(built.warnings)
-                .with_max_line_bytes(limits.max_line_bytes),
-            out: VecDeque::new(),
-        };
-        let events = Driver::new(
-            patchbay_http::body_stream(&tape, response, "reading the stream", NAME),
-            translator,
-            signal,
-        )
-        .with_limits(&limits)
-        .with_provider(NAME)
-        .with_request_id(request_id)
-        .into_stream();
-        Ok(kit::in_span(tape.watch(events), span))
+        Call::new(NAME, messages, model, signal, context)
+            .with_limits(self.config.limits)
+            .with_recorder(self.recorder.as_ref())
+            .run(|| {
+                let built = request::build(
+                    messages,
+                    tools,
+                    model,
+                    context,
+                    self.config.dialect,
+                    self.config.include_usage,
+                    self.config.response_format,
+                );
+                let translator = Translator::new(Framing::DataLines)
+                    .with_model(model)
+                    .with_warnings(built.warnings);
+                let request = self.client.post(&self.endpoint).header(ACCEPT, "text/event-stream");
+                Prepared::json(request, &built.body, translator)
+            })
+            .await
     }
 }
 
@@ -212,30 +171,6 @@ fn recorder(dir: &std::path::Path, config: &OpenRouterConfig) -> Recorder {
         recorder = recorder.with_secret(value.as_str());
     }
     recorder
-}
-
-/// The translator as core's driver feeds it: events queue in `out` and leave from the front.
-struct Translating {
-    translator: Translator,
-    out: VecDeque<Event>,
-}
-
-impl kit::StreamTranslator for Translating {
-    fn feed(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
-        self.translator.feed(bytes, &mut self.out)
-    }
-
-    fn finish(&mut self) -> Result<(), ProviderError> {
-        self.translator.finish(&mut self.out)
-    }
-
-    fn next_event(&mut self) -> Option<Result<Event, ProviderError>> {
-        self.out.pop_front().map(Ok)
-    }
-
-    fn is_done(&self) -> bool {
-        self.translator.is_done()
-    }
 }
 
 /// The registry entry: builds an [`OpenRouterProvider`] from JSON options (see `# Options`).

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use patchbay_conformance::mock::openai::{OpenAiWire, is_json_lines};
 use patchbay_conformance::mock::{MockServer, Serve};
+use patchbay_core::kit::Framing;
 use patchbay_core::{Event, Metrics, ProviderError};
-use patchbay_openrouter::translate::{Framing, Translator};
+use patchbay_openrouter::translate::Translator;
 use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider};
 
 /// The OpenAI-family fixture families.
@@ -15,9 +16,9 @@ pub(crate) const FAMILIES: [&str; 3] = ["openai-chat", "openai-compatible", "ope
 /// The framing of a fixture file.
 pub(crate) fn framing(path: &Path) -> Framing {
     if is_json_lines(path) {
-        Framing::JsonLines
+        Framing::Lines
     } else {
-        Framing::Sse
+        Framing::DataLines
     }
 }
 
@@ -26,7 +27,7 @@ pub(crate) fn translate<'a>(
     framing: Framing,
     chunks: impl IntoIterator<Item = &'a [u8]>,
 ) -> (Vec<Event>, Option<ProviderError>) {
-    let (mut events, error) = Translator::new(framing).translate_all(chunks);
+    let (mut events, error) = patchbay_core::kit::translate(Translator::new(framing), chunks).into_parts();
     for event in &mut events {
         if let Event::Finish { metrics, .. } = event {
             // Timings vary from run to run; counts do not.

@@ -4,7 +4,8 @@
 
 use patchbay_conformance::fields::{FieldAudit, FieldTable, sse_body};
 use patchbay_conformance::fixtures;
-use patchbay_openrouter::translate::{Framing, Translator};
+use patchbay_core::kit::Framing;
+use patchbay_openrouter::translate::Translator;
 
 use crate::common::FAMILIES;
 
@@ -13,7 +14,8 @@ fn every_field_of_every_recording_is_mapped_or_knowingly_ignored() {
     let table = FieldTable::from_markdown(include_str!("../FIELDS.md")).expect("FIELDS.md parses");
     let files = FAMILIES.into_iter().flat_map(fixtures::files).collect();
     let audit = FieldAudit::new(table, files, |frames| {
-        let (events, error) = Translator::new(Framing::Sse).translate_all([&sse_body(frames)[..]]);
+        let (events, error) =
+            patchbay_core::kit::translate(Translator::new(Framing::DataLines), [&sse_body(frames)[..]]).into_parts();
         vec![(events, error.map(|e| e.kind()))]
     })
     .with_kind_of(|_| String::new());

@@ -10,7 +10,8 @@ use crate::common::{FAMILIES, framing};
 #[test]
 fn every_recorded_openai_family_stream_is_valid_snapshotted_and_split_invariant() {
     FixtureRun::new(FAMILIES).at_least(150).run(|path, chunks| {
-        let (events, error) = Translator::new(framing(path)).translate_all(chunks.iter().copied());
+        let (events, error) =
+            patchbay_core::kit::translate(Translator::new(framing(path)), chunks.iter().copied()).into_parts();
         vec![Recording { events, error }]
     });
 }
@@ -20,7 +21,7 @@ fn every_recorded_openai_family_stream_is_valid_snapshotted_and_split_invariant(
 fn replay_reads_each_recorded_stream_as_one_response() {
     for path in FAMILIES.into_iter().flat_map(patchbay_conformance::fixtures::files) {
         let bytes = std::fs::read(&path).expect("fixture readable");
-        let replayed = patchbay_openrouter::translate::replay(&bytes);
+        let replayed = patchbay_core::kit::replay(Translator::default, [&bytes[..]]);
         assert!(
             replayed.len() == 1 && replayed[0].error.is_none(),
             "{}: replay found {} responses",

@@ -4,12 +4,14 @@
 
 use std::path::Path;
 
+use patchbay_conformance::RecordingExt;
 use patchbay_conformance::fixtures::{assert_no_secret_below, manifest_in};
 use patchbay_conformance::mock::openai::OpenAiWire;
 use patchbay_conformance::mock::{MockServer, Serve};
 use patchbay_conformance::{FixtureRun, Recording, SCENARIO_MODEL, scenario, without_timings};
 use patchbay_core::ErrorKind;
-use patchbay_openrouter::translate::{Framing, Translator};
+use patchbay_core::kit::Framing;
+use patchbay_openrouter::translate::Translator;
 use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider};
 use serde_json::json;
 
@@ -59,7 +61,7 @@ async fn recorded_calls_replay_to_the_events_of_the_live_run() {
             "{entry:?}"
         );
         let body = std::fs::read(dir.path().join(&entry.local_path)).expect("the body file");
-        let replayed = patchbay_openrouter::translate::replay(&body);
+        let replayed = patchbay_core::kit::replay(Translator::default, [&body[..]]);
         assert_eq!(replayed.len(), 1);
         assert!(replayed[0].error.is_none(), "{:?}", replayed[0].error);
         assert_eq!(without_timings(&replayed[0].events), live.without_timings());
@@ -78,7 +80,8 @@ async fn recorded_calls_replay_to_the_events_of_the_live_run() {
         .without_snapshots()
         .at_least(2)
         .problems(|_, chunks| {
-            let (events, error) = Translator::new(Framing::Sse).translate_all(chunks.iter().copied());
+            let (events, error) =
+                patchbay_core::kit::translate(Translator::new(Framing::DataLines), chunks.iter().copied()).into_parts();
             vec![Recording { events, error }]
         });
     assert!(problems.is_empty(), "{problems:#?}");

@@ -1,8 +1,9 @@
 //! Synthetic edge cases of the chat-completions wire, on the translator without HTTP.
 
 use patchbay_conformance::{split_randomly, text_of};
+use patchbay_core::kit::{Framer, Framing, Wire};
 use patchbay_core::{ErrorKind, Event, FinishReason, validate};
-use patchbay_openrouter::translate::{Framing, Translator};
+use patchbay_openrouter::translate::Translator;
 use serde_json::{Value, json};
 
 use crate::common::translate;
@@ -37,14 +38,14 @@ fn call(index: Option<u32>, id: Option<&str>, name: Option<&str>, arguments: &st
 
 /// Translate, check the validator and split invariance, and return the events.
 fn run(body: &[u8]) -> (Vec<Event>, Option<ErrorKind>) {
-    let (events, error) = translate(Framing::Sse, [body]);
+    let (events, error) = translate(Framing::DataLines, [body]);
     let items = events.iter().map(Ok).chain(error.iter().map(Err));
     if let Err(violations) = validate(items) {
         panic!("lifecycle violations: {violations:?}\n{events:#?}");
     }
     for seed in 0..20 {
         let chunks = split_randomly(body, seed, 1 + seed as usize * 3);
-        let (split, split_error) = translate(Framing::Sse, chunks.iter().map(Vec::as_slice));
+        let (split, split_error) = translate(Framing::DataLines, chunks.iter().map(Vec::as_slice));
         assert_eq!(split, events, "split with seed {seed} changed the events");
         assert_eq!(split_error.map(|e| e.kind()), error.as_ref().map(|e| e.kind()));
     }
@@ -68,6 +69,18 @@ fn finish(events: &[Event]) -> Option<FinishReason> {
     })
 }
 
+/// Frame `bytes` (whole SSE lines) into `translator` as the driver does, without ending it.
+fn feed(translator: &mut Translator, bytes: &[u8], out: &mut Vec<Event>) {
+    let mut framer = Framer::new(translator.framing());
+    framer
+        .push(bytes, |data| {
+            out.extend(translator.frame(data)?);
+            out.extend(std::iter::from_fn(|| translator.next_event()));
+            Ok(())
+        })
+        .expect("valid chunks");
+}
+
 #[test]
 fn tool_call_not_emitted_before_choice_finished() {
     // The arguments are valid JSON after the second fragment ("{}"-like prefix parses), but
@@ -77,20 +90,20 @@ fn tool_call_not_emitted_before_choice_finished() {
         chunk(call(Some(0), None, None, "{\"a\": 1}"), None),
         chunk(call(Some(0), None, None, ""), None),
     ];
-    let mut translator = Translator::new(Framing::Sse);
+    let mut translator = Translator::new(Framing::DataLines);
     let mut out = Vec::new();
     let mut body = Vec::new();
     for c in &chunks {
         body.extend_from_slice(format!("data: {c}\n\n").as_bytes());
     }
-    translator.feed(&body, &mut out).expect("valid chunks");
+    feed(&mut translator, &body, &mut out);
     assert!(
         !out.iter()
             .any(|e| matches!(e, Event::ToolCall { .. } | Event::ToolCallStart { .. })),
         "a tool call was emitted before its choice finished: {out:?}"
     );
     let end = format!("data: {}\n\n", chunk(json!({}), Some("tool_calls")));
-    translator.feed(end.as_bytes(), &mut out).expect("valid chunk");
+    feed(&mut translator, end.as_bytes(), &mut out);
     assert_eq!(calls(&out), vec![("c1".into(), "f".into(), json!({"a": 1}))]);
 }
 
@@ -414,7 +427,7 @@ fn huge_line_split_anywhere() {
     let body = sse(&[chunk(json!({ "content": text }), Some("stop"))]);
     for max in [1000, 65_536] {
         let chunks = split_randomly(&body, 3, max);
-        let (events, error) = translate(Framing::Sse, chunks.iter().map(Vec::as_slice));
+        let (events, error) = translate(Framing::DataLines, chunks.iter().map(Vec::as_slice));
         assert!(error.is_none());
         assert!(matches!(&events[1], Event::TextDelta { text: t, .. } if t.len() == 1_000_000));
     }
@@ -427,7 +440,7 @@ fn json_lines_framing_without_done() {
         chunk(json!({"content": "hi"}), None),
         chunk(json!({}), Some("stop"))
     );
-    let (events, error) = translate(Framing::JsonLines, [body.as_bytes()]);
+    let (events, error) = translate(Framing::Lines, [body.as_bytes()]);
     assert!(error.is_none());
     assert_eq!(finish(&events), Some(FinishReason::Stop));
 }
@@ -437,7 +450,7 @@ fn replay_detects_framing_and_splits_several_responses() {
     let one = sse(&[chunk(json!({"content": "a"}), Some("stop"))]);
     let mut two = one.clone();
     two.extend_from_slice(&one);
-    let responses = patchbay_openrouter::translate::replay(&two);
+    let responses = patchbay_core::kit::replay(Translator::default, [&two[..]]);
     assert_eq!(responses.len(), 2);
     assert!(responses.iter().all(|r| r.error.is_none() && r.events.len() == 3));
     let lines = format!(
@@ -445,7 +458,7 @@ fn replay_detects_framing_and_splits_several_responses() {
         chunk(json!({"content": "b"}), None),
         chunk(json!({}), Some("stop"))
     );
-    let responses = patchbay_openrouter::translate::replay(lines.as_bytes());
+    let responses = patchbay_core::kit::replay(Translator::default, [&lines.as_bytes()[..]]);
     assert_eq!(responses.len(), 1);
     assert!(responses[0].error.is_none());
 }
@@ -569,11 +582,10 @@ fn scaled_body(calls: usize, each: fn(&mut String, usize)) -> Vec<u8> {
 /// Translate `calls` calls of this shape; returns the steps and the events.
 fn steps(calls: usize, each: fn(&mut String, usize)) -> (u64, Vec<Event>) {
     let body = scaled_body(calls, each);
-    let mut translator = Translator::new(Framing::Sse);
-    let mut events = Vec::new();
-    translator.feed(&body, &mut events).expect("valid stream");
-    translator.finish(&mut events).expect("finishes");
-    (translator.lookups(), events)
+    let mut translator = Translator::new(Framing::DataLines);
+    let recording = patchbay_core::kit::translate(&mut translator, [&body[..]]);
+    assert!(recording.error.is_none(), "{:?}", recording.error);
+    (translator.lookups(), recording.events)
 }
 
 /// `10 n` calls of this shape cost at most 11 times the steps of `n`; `count` says which

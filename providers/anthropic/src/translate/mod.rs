@@ -1,8 +1,9 @@
 //! The wire translator: a pure state machine from Anthropic stream events to patchbay events.
 //!
 //! [`Translator`] consumes parsed stream events (a JSON payload as `&str`, a
-//! `serde_json::Value`, or a typed [`StreamEvent`]) and queues [`Event`]s; [`StreamTranslator`]
-//! puts the [`Framer`](patchbay_core::kit::Framer) in front of it so raw bytes go in. No I/O, no clock except the
+//! `serde_json::Value`, or a typed [`StreamEvent`]) and queues [`Event`]s; it is core's
+//! [`Wire`](patchbay_core::kit::Wire) for the Messages API, so the kit's driver and
+//! [`replay`](patchbay_core::kit::replay) feed it SSE frames. No I/O, no clock except the
 //! [`MetricsRecorder`] of `Finish`. The agent-runtime provider reuses [`Translator`] for the
 //! `stream_event` partials of the Claude Code CLI (one translator per message).
 //!
@@ -33,11 +34,12 @@
 //! Layout: this module holds the public types and the dispatch over wire events
 //! ([`Translator::push_event`]); `blocks` the content block handlers (start, delta, stop);
 //! `message` the message-level events (start, cumulative usage, stop reason, `Finish`);
-//! `stream` the byte-level [`StreamTranslator`].
+//! `frames` the [`Wire`](patchbay_core::kit::Wire) implementation (framing, HTTP errors, a whole
+//! JSON message).
 
 mod blocks;
+mod frames;
 mod message;
-mod stream;
 
 use std::collections::{HashMap, VecDeque};
 
@@ -51,7 +53,6 @@ use crate::error::stream_error;
 use crate::wire::{HotEvent, StreamEvent};
 
 pub use message::finish_reason;
-pub use stream::StreamTranslator;
 
 /// Content block indexes at or above this are a protocol error (a guard against a hostile
 /// stream making the translator allocate).

@@ -46,6 +46,7 @@ use serde_json::{Value, json};
 
 use crate::NAME;
 
+mod frames;
 mod model;
 mod outcome;
 
@@ -255,15 +256,9 @@ impl Translator {
         }
     }
 
-    /// Feed one stdout line (JSON text).
+    /// Feed one stdout line (JSON text): the [`Wire`](patchbay_core::kit::Wire)'s frame.
     pub fn push_line(&mut self, line: &str) -> Result<(), ProviderError> {
-        let value: Value = serde_json::from_str(line).map_err(|e| {
-            let head: String = line.chars().take(80).collect();
-            self.fail(ProviderError::protocol(format!(
-                "the CLI wrote a line that is not JSON ({e}): {head:?}"
-            )))
-        })?;
-        self.push_value(&value)
+        patchbay_core::kit::Wire::frame(self, line.as_bytes()).map(|event| debug_assert!(event.is_none()))
     }
 
     /// Feed one parsed stdout line. Control messages are the I/O layer's and are ignored here.

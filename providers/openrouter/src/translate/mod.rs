@@ -3,22 +3,25 @@
 //! produces the same events.
 //!
 //! ```
-//! use patchbay_openrouter::translate::{Framing, Translator};
+//! use patchbay_core::kit::{Framing, translate};
+//! use patchbay_openrouter::translate::Translator;
 //! let body = b"data: {\"id\":\"r1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
 //!              data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
-//! let (events, error) = Translator::new(Framing::Sse).translate_all([&body[..]]);
-//! assert!(error.is_none());
-//! assert_eq!(events.len(), 3); // Started, TextDelta, Finish
+//! let recording = translate(Translator::new(Framing::DataLines), [&body[..]]);
+//! assert!(recording.error.is_none());
+//! assert_eq!(recording.events.len(), 3); // Started, TextDelta, Finish
 //! ```
 //!
 //! # What it does with the wire
-//! - **Framing**: core's [`Framer`](patchbay_core::kit::Framer) slices lines out of the incoming bytes (one buffer, one cap:
-//!   a line past [`Translator::with_max_line_bytes`], default 64 MiB, is a `Protocol` error
-//!   naming [`Limit::LineLength`](patchbay_core::Limit)) and each `data:` line is
-//!   parsed once, in place, into borrowing typed structs. `\n` and `\r\n` line ends; comment
-//!   lines (`: OPENROUTER PROCESSING`) and `event:`/`id:`/`retry:` fields are ignored; each
-//!   `data:` line is one payload (chat-completions servers never split a payload across lines).
-//!   [`Framing::JsonLines`] reads one payload per line without SSE fields (recorded captures).
+//! - **Framing**: the [`Translator`] is core's [`Wire`](patchbay_core::kit::Wire) with
+//!   [`Framing::DataLines`](patchbay_core::kit::Framing::DataLines): core's framer slices lines
+//!   out of the incoming bytes (one buffer, one cap: a line past the limits' `max_line_bytes`,
+//!   default 64 MiB, is a `Protocol` error naming [`Limit::LineLength`](patchbay_core::Limit))
+//!   and each `data:` line is parsed once, in place, into borrowing typed structs. `\n` and
+//!   `\r\n` line ends; comment lines (`: OPENROUTER PROCESSING`) and `event:`/`id:`/`retry:`
+//!   fields are ignored; each `data:` line is one payload (chat-completions servers never split
+//!   a payload across lines). [`Framing::Lines`](patchbay_core::kit::Framing::Lines) reads one
+//!   payload per line without SSE fields (recorded captures).
 //! - **Blocks**: content block indexes are assigned in order of appearance; a new block opens
 //!   whenever the kind changes (reasoning, text), after a reasoning signature, for encrypted
 //!   reasoning, and after tool calls.
@@ -61,12 +64,7 @@ mod sources;
 // state: the state machine, payloads in, events out; uses convert.
 mod state;
 
-// translator: the `Translator` (line framing around the state); uses state.
+// translator: the `Translator`, core's `Wire` around the state; uses state.
 mod translator;
 
-// replay: recorded bodies holding several responses; uses translator.
-mod replay;
-
-pub use replay::{Replayed, replay};
-pub use state::EventBuffer;
-pub use translator::{Framing, Translator};
+pub use translator::Translator;

@@ -12,18 +12,11 @@ use crate::NAME;
 use crate::api_error::from_error_object;
 use crate::wire::{Choice, Chunk, Content, ContentPart, Delta, IgnoredAny, ReasoningDetail, Str, boxed_text};
 
-/// Where the translator appends the events it makes: a `Vec`, or a `VecDeque` (the provider
-/// hands events out from the front without moving them twice). Not to be confused with core's
-/// [`EventSink`](patchbay_core::EventSink): the callbacks a host gets from a running stream.
-pub trait EventBuffer {
+/// Where the state appends the events it makes: the translator's queue, which the driver
+/// empties from the front.
+pub(super) trait EventBuffer {
     /// Append one event.
     fn push_event(&mut self, event: Event);
-}
-
-impl EventBuffer for Vec<Event> {
-    fn push_event(&mut self, event: Event) {
-        self.push(event);
-    }
 }
 
 impl EventBuffer for VecDeque<Event> {

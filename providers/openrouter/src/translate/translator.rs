@@ -1,63 +1,39 @@
-//! The [`Translator`]: core's line [`Framer`] in front of the `State` machine, and the
-//! [`Framing`] that says which lines hold payloads.
+//! The [`Translator`]: the `State` machine as core's [`Wire`] for chat-completions streams.
 
-use patchbay_core::kit::{self, Framer};
+use std::collections::VecDeque;
+
+use patchbay_core::kit::{ErrorResponse, Framer, Framing, Wire};
 use patchbay_core::{Event, ProviderError, Warning};
+use serde_json::Value;
 
-use super::state::{EventBuffer, State};
-
-/// How payloads are framed in the byte stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Framing {
-    /// Server-sent events (`data: {...}` lines), as servers send them.
-    #[default]
-    Sse,
-    /// One JSON payload per line, no SSE fields (raw-chunk captures such as `*.chunks.txt`).
-    JsonLines,
-}
-
-impl Framing {
-    /// The payload a line holds, trimmed: the whole line for JSON lines, the value of a `data:`
-    /// field for SSE (`None` for blank lines, comments such as `: OPENROUTER PROCESSING` and
-    /// other fields).
-    pub(super) fn payload(self, line: &[u8]) -> Option<&[u8]> {
-        let payload = match self {
-            Framing::JsonLines => line,
-            Framing::Sse => line.strip_prefix(b"data:")?,
-        }
-        .trim_ascii();
-        (!payload.is_empty()).then_some(payload)
-    }
-}
+use super::state::State;
+use crate::api_error;
 
 /// The translator. See the [module docs](super) for what it does with the wire.
 #[derive(Debug)]
 pub struct Translator {
     framing: Framing,
-    lines: Framer,
     state: State,
+    queue: VecDeque<Event>,
 }
 
 impl Default for Translator {
     fn default() -> Self {
-        Self::new(Framing::Sse)
+        Self::new(Framing::DataLines)
     }
 }
 
 impl Translator {
-    /// A translator for this framing. `Started` names the model the first chunk reports.
+    /// A translator reading payloads framed this way: [`Framing::DataLines`] as servers send
+    /// them (the value of each `data:` line), [`Framing::Lines`] for one JSON payload per line
+    /// (raw-chunk captures such as `*.chunks.txt`). `Started` names the model the first chunk
+    /// reports.
     pub fn new(framing: Framing) -> Self {
         Self {
             framing,
-            lines: Framer::new(kit::Framing::Lines),
             state: State::new(),
+            queue: VecDeque::new(),
         }
-    }
-
-    /// Cap one line of the stream at `max` bytes (default [`kit::MAX_LINE_BYTES`]).
-    pub fn with_max_line_bytes(mut self, max: usize) -> Self {
-        self.lines = Framer::new(kit::Framing::Lines).with_max_bytes(max);
-        self
     }
 
     /// The model to name in `Started` when the chunks name none.
@@ -72,74 +48,11 @@ impl Translator {
         self
     }
 
-    /// Whether the stream ended (`Finish` or an error was produced); later bytes are ignored.
-    pub fn is_done(&self) -> bool {
-        self.state.ended
-    }
-
     /// Whether `Started` was produced (the retry layer may still retry before that).
     pub fn has_started(&self) -> bool {
         self.state.started
     }
 
-    /// Feed bytes cut anywhere; complete events are appended to `out`. An error ends the
-    /// stream: events appended before it stay valid and should reach the caller first.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut impl EventBuffer) -> Result<(), ProviderError> {
-        if self.state.ended {
-            return Ok(());
-        }
-        let (state, framing) = (&mut self.state, self.framing);
-        let result = self.lines.push(bytes, |line| {
-            if state.ended {
-                return Ok(());
-            }
-            match framing.payload(line) {
-                Some(payload) => state.payload(payload, out),
-                None => Ok(()),
-            }
-        });
-        if result.is_err() {
-            self.state.ended = true;
-        }
-        result
-    }
-
-    /// The body ended: translate a last line without a line end, then close the stream
-    /// (`Finish`, or a `Protocol` error if the response never finished).
-    pub fn finish(&mut self, out: &mut impl EventBuffer) -> Result<(), ProviderError> {
-        while !self.state.ended
-            && let Some(line) = self.lines.end()?
-        {
-            if let Some(payload) = self.framing.payload(line) {
-                self.state.payload(payload, out)?;
-            }
-        }
-        if self.state.ended {
-            return Ok(());
-        }
-        self.state.end(false, out)
-    }
-
-    /// Translate a whole body given as chunks; returns the events and the error that ended
-    /// the stream, if any.
-    pub fn translate_all<'a>(
-        mut self,
-        chunks: impl IntoIterator<Item = &'a [u8]>,
-    ) -> (Vec<Event>, Option<ProviderError>) {
-        let mut out = Vec::new();
-        for chunk in chunks {
-            if let Err(error) = self.feed(chunk, &mut out) {
-                return (out, Some(error));
-            }
-        }
-        match self.finish(&mut out) {
-            Ok(()) => (out, None),
-            Err(error) => (out, Some(error)),
-        }
-    }
-}
-
-impl Translator {
     /// Work done so far by the tool-call and choice bookkeeping, in steps: each index lookup
     /// (one or two per tool-call fragment, one per chunk of an extra choice), each call
     /// finalized and each id tried when making ids unique. A measure of the translator's cost
@@ -148,5 +61,73 @@ impl Translator {
     #[doc(hidden)]
     pub fn lookups(&self) -> u64 {
         self.state.lookups
+    }
+
+    /// One payload into the state; an error ends the stream.
+    fn payload(&mut self, payload: &[u8]) -> Result<(), ProviderError> {
+        let payload = payload.trim_ascii();
+        if self.state.ended || payload.is_empty() {
+            return Ok(());
+        }
+        let result = self.state.payload(payload, &mut self.queue);
+        if result.is_err() {
+            self.state.ended = true;
+        }
+        result
+    }
+}
+
+impl Wire for Translator {
+    fn framing(&self) -> Framing {
+        self.framing
+    }
+
+    fn frame(&mut self, data: &[u8]) -> Result<Option<Event>, ProviderError> {
+        self.payload(data).map(|()| None)
+    }
+
+    /// Close the stream: `Finish`, or a `Protocol` error if the response never finished.
+    fn end(&mut self) -> Result<(), ProviderError> {
+        if self.state.ended {
+            return Ok(());
+        }
+        self.state.end(false, &mut self.queue)
+    }
+
+    fn next_event(&mut self) -> Option<Event> {
+        self.queue.pop_front()
+    }
+
+    /// Whether the stream ended (`Finish` or an error was produced); later bytes are ignored.
+    fn is_done(&self) -> bool {
+        self.state.ended
+    }
+
+    /// A JSON body where a stream was asked for: read as the stream would have been (an error
+    /// object on a line of its own is typed; anything else ends without a finish).
+    fn whole_body(&mut self, body: &[u8]) -> Result<(), ProviderError> {
+        let mut framer = Framer::new(self.framing).with_max_bytes(body.len().max(1));
+        framer.push(body, |data| self.payload(data))?;
+        framer.finish(|data| self.payload(data))?;
+        self.end()
+    }
+
+    fn error_response(&self, response: ErrorResponse<'_>) -> ProviderError {
+        api_error::from_http(response)
+    }
+
+    /// A payload with choices or an error (a trailer such as `{"choices": [], "cost": ...}`
+    /// after `[DONE]` starts nothing).
+    fn starts_response(&self, data: &[u8]) -> bool {
+        match serde_json::from_slice::<Value>(data) {
+            Ok(value) => {
+                value.get("error").is_some()
+                    || value
+                        .get("choices")
+                        .and_then(Value::as_array)
+                        .is_some_and(|c| !c.is_empty())
+            }
+            Err(_) => data != b"[DONE]",
+        }
     }
 }
