@@ -15,7 +15,7 @@
 //! invalid one, 2 for bad arguments.
 //!
 //! Each family is a wire (see [`families`]), replayed by core's one generic
-//! [`replay`](patchbay_core::kit::replay); add one there with its provider crate as a dependency.
+//! [`replay`]; add one there with its provider crate as a dependency.
 
 use std::process::ExitCode;
 

@@ -193,7 +193,7 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Check the recording against the lifecycle rules ([`validate`](crate::validate)).
+    /// Check the recording against the lifecycle rules ([`validate`](fn@crate::validate)).
     pub fn validate(&self) -> Result<(), Vec<crate::Violation>> {
         crate::validate(self.events.iter().map(Ok).chain(self.error.iter().map(Err)))
     }

@@ -2,8 +2,8 @@
 
 use patchbay_conformance::RecordingExt;
 use patchbay_conformance::{Recording, split_randomly};
-use patchbay_core::kit::StreamTranslator;
-use patchbay_core::{ErrorKind, Event, FinishReason, Limit};
+use patchbay_core::kit::{Driver, StreamLimits};
+use patchbay_core::{ErrorKind, Event, FinishReason, Limit, ProviderError, Signal};
 use patchbay_ollama::OllamaTranslator;
 
 /// A response with thinking, multi-byte text, two whole tool calls in one line and the end.
@@ -21,23 +21,8 @@ const BODY: &str = concat!(
 );
 
 /// Feed `chunks`, end the body, and collect what comes out until the first error.
-fn translate(mut translator: OllamaTranslator, chunks: &[&[u8]]) -> Recording {
-    let mut recording = Recording::default();
-    let drain = |translator: &mut OllamaTranslator, recording: &mut Recording| {
-        while let Some(item) = translator.next_event() {
-            match item {
-                Ok(event) => recording.events.push(event),
-                Err(error) => recording.error = recording.error.take().or(Some(error)),
-            }
-        }
-    };
-    for chunk in chunks {
-        translator.feed(chunk).expect("feed queues its errors");
-        drain(&mut translator, &mut recording);
-    }
-    translator.finish().expect("finish queues its errors");
-    drain(&mut translator, &mut recording);
-    recording
+fn translate(translator: OllamaTranslator, chunks: &[&[u8]]) -> Recording {
+    patchbay_core::kit::translate(translator, chunks.iter().copied())
 }
 
 fn whole(body: &str) -> Recording {
@@ -126,16 +111,26 @@ fn an_error_line_is_a_typed_error_that_ends_the_stream() {
     assert_eq!(recording.text(), "Here is");
 }
 
-#[test]
-fn a_line_past_the_cap_is_a_typed_limit_error_however_it_is_cut() {
+#[tokio::test]
+async fn a_line_past_the_cap_is_a_typed_limit_error_however_it_is_cut() {
     let line = format!(
         r#"{{"message":{{"role":"assistant","content":"{}"}},"done":false}}"#,
         "x".repeat(4096)
     );
     for chunk in [1, 7, 4096, 10_000] {
-        let chunks: Vec<&[u8]> = line.as_bytes().chunks(chunk).collect();
-        let translator = OllamaTranslator::new("m", Vec::new()).with_max_line_bytes(1024);
-        let recording = translate(translator, &chunks);
+        let chunks: Vec<Result<Vec<u8>, ProviderError>> =
+            line.as_bytes().chunks(chunk).map(|c| Ok(c.to_vec())).collect();
+        // The cap is the driver's (the limits' `max_line_bytes`), as the provider runs it.
+        let limits = StreamLimits::default().with_max_line_bytes(1024);
+        let events = Driver::new(
+            futures::stream::iter(chunks),
+            OllamaTranslator::new("m", Vec::new()),
+            &Signal::new(),
+        )
+        .with_limits(&limits)
+        .with_provider("ollama")
+        .into_stream();
+        let recording = Recording::collect(events).await;
         let error = recording.error.as_ref().expect("the cap trips");
         assert_eq!(error.kind(), ErrorKind::Protocol, "chunks of {chunk}");
         assert_eq!(error.limit(), Some(Limit::LineLength), "chunks of {chunk}");

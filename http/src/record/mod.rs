@@ -4,10 +4,11 @@
 //! read the shipped ones. The format (layout, manifest columns, the scenario a call shows) is
 //! [`patchbay_fixtures`]'s; this module writes it.
 //!
-//! A provider holds an optional [`Recorder`] (built from its config's `record_dir`) and, per
-//! call, starts a [`Tape`] that [`crate::send`] records the request on, [`crate::body_stream`]
-//! the body, and that watches the events ([`Tape::watch`]); with recording off the
-//! tape is [`Tape::off`] and costs nothing but a branch.
+//! A provider holds an optional [`Recorder`] (built from its config's `record_dir`) and hands it
+//! to the call runner ([`crate::Call::with_recorder`]), which starts a [`Tape`] per call: the
+//! request is recorded as it is sent, the body as it is read, and the tape watches the events
+//! ([`Tape::watch`]); with recording off the tape is [`Tape::off`] and costs nothing but a
+//! branch.
 //!
 //! ```text
 //! DIR/MANIFEST.tsv                                  one line per call (header when new)
@@ -190,8 +191,8 @@ impl Recorder {
     }
 }
 
-/// One call's recording: started by [`Recorder::tape`] (or [`Tape::start`]), handed to
-/// [`crate::send`] and [`crate::body_stream`], put around the events with
+/// One call's recording: started by [`Recorder::tape`] (or [`Tape::start`], as the call runner
+/// does), fed the request and the body by the runner's send path, put around the events with
 /// [`watch`](Self::watch). A failed write never changes the call: it is logged (a warning once
 /// per recorder) and the call goes on unrecorded. Cheap to clone; [`Tape::off`] records nothing.
 #[derive(Clone, Default)]
@@ -246,7 +247,7 @@ impl Tape {
     }
 
     /// The body file of `response` while the tape records (`None` otherwise): what
-    /// [`crate::body_stream`] writes every chunk to, secrets replaced.
+    /// the runner's body stream writes every chunk to, secrets replaced.
     pub(crate) fn response_sink(&self, response: &reqwest::Response) -> Option<BodySink> {
         self.call.as_ref()?;
         let status = response.status();

@@ -458,7 +458,7 @@ fn replay_detects_framing_and_splits_several_responses() {
         chunk(json!({"content": "b"}), None),
         chunk(json!({}), Some("stop"))
     );
-    let responses = patchbay_core::kit::replay(Translator::default, [&lines.as_bytes()[..]]);
+    let responses = patchbay_core::kit::replay(Translator::default, [lines.as_bytes()]);
     assert_eq!(responses.len(), 1);
     assert!(responses[0].error.is_none());
 }
