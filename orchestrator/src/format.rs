@@ -1,4 +1,5 @@
-//! Answers of the MCP tools, in markdown (the default) or JSON, from plain data structs.
+//! Answers of the MCP tools, in markdown (the default) or JSON, rendered from the service's
+//! plain data structs (defined with the service, re-exported here).
 //!
 //! Markdown gives each item a `## name` heading, then one `- field: value` line per field that
 //! has a value (fields without one are left out), and a session's result text last, under
@@ -31,17 +32,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::service::reports::{
+    BlueprintSummary, JobAccepted, MAX_DESCRIPTION_CHARS, STARTED_IN_BACKGROUND, SessionReport, SessionSummary,
+};
 pub use crate::text::{MAX_RESULT_CHARS, truncate, truncate_result};
-
-use crate::blueprint::Blueprint;
-use crate::store::UsageTotals;
-
-/// The most characters of a blueprint's description a listing carries.
-pub const MAX_DESCRIPTION_CHARS: usize = 2_000;
-
-/// What a background start or resume says (the design's own words).
-pub const STARTED_IN_BACKGROUND: &str =
-    "Agent started in background. Use get_agent_session_status to poll for completion.";
 
 /// How a tool answers: `markdown` (default) or `json`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,106 +75,6 @@ impl ResponseFormat {
     pub fn parse_optional(value: Option<&str>) -> Result<Self, ResponseFormatError> {
         value.map_or(Ok(Self::Markdown), str::parse)
     }
-}
-
-/// One blueprint as listed to callers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BlueprintSummary {
-    /// Its name.
-    pub name: String,
-    /// What it is for.
-    pub description: String,
-    /// The provider's registry name.
-    pub provider: String,
-    /// The model.
-    pub model: String,
-    /// `active` or `retired`.
-    pub status: String,
-}
-
-impl From<&Blueprint> for BlueprintSummary {
-    fn from(b: &Blueprint) -> Self {
-        Self {
-            name: b.name.clone(),
-            description: truncate(&b.description, MAX_DESCRIPTION_CHARS, "description"),
-            provider: b.provider.clone(),
-            model: b.model.clone(),
-            status: b.status.as_str().to_owned(),
-        }
-    }
-}
-
-/// One session as listed to callers. Times are RFC 3339 text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionSummary {
-    /// The caller-chosen unique name.
-    pub session_name: String,
-    /// The generated id.
-    pub session_id: String,
-    /// The blueprint it runs on.
-    pub agent_name: String,
-    /// `pending`, `running`, `finished`, `failed` or `cancelled`.
-    pub status: String,
-    /// The run's working directory.
-    pub project_dir: Option<String>,
-    /// The session that started (or last resumed) it.
-    pub parent_session_name: Option<String>,
-    /// When it was created.
-    pub created_at: String,
-    /// When it last changed.
-    pub updated_at: String,
-    /// The tokens and cost of all its runs.
-    #[serde(default)]
-    pub usage: UsageTotals,
-}
-
-/// One session's status and, once it ended, its result: the answer of
-/// `get_agent_session_status` and `get_agent_session_result`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionReport {
-    /// The session.
-    #[serde(flatten)]
-    pub session: SessionSummary,
-    /// When its last run ended.
-    pub finished_at: Option<String>,
-    /// Its latest job.
-    pub job_id: Option<String>,
-    /// That job's status.
-    pub job_status: Option<String>,
-    /// Why the last run failed.
-    pub error: Option<String>,
-    /// The last result text (truncated when rendered).
-    pub result: Option<String>,
-    /// The tokens and cost of the current job's run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_usage: Option<UsageTotals>,
-    /// The root of the session's tree (the top of its parent chain).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tree_root: Option<String>,
-    /// The tokens and cost of every session in the tree.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tree_usage: Option<UsageTotals>,
-}
-
-/// The answer of a start or resume that did not wait for the run (async mode, or the wait
-/// limit reached): the design's `{"session_name", "status": "running", "message"}` plus the
-/// job, and `callback_to` when a callback will come.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JobAccepted {
-    /// The session.
-    pub session_name: String,
-    /// `running`: the session has work queued or going on (the job's own status is
-    /// `job_status`).
-    pub status: String,
-    /// What to do next ([`STARTED_IN_BACKGROUND`]).
-    pub message: String,
-    /// The queued job.
-    pub job_id: String,
-    /// The job's status (`pending`, `claimed` or `running`).
-    pub job_status: String,
-    /// The parent session resumed when the run ends, when a callback was asked.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub callback_to: Option<String>,
 }
 
 /// A list of blueprints.

@@ -24,10 +24,9 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::OrchestratorError;
-use crate::format::{
-    ResponseFormat, SessionReport, render_blueprints, render_job_accepted, render_session, render_session_page,
-};
+use crate::format::{ResponseFormat, render_blueprints, render_job_accepted, render_session, render_session_page};
 use crate::scope::Scope;
+use crate::service::reports::SessionReport;
 use crate::service::{CALLER_METADATA_KEY, Orchestrator, ResumeRequest, RunAnswer, StartRequest};
 use crate::store::{SessionFilter, SessionStatus};
 

@@ -116,8 +116,8 @@ pub(crate) use self::streams::{StreamBudget, TokenCheck};
 pub use self::views::{
     AgentList, BlueprintView, Deleted, JobList, JobView, McpServerView, McpTransportView, SessionList,
 };
-use crate::format::{BlueprintSummary, SessionReport, SessionSummary};
 use crate::names::validate_session_name;
+use crate::service::reports::{BlueprintSummary, SessionReport, SessionSummary};
 use crate::service::{CALLER_HEADER, Orchestrator, StartRequest, summary};
 use crate::store::{JobKind, Page, SessionFilter, SessionStatus};
 

@@ -5,7 +5,7 @@ use patchbay::kit::redact_url;
 use serde::{Deserialize, Serialize};
 
 use crate::blueprint::Blueprint;
-use crate::format::{BlueprintSummary, SessionSummary};
+use crate::service::reports::{BlueprintSummary, SessionSummary};
 use crate::service::rfc3339;
 use crate::store::{Job, JobKind, JobStatus, UsageTotals};
 

@@ -8,10 +8,9 @@ use tokio::sync::Semaphore;
 
 use crate::blueprint::{Blueprint, BlueprintStatus, Blueprints};
 use crate::error::OrchestratorError;
-use crate::format::{BlueprintSummary, JobAccepted, SessionReport, SessionSummary};
 use crate::names::validate_session_name;
 mod builder;
-mod reports;
+pub(crate) mod reports;
 
 pub use crate::caller::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY};
 pub(crate) use crate::runtime::Inner;
@@ -19,8 +18,10 @@ pub use crate::runtime::{DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SYNC_WAIT, DEFAULT_W
 
 pub use builder::OrchestratorBuilder;
 pub(crate) use reports::rfc3339;
+use reports::{
+    BlueprintSummary, JobAccepted, STARTED_IN_BACKGROUND, SessionReport, SessionSummary, settled, with_tree,
+};
 pub use reports::{report, summary};
-use reports::{settled, with_tree};
 
 use crate::store::{
     Job, JobKind, JobStatus, NewJob, NewSession, Page, Session, SessionCursor, SessionFilter, SessionStatus,
@@ -600,7 +601,7 @@ impl Orchestrator {
             return Ok(RunAnswer::Accepted(JobAccepted {
                 session_name: job.session_name,
                 status: SessionStatus::Running.as_str().to_owned(),
-                message: crate::format::STARTED_IN_BACKGROUND.to_owned(),
+                message: STARTED_IN_BACKGROUND.to_owned(),
                 job_id: job.job_id,
                 job_status: job.status.as_str().to_owned(),
                 callback_to,

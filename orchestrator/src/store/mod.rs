@@ -71,7 +71,9 @@
 
 mod api;
 mod callback;
+mod dialect;
 mod postgres;
+mod queries;
 mod rows;
 mod sql;
 mod sqlite;
@@ -82,8 +84,10 @@ mod usage;
 use std::sync::Arc;
 
 pub use api::{DEFAULT_LEASE, INTERRUPTED, LEASE_EXPIRED, Store, StoreError};
-pub use postgres::{CHANNEL as PG_CHANNEL, PgStore};
-pub use sqlite::{DB_FILE, SqliteStore};
+pub use dialect::Dialect;
+pub use postgres::{CHANNEL as PG_CHANNEL, PgDialect, PgStore};
+pub use queries::SqlStore;
+pub use sqlite::{DB_FILE, SqliteDialect, SqliteStore};
 pub use totals::{TreeUsage, UsageTotals};
 pub use types::{
     Change, Job, JobEnd, JobEnded, JobKind, JobStatus, NewJob, NewSession, Page, Recovery, Session, SessionCursor,

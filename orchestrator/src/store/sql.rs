@@ -19,9 +19,13 @@
 
 use sqlx::Row as _;
 
-use super::api::StoreError;
-use super::rows::{event_from_row, job_from_row, session_from_row};
-use super::types::{Job, JobEnd, JobEnded, Recovery, Session, SessionCursor, SessionFilter, StoredEvent, UnixMillis};
+use super::api::{INTERRUPTED, StoreError};
+use super::dialect::Dialect;
+use super::rows::{event_from_row, job_cols, job_from_row, session_cols, session_from_row, strings};
+use super::types::{
+    Change, Job, JobEnd, JobEnded, NewJob, NewSession, Recovery, Session, SessionCursor, SessionFilter, StoredEvent,
+    UnixMillis,
+};
 
 /// The order that puts a session's current job first (see the module docs).
 macro_rules! current_order {
@@ -94,6 +98,24 @@ pub(super) const QUEUE_CALLBACK: &str = concat!(
     super::rows::job_cols!()
 );
 
+/// The oldest pending job whose session has no claimed or running job (queue order, one job
+/// at a time per session).
+pub(super) const CLAIMABLE: &str = "SELECT j.job_id FROM jobs j WHERE j.status = 'pending' \
+     AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.session_name = j.session_name \
+       AND r.status IN ('claimed', 'running')) \
+     ORDER BY j.seq LIMIT 1";
+
+/// Claims the job `job` (an SQL expression: a placeholder, or [`CLAIMABLE`] in parentheses) at
+/// `$1` for worker `$2`, leased for `$3` milliseconds by `D`'s clock, if it is still pending.
+pub(super) fn claim<D: Dialect>(job: &str) -> String {
+    format!(
+        "UPDATE jobs SET status = 'claimed', claimed_at = $1, claimed_by = $2, lease_until = {} + $3 \
+         WHERE job_id = {job} AND status = 'pending' RETURNING {}",
+        D::CLOCK,
+        super::rows::job_cols!()
+    )
+}
+
 /// How many sessions have the parent `$1`, and how many of them are pending or running.
 const CHILDREN: &str = "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status IN ('pending', 'running') \
      THEN 1 ELSE 0 END), 0) FROM sessions WHERE parent_session_name = $1";
@@ -161,6 +183,10 @@ pub(super) const RUNNING_JOBS: &str = concat!(
     " FROM jobs WHERE status = 'running' ORDER BY seq"
 );
 
+/// Puts claimed jobs back in the queue (the caller adds conditions and what to return).
+pub(super) const REQUEUE: &str = "UPDATE jobs SET status = 'pending', claimed_at = NULL, claimed_by = NULL, \
+     lease_until = NULL WHERE status = 'claimed'";
+
 /// The last `$2` events of session `$1` (by name), newest first.
 const LAST_EVENTS: &str = concat!(
     "SELECT ",
@@ -184,6 +210,7 @@ macro_rules! on_any_backend {
             for<'q> Option<&'q str>: sqlx::Encode<'q, $db> + sqlx::Type<$db>,
             for<'q> i64: sqlx::Encode<'q, $db> + sqlx::Type<$db>,
             for<'q> Option<i64>: sqlx::Encode<'q, $db> + sqlx::Type<$db>,
+            for<'q> bool: sqlx::Encode<'q, $db> + sqlx::Type<$db>,
             usize: sqlx::ColumnIndex<$db::Row>,
             for<'x> String: sqlx::Decode<'x, $db> + sqlx::Type<$db>,
             for<'x> i64: sqlx::Decode<'x, $db> + sqlx::Type<$db>,
@@ -258,17 +285,29 @@ on_any_backend! {
     }
 }
 
+/// What to announce once a job ended: its session, the parent its callback resumes, and the
+/// queue (the session's next job, or the callback, can be claimed now).
+pub(super) fn ended_changes(ended: &JobEnded) -> Vec<Change> {
+    let mut changes = vec![Change::Session(ended.job.session_name.clone()), Change::Queued];
+    if let Some(callback) = &ended.callback {
+        changes.push(Change::Session(callback.session_name.clone()));
+    }
+    changes
+}
+
 on_any_backend! {
     /// Ends each of `ends` (job id and how it ends) in the caller's transaction, noting what
-    /// changed in `recovery`; jobs that had ended already are skipped.
+    /// changed in `recovery`; jobs that had ended already are skipped. Returns what to announce.
     pub(super) async fn settle_in<DB>(
         conn: &mut DB::Connection,
         ends: Vec<(String, JobEnd)>,
         now: UnixMillis,
         recovery: &mut Recovery,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Vec<Change>, StoreError> {
+        let mut changes = Vec::new();
         for (job_id, end) in ends {
             if let Some(ended) = end_job_in::<DB>(&mut *conn, &job_id, &end, now).await? {
+                changes.extend(ended_changes(&ended));
                 recovery.failed_jobs.push(ended.job.job_id);
                 recovery.failed_sessions.push(ended.job.session_name);
                 recovery.callbacks.extend(ended.callback.map(|c| c.job_id));
@@ -278,7 +317,7 @@ on_any_backend! {
         recovery.failed_sessions.sort();
         recovery.failed_sessions.dedup();
         recovery.callbacks.sort();
-        Ok(())
+        Ok(changes)
     }
 }
 
@@ -356,5 +395,125 @@ on_any_backend! {
         let mut events = rows.iter().map(event_from_row).collect::<Result<Vec<_>, _>>()?;
         events.reverse();
         Ok(events)
+    }
+}
+
+on_any_backend! {
+    /// Creates a `pending` session in the caller's transaction.
+    pub(super) async fn insert_session_in<DB>(conn: &mut DB::Connection, new: NewSession, now: UnixMillis) -> Result<Session, StoreError> {
+        let statement = concat!(
+            "INSERT INTO sessions (session_id, session_name, agent_name, project_dir, \
+             parent_session_name, status, created_at, updated_at, conversation) \
+             VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6, '[]') RETURNING ",
+            session_cols!()
+        );
+        let row = sqlx::query::<DB>(statement)
+            .bind(uuid::Uuid::new_v4().to_string().as_str())
+            .bind(new.session_name.as_str())
+            .bind(new.agent_name.as_str())
+            .bind(new.project_dir.as_str())
+            .bind(new.parent_session_name.as_deref())
+            .bind(now)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(|err| match &err {
+                sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::SessionExists(new.session_name.clone()),
+                _ => StoreError::Database(err),
+            })?;
+        session_from_row(&row)
+    }
+}
+
+on_any_backend! {
+    /// Queues a job in the caller's transaction and recomputes its session's status (a queued
+    /// resume makes it `running`).
+    pub(super) async fn insert_job_in<DB>(conn: &mut DB::Connection, new: NewJob, now: UnixMillis) -> Result<Job, StoreError> {
+        sqlx::query::<DB>(LOCK_SESSION).bind(new.session_name.as_str()).execute(&mut *conn).await?;
+        let statement = concat!(
+            "INSERT INTO jobs (job_id, kind, session_name, agent_name, prompt, project_dir, \
+             parent_session_name, callback, status, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9) RETURNING ",
+            job_cols!()
+        );
+        let row = sqlx::query::<DB>(statement)
+            .bind(uuid::Uuid::new_v4().to_string().as_str())
+            .bind(new.kind.as_str())
+            .bind(new.session_name.as_str())
+            .bind(new.agent_name.as_str())
+            .bind(new.prompt.as_str())
+            .bind(new.project_dir.as_str())
+            .bind(new.parent_session_name.as_deref())
+            .bind(new.callback)
+            .bind(now)
+            .fetch_one(&mut *conn)
+            .await?;
+        let job = job_from_row(&row)?;
+        refresh_session::<DB>(&mut *conn, &job.session_name, now).await?;
+        Ok(job)
+    }
+}
+
+on_any_backend! {
+    /// Cancels the pending and claimed jobs of deleted sessions (`name = None`: of every
+    /// session) and asks their running jobs to stop; returns what to announce.
+    pub(super) async fn cancel_session_jobs_in<DB>(conn: &mut DB::Connection, name: Option<&str>, now: UnixMillis) -> Result<Vec<Change>, StoreError> {
+        sqlx::query::<DB>(
+            "UPDATE jobs SET status = 'cancelled', error = 'session deleted', finished_at = $1 \
+             WHERE status IN ('pending', 'claimed') AND (CAST($2 AS TEXT) IS NULL OR session_name = $2)",
+        )
+        .bind(now)
+        .bind(name)
+        .execute(&mut *conn)
+        .await?;
+        let running = sqlx::query::<DB>(
+            "UPDATE jobs SET cancel_requested = TRUE WHERE status = 'running' \
+             AND (CAST($1 AS TEXT) IS NULL OR session_name = $1) RETURNING job_id",
+        )
+        .bind(name)
+        .fetch_all(&mut *conn)
+        .await?;
+        Ok(strings(&running, "jobs", "job_id")?.into_iter().map(Change::Cancel).collect())
+    }
+}
+
+on_any_backend! {
+    /// [`Store::get_job`](super::Store::get_job) on one connection.
+    pub(super) async fn get_job_in<DB>(conn: &mut DB::Connection, job_id: &str) -> Result<Option<Job>, StoreError> {
+        let statement = concat!("SELECT ", job_cols!(), " FROM jobs WHERE job_id = $1");
+        let row = sqlx::query::<DB>(statement).bind(job_id).fetch_optional(&mut *conn).await?;
+        row.as_ref().map(job_from_row).transpose()
+    }
+}
+
+on_any_backend! {
+    /// The recovery of a store one process owns, in the caller's transaction: every running job
+    /// failed as [`INTERRUPTED`], every claimed one queued again
+    /// ([`Store::recover_after_crash`](super::Store::recover_after_crash)).
+    pub(super) async fn recover_in<DB>(conn: &mut DB::Connection, now: UnixMillis) -> Result<Recovery, StoreError> {
+        // Take the write lock first: nothing changes between the read and the writes.
+        sqlx::query::<DB>("UPDATE sessions SET status = status WHERE FALSE").execute(&mut *conn).await?;
+        let running = sqlx::query::<DB>(RUNNING_JOBS).fetch_all(&mut *conn).await?;
+        let ends = running
+            .iter()
+            .map(|row| Ok((job_from_row(row)?.job_id, JobEnd::failed(INTERRUPTED))))
+            .collect::<Result<_, StoreError>>()?;
+        let mut recovery = Recovery::default();
+        // Nobody else shares the store: nobody to announce the changes to.
+        settle_in::<DB>(&mut *conn, ends, now, &mut recovery).await?;
+        let requeue = format!("{REQUEUE} RETURNING job_id");
+        let requeued = sqlx::query::<DB>(&requeue).fetch_all(&mut *conn).await?;
+        recovery.requeued_jobs = strings(&requeued, "jobs", "job_id")?;
+        // Sessions whose status no job explains (a crash between two writes of older versions).
+        let stale = sqlx::query::<DB>(
+            "SELECT session_name FROM sessions WHERE status = 'running' \
+             AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.session_name = sessions.session_name \
+               AND j.status IN ('pending', 'claimed', 'running'))",
+        )
+        .fetch_all(&mut *conn)
+        .await?;
+        for name in strings(&stale, "sessions", "session_name")? {
+            refresh_session::<DB>(&mut *conn, &name, now).await?;
+        }
+        Ok(recovery)
     }
 }
