@@ -11,6 +11,7 @@ use crate::error::OrchestratorError;
 use crate::names::validate_session_name;
 mod builder;
 pub(crate) mod reports;
+mod requests;
 
 pub use crate::caller::{CALLER_ENV, CALLER_HEADER, CALLER_METADATA_KEY};
 pub(crate) use crate::runtime::Inner;
@@ -21,56 +22,13 @@ pub(crate) use reports::rfc3339;
 use reports::{
     BlueprintSummary, JobAccepted, STARTED_IN_BACKGROUND, SessionReport, SessionSummary, settled, with_tree,
 };
-pub use reports::{report, summary};
+pub use reports::{RunAnswer, report, summary};
+pub use requests::{ResumeRequest, StartRequest};
 
 use crate::store::{
     Job, JobKind, JobStatus, NewJob, NewSession, Page, Session, SessionCursor, SessionFilter, SessionStatus,
     SessionUpdate, Store,
 };
-
-/// What a start or resume answers: the finished session, or the queued job when the call did
-/// not wait (async mode) or its wait ended first.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RunAnswer {
-    /// The run ended (finished, failed or cancelled); the report carries its result or error.
-    Ended(Box<SessionReport>),
-    /// The run goes on.
-    Accepted(JobAccepted),
-}
-
-/// A request to start a session.
-#[derive(Debug, Clone, Default)]
-pub struct StartRequest {
-    /// The new session's unique name.
-    pub session_name: String,
-    /// The first prompt.
-    pub prompt: String,
-    /// The blueprint; `None`: `default`.
-    pub blueprint: Option<String>,
-    /// The working directory; `None`: the orchestrator's.
-    pub project_dir: Option<String>,
-    /// Return at once instead of waiting for the run.
-    pub async_mode: bool,
-    /// Resume the caller with the result when the run ends.
-    pub callback: bool,
-    /// The caller's own session name, if it is an agent.
-    pub caller: Option<String>,
-}
-
-/// A request to resume a session.
-#[derive(Debug, Clone, Default)]
-pub struct ResumeRequest {
-    /// The session.
-    pub session_name: String,
-    /// The next prompt.
-    pub prompt: String,
-    /// Return at once instead of waiting for the run.
-    pub async_mode: bool,
-    /// Resume the caller with the result when the run ends.
-    pub callback: bool,
-    /// The caller's own session name; a different one than stored becomes the new parent.
-    pub caller: Option<String>,
-}
 
 /// The agent-session service: a store, blueprints and a worker pool. Cheap to clone.
 #[derive(Clone)]

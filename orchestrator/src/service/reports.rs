@@ -117,6 +117,16 @@ pub struct JobAccepted {
     pub callback_to: Option<String>,
 }
 
+/// What a start or resume answers: the finished session, or the queued job when the call did
+/// not wait (async mode) or its wait ended first.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunAnswer {
+    /// The run ended (finished, failed or cancelled); the report carries its result or error.
+    Ended(Box<SessionReport>),
+    /// The run goes on.
+    Accepted(JobAccepted),
+}
+
 /// RFC 3339 text (UTC, milliseconds) for unix milliseconds.
 pub(crate) fn rfc3339(millis: i64) -> String {
     let time = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or_default());

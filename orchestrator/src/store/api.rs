@@ -1,5 +1,5 @@
-//! The contract every backend keeps: the [`Store`] trait, its error, and the texts and times
-//! the backends share (see the module docs of [`crate::store`]).
+//! The contract the store keeps on every database: the [`Store`] trait, its error, and the
+//! texts and times it uses (see the module docs of [`crate::store`]).
 
 use std::time::Duration;
 

@@ -1,6 +1,18 @@
 //! Sessions, jobs and events behind one trait, [`Store`], on two backends: [`SqliteStore`] (the
 //! embedded default, one process) and [`PgStore`] (several processes on several machines);
-//! [`open`] picks one by URL.
+//! [`open`] picks one by URL. Both are one query layer, [`SqlStore`], over a [`Dialect`]
+//! ([`SqliteDialect`], [`PgDialect`]).
+//!
+//! # Layout
+//! - `queries.rs`: [`SqlStore`], the one implementation of [`Store`]: every operation's SQL,
+//!   written once with `$N` placeholders (sqlx's SQLite driver reads them as `?N`).
+//! - `sql.rs`, `usage.rs`: the statements and steps several operations share (a job's end and
+//!   its callback, a session's status, listings, claiming, recovery; usage), as functions
+//!   generic over the sqlx database (`on_any_backend!`).
+//! - `dialect.rs`: [`Dialect`], what differs: the lease clock, row locks, how a list of texts
+//!   is bound (a JSON array), how a job is claimed, and how other processes are told.
+//! - `sqlite.rs`, `postgres.rs`: the two dialects, with opening and connecting.
+//! - `rows.rs`: decoding rows; `types.rs`, `totals.rs`: the data model; `api.rs`: the trait.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), patchbay_orchestrator::store::StoreError> {
@@ -49,8 +61,9 @@
 //!   `jobs_one_active_per_session` refuses a second claimed or running job of a session (two
 //!   PostgreSQL workers picking two jobs of one session in the same instant: the second
 //!   claims again).
-//! - **Leases** (`jobs.lease_until`, see [`Store::renew_leases`], [`Store::expire_leases`]):
-//!   PostgreSQL reads the database's clock for them, so skewed machines agree.
+//! - **Leases** (`jobs.lease_until`, see [`Store::renew_leases`], [`Store::expire_leases`]) are
+//!   set and read by the database's clock ([`Dialect::CLOCK`]), so skewed machines agree on
+//!   PostgreSQL (on SQLite it is the one machine's clock).
 //! - **Wake-ups across processes**: PostgreSQL sends `NOTIFY` in the transaction that made a
 //!   change (delivered only on commit); [`Store::changes`] yields them. A session's own update
 //!   sends none: waiters care about a run's end, announced by its job's update, written after
@@ -62,8 +75,10 @@
 //!   the same transaction and keeps job history. Stopping a running job is the runtime's work
 //!   (through the run's `Signal`); it then calls [`Store::finish_job`].
 //! - **Migrations live per backend** (`migrations/sqlite/`, `migrations/postgres/`), since DDL
-//!   for autoincrement keys differs. The queries are written per backend too (placeholders,
-//!   `NOTIFY`, `UNNEST` for event batches), while rows decode through one shared module.
+//!   for autoincrement keys differs. **The queries do not**: each is one text in [`SqlStore`],
+//!   and the [`Dialect`] supplies only what the two databases do differently. A batch of
+//!   events (and a worker's job ids) is bound as one JSON array of texts, read back as rows
+//!   (`json_each` / `json_array_elements_text`), so a batch is one statement on both.
 //! - **Durability**: WAL with `synchronous = NORMAL`: a committed transaction survives a kill -9
 //!   of the process (the WAL is in the OS cache); only a power loss can drop the last commits.
 //! - **Bad data is an error**: an unknown status text or broken JSON in a row is

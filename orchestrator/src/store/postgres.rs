@@ -21,12 +21,11 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::api::{StoreError, millis};
+use super::api::StoreError;
 use super::dialect::{Dialect, Sealed};
 use super::queries::SqlStore;
-use super::rows::job_from_row;
-use super::sql::{CLAIMABLE, claim};
-use super::types::{Change, Job, now_millis};
+use super::sql::{CLAIMABLE, claim_in};
+use super::types::{Change, Job};
 
 /// The notification channel every change is announced on.
 pub const CHANNEL: &str = "patchbay_orchestrator";
@@ -122,17 +121,10 @@ async fn try_claim(pool: &PgPool, worker_id: &str, lease: Duration) -> Result<Op
     let Some(job_id) = candidate else {
         return Ok(None);
     };
-    let row = sqlx::query(&claim::<PgDialect>("$4"))
-        .bind(now_millis())
-        .bind(worker_id)
-        .bind(millis(lease))
-        .bind(&job_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    let Some(row) = row else {
+    let job = claim_in::<Postgres>(&mut tx, PgDialect::CLOCK, "$4", Some(&job_id), worker_id, lease).await?;
+    let Some(job) = job else {
         return Ok(None);
     };
-    let job = job_from_row(&row)?;
     PgDialect::notify(&mut tx, &[Change::Session(job.session_name.clone())]).await?;
     tx.commit().await?;
     Ok(Some(job))

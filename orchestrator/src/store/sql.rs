@@ -1,6 +1,7 @@
-//! Statements both backends run with the same text (`$N` placeholders: sqlx's SQLite driver
-//! reads them as `?N`), for what a job's end changes: the job, its session's status, and the
-//! parent's callback.
+//! Statements and steps several operations share, generic over the sqlx database
+//! (`on_any_backend!`), with `$N` placeholders (sqlx's SQLite driver reads them as `?N`): what a
+//! job's end changes (the job, its session's status, the parent's callback), creating
+//! sessions and jobs, listings, claiming, and the recovery of a store one process owns.
 //!
 //! # A session's status comes from its jobs
 //! The job a session's answers are about, its *current job*, is the first of: its claimed or
@@ -19,12 +20,13 @@
 
 use sqlx::Row as _;
 
-use super::api::{INTERRUPTED, StoreError};
-use super::dialect::Dialect;
+use std::time::Duration;
+
+use super::api::{INTERRUPTED, StoreError, millis};
 use super::rows::{event_from_row, job_cols, job_from_row, session_cols, session_from_row, strings};
 use super::types::{
     Change, Job, JobEnd, JobEnded, NewJob, NewSession, Recovery, Session, SessionCursor, SessionFilter, StoredEvent,
-    UnixMillis,
+    UnixMillis, now_millis,
 };
 
 /// The order that puts a session's current job first (see the module docs).
@@ -104,17 +106,6 @@ pub(super) const CLAIMABLE: &str = "SELECT j.job_id FROM jobs j WHERE j.status =
      AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.session_name = j.session_name \
        AND r.status IN ('claimed', 'running')) \
      ORDER BY j.seq LIMIT 1";
-
-/// Claims the job `job` (an SQL expression: a placeholder, or [`CLAIMABLE`] in parentheses) at
-/// `$1` for worker `$2`, leased for `$3` milliseconds by `D`'s clock, if it is still pending.
-pub(super) fn claim<D: Dialect>(job: &str) -> String {
-    format!(
-        "UPDATE jobs SET status = 'claimed', claimed_at = $1, claimed_by = $2, lease_until = {} + $3 \
-         WHERE job_id = {job} AND status = 'pending' RETURNING {}",
-        D::CLOCK,
-        super::rows::job_cols!()
-    )
-}
 
 /// How many sessions have the parent `$1`, and how many of them are pending or running.
 const CHILDREN: &str = "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status IN ('pending', 'running') \
@@ -473,6 +464,31 @@ on_any_backend! {
         .fetch_all(&mut *conn)
         .await?;
         Ok(strings(&running, "jobs", "job_id")?.into_iter().map(Change::Cancel).collect())
+    }
+}
+
+on_any_backend! {
+    /// Claims the job `job` for `worker_id`, leased for `lease` past `clock` (the dialect's
+    /// lease clock), if it is still pending. `job` is an SQL expression: [`CLAIMABLE`] in
+    /// parentheses, or `$4` with the job's id in `job_id`.
+    pub(super) async fn claim_in<DB>(
+        conn: &mut DB::Connection,
+        clock: &str,
+        job: &str,
+        job_id: Option<&str>,
+        worker_id: &str,
+        lease: Duration,
+    ) -> Result<Option<Job>, StoreError> {
+        let statement = format!(
+            "UPDATE jobs SET status = 'claimed', claimed_at = $1, claimed_by = $2, lease_until = {clock} + $3 \
+             WHERE job_id = {job} AND status = 'pending' RETURNING {}",
+            job_cols!()
+        );
+        let mut claim = sqlx::query::<DB>(&statement).bind(now_millis()).bind(worker_id).bind(millis(lease));
+        if let Some(job_id) = job_id {
+            claim = claim.bind(job_id);
+        }
+        claim.fetch_optional(&mut *conn).await?.as_ref().map(job_from_row).transpose()
     }
 }
 

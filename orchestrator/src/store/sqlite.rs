@@ -8,12 +8,11 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, Sq
 use sqlx::{Sqlite, SqlitePool};
 use tokio::sync::broadcast;
 
-use super::api::{StoreError, millis};
+use super::api::StoreError;
 use super::dialect::{Dialect, Sealed};
 use super::queries::SqlStore;
-use super::rows::job_from_row;
-use super::sql::{CLAIMABLE, claim};
-use super::types::{Change, Job, now_millis};
+use super::sql::{CLAIMABLE, claim_in};
+use super::types::{Change, Job};
 
 /// The database file's name inside the data directory.
 pub const DB_FILE: &str = "orchestrator.db";
@@ -88,15 +87,9 @@ impl Dialect for SqliteDialect {
     /// One `UPDATE ... WHERE job_id = (SELECT ...) RETURNING`: the writer lock it takes keeps
     /// everyone else out between the choice and the claim.
     async fn claim(pool: &SqlitePool, worker_id: &str, lease: Duration) -> Result<Option<Job>, StoreError> {
-        sqlx::query(&claim::<Self>(&format!("({CLAIMABLE})")))
-            .bind(now_millis())
-            .bind(worker_id)
-            .bind(millis(lease))
-            .fetch_optional(pool)
-            .await?
-            .as_ref()
-            .map(job_from_row)
-            .transpose()
+        let mut conn = pool.acquire().await?;
+        let claimable = format!("({CLAIMABLE})");
+        claim_in::<Sqlite>(&mut conn, Self::CLOCK, &claimable, None, worker_id, lease).await
     }
 
     async fn notify(_conn: &mut SqliteConnection, _changes: &[Change]) -> Result<(), StoreError> {
