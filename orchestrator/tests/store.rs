@@ -35,6 +35,7 @@ on_both_backends!(
     concurrent_claims_take_every_job_exactly_once,
     concurrent_claims_never_run_two_jobs_of_a_session,
     events_are_appended_and_read_back_in_order,
+    a_batch_of_events_keeps_every_text_and_its_order,
     reopening_the_database_keeps_everything,
     leases_are_renewed_while_held_and_settled_when_they_run_out,
     a_cancel_request_reaches_the_worker_through_its_renewal,
@@ -384,6 +385,37 @@ async fn events_are_appended_and_read_back_in_order(backend: Backend) -> TestRes
     // Events go with their session.
     store.delete_session(id).await?;
     assert!(store.events_since(id, 0).await?.is_empty());
+    Ok(())
+}
+
+/// A batch is bound as one JSON array of the events' texts: whatever an event holds (a bare
+/// string, quotes, backslashes, an escaped NUL, any script) comes back as it went in, in order.
+async fn a_batch_of_events_keeps_every_text_and_its_order(backend: Backend) -> TestResult {
+    let fixture = open!(backend);
+    let store = &fixture.store;
+    let session = store.create_session(new_session("s")).await?;
+    let id = session.session_id.as_str();
+    let odd = vec![
+        json!("a bare string"),
+        json!({"text": "quotes \" and \\ backslashes \\\" mixed"}),
+        json!({"text": "a NUL \u{0} and a tab \t and a newline \n"}),
+        json!({"text": "Grüße, 日本語, 🦀"}),
+        json!(null),
+        json!(42.5),
+        json!([1, {"nested": ["deep", {"deeper": true}]}]),
+    ];
+    let many: Vec<_> = odd.iter().cloned().chain((0..300).map(|i| json!({"i": i}))).collect();
+    let stored = store.append_events(id, Some("job-1"), many.clone()).await?;
+    assert_eq!(
+        stored.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=307).collect::<Vec<_>>()
+    );
+    let read = store.events_since(id, 0).await?;
+    assert_eq!(read.iter().map(|e| e.event.clone()).collect::<Vec<_>>(), many);
+    assert_eq!(read, stored);
+    // An empty batch stores nothing and numbers nothing.
+    assert!(store.append_events(id, None, Vec::new()).await?.is_empty());
+    assert_eq!(store.append_event(id, None, json!("next")).await?.seq, 308);
     Ok(())
 }
 
