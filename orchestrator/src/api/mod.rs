@@ -68,7 +68,8 @@
 //!
 //! # Decisions
 //! - **Times are RFC 3339 text** (UTC, milliseconds), as in the MCP tools' JSON: the API
-//!   shows sessions through the [`crate::format`] summaries and reports and jobs as
+//!   shows sessions through the service's summaries and reports ([`SessionSummary`],
+//!   [`SessionReport`], as the tools render them with [`crate::format`]) and jobs as
 //!   [`JobView`]; the raw unix-millisecond store types are not exposed.
 //! - **Sessions are shown without their stored conversation** (it can be large and the events
 //!   carry the same content); the result text is whole (the 25,000-character cut is for
