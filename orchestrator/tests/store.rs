@@ -395,7 +395,7 @@ async fn a_batch_of_events_keeps_every_text_and_its_order(backend: Backend) -> T
     let store = &fixture.store;
     let session = store.create_session(new_session("s")).await?;
     let id = session.session_id.as_str();
-    let odd = vec![
+    let odd = [
         json!("a bare string"),
         json!({"text": "quotes \" and \\ backslashes \\\" mixed"}),
         json!({"text": "a NUL \u{0} and a tab \t and a newline \n"}),
