@@ -7,9 +7,13 @@
 //!
 //! `cargo bench -p patchbay-claude-agent --bench latency` (needs the peers of
 //! `.ci/peers/claude.sh` with `PATCHBAY_BENCH=1` for the Python SDK; `BENCH_RUNS` rounds,
-//! default 15). Prints medians and ratios. Before each timed turn every spare is ready and no
-//! replacement is starting, so no measurement shares the CPU with a CLI starting in the
-//! background (spares help when new sessions come further apart than a CLI's start).
+//! default 15). Prints medians and ratios. Before each timed turn every spare is ready and every
+//! process the bench started is idle ([`settle`]), so no measurement shares the CPU with a CLI
+//! starting in the background (spares help when new sessions come further apart than a CLI's
+//! start). Ready is not idle: a CLI keeps working for about a second after it answers
+//! `initialize` (80-120 ms of CPU), and without the wait whichever turn came first after a spare
+//! was replaced paid for it (the kept-alive turn did: 1.4-1.5x the SDK's turn, 0.5x with the two
+//! warm turns swapped).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -87,6 +91,60 @@ async fn spare_ready(provider: &ClaudeAgentProvider) -> bool {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     provider.spare_processes() >= 1
+}
+
+/// CPU clock ticks used so far by every process descended from this one (Linux `/proc`; 0
+/// elsewhere): the CLIs, the Python SDK and its CLIs.
+fn descendants_cpu() -> u64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    // (pid, parent, ticks) of every process; stat's fields after the `)` of the name: state,
+    // ppid, ..., utime (12th), stime (13th).
+    let mut processes = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((_, fields)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<u64> = fields
+            .split_whitespace()
+            .skip(1)
+            .map(|f| f.parse().unwrap_or(0))
+            .collect();
+        if let (Some(ppid), Some(utime), Some(stime)) = (fields.first(), fields.get(10), fields.get(11)) {
+            processes.push((pid, *ppid, utime + stime));
+        }
+    }
+    let mut ours = vec![std::process::id()];
+    let mut ticks = 0;
+    while let Some(parent) = ours.pop() {
+        for &(pid, ppid, used) in &processes {
+            if u64::from(parent) == ppid {
+                ticks += used;
+                ours.push(pid);
+            }
+        }
+    }
+    ticks
+}
+
+/// Wait (up to 5 s) until the processes this bench started are idle: at most one clock tick
+/// (10 ms) of CPU among them over 200 ms.
+async fn settle() {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let before = descendants_cpu();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if descendants_cpu().saturating_sub(before) <= 1 || Instant::now() >= deadline {
+            return;
+        }
+    }
 }
 
 /// The Python SDK process (`benches/sdk_query.py`), answering one command at a time.
@@ -207,21 +265,26 @@ async fn bench(peers: &Path, cli: &Path, runs: usize) {
     }
     let mut samples = Samples::default();
     for _ in 0..runs {
-        // Every measurement starts with the spare ready and nothing starting.
+        // Every measurement starts with the spare ready and everything idle.
         spare_ready(&spare).await;
+        settle().await;
         push(&mut samples.cold, turn(&cold, None).await.map(|(t, _)| t));
         if let Some(python) = python.as_mut() {
+            settle().await;
             push(&mut samples.sdk_cold, python.run("cold"));
         }
         if spare_ready(&spare).await {
+            settle().await;
             push(&mut samples.spare, turn(&spare, None).await.map(|(t, _)| t));
         }
         spare_ready(&spare).await;
+        settle().await;
         if let Some((timed, id)) = turn(&kept, session.clone()).await {
             samples.kept.push(timed);
             session = id.or(session);
         }
         if let Some(python) = python.as_mut() {
+            settle().await;
             push(&mut samples.sdk_warm, python.run("warm"));
         }
     }
