@@ -61,7 +61,8 @@
 //! - **Launch plan**: each call is planned without I/O (command line, environment, the system
 //!   prompt and MCP config files, the `initialize` request, the first user turn, the keep-alive
 //!   fingerprint), then the files are written and the CLI spawned. The system prompt and the MCP
-//!   config (whose headers may hold tokens) go by file, never on the command line.
+//!   config (whose headers may hold tokens) go by file, never on the command line, in a run
+//!   directory (owner only) made only when the call starts a CLI and removed with it.
 //! - **Process**: own process group; environment inherited less `CLAUDECODE`, plus the config's and
 //!   the request's, `CLAUDE_CODE_ENTRYPOINT=sdk-rust`; `max_tokens` and `thinking_budget` become
 //!   `CLAUDE_CODE_MAX_OUTPUT_TOKENS` / `MAX_THINKING_TOKENS`; `temperature`, `top_p`, `top_k`,
@@ -130,8 +131,10 @@
 //!   open) for its session's next `Resume` when everything else it was started with is the same
 //!   (model, flags, environment, working directory, system prompt, host tool specs, MCP servers,
 //!   sub-agents): the plan's fingerprint, a hash, so the pool holds no key. A warm turn then
-//!   costs ~50 ms instead of ~700 ms. Idle CLIs stop after the timeout or when the provider is
-//!   dropped. Only with in-process host tools.
+//!   costs ~50 ms instead of ~700 ms: it writes one user line and reads lines (no `initialize`,
+//!   no file, no run directory; planning it takes ~0.2 ms), as a turn of the Python SDK's
+//!   `ClaudeSDKClient` does (`BENCHMARKS.md`). Idle CLIs stop after the timeout or when the
+//!   provider is dropped. Only with in-process host tools.
 //! - **Spare CLIs** (`spares`, off by default): a new session's first turn otherwise waits for
 //!   the CLI to start (~0.4 s of a ~0.6 s turn). With `spares: n`, every new session's launch
 //!   is remembered and `n` CLIs are started ahead of demand with it, each sent `initialize` and

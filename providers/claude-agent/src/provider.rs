@@ -24,7 +24,7 @@ use crate::requests::Bridge;
 use crate::run::{Report, Start, run};
 use crate::session::SessionArgs;
 use crate::spares::{Key, Spares, Template};
-use crate::spawn::{ColdStart, spawn};
+use crate::spawn::{ColdStart, RunDir, spawn};
 use crate::translate::Translator;
 
 /// The Claude Code CLI as a patchbay provider (see the crate docs).
@@ -83,13 +83,8 @@ impl ClaudeAgentProvider {
         let config = self.config.with_call_options(call.context.provider_options(NAME))?;
         config.check()?;
         let program = find_cli(config.cli_path.as_deref())?;
-        let dir = tempfile::Builder::new()
-            .prefix("patchbay-claude-")
-            .tempdir()
-            .map_err(|source| Error::Io {
-                what: "creating a temp dir",
-                source,
-            })?;
+        // Created only if this call starts a CLI: a kept-alive one reused has its own files.
+        let mut dir = RunDir::new();
         let (report_tx, reports) = mpsc::unbounded_channel();
         let context_guard = http_host(&config, call, report_tx)?;
         let place = Place {
@@ -104,26 +99,35 @@ impl ClaudeAgentProvider {
             cancel: config.cancel_grace,
         };
         let spare_key = spare_key(&config, call, &plan, &program);
+        let template_dir = dir.path().to_path_buf();
         let mut cold = None;
-        let (process, reused) = match (self.reusable(&config, &plan), &spare_key) {
-            (Some(parked), _) => (parked.process, Some(parked.keep)),
-            (None, Some(key)) => match self.spares.take(key) {
-                Some(mut spare) => {
-                    spare.process.set_grace(grace);
-                    cold = Some(ColdStart::new(&program, &plan, &config));
-                    let keep: Box<dyn std::any::Any + Send> = Box::new(spare.dir);
-                    (spare.process, Some(keep))
-                }
-                None => (spawn(&program, &plan, &config)?, None),
+        // The process, whether it was started before this call, and what must live as long as it.
+        let (process, reused, keep): (_, _, Box<dyn std::any::Any + Send>) = match self.reusable(&config, &plan) {
+            // What the CLI was started with stays; this call adds nothing to it (the guard of
+            // host tools over HTTP aside, which never parks), so turn after turn keeps one launch.
+            Some(parked) => match context_guard {
+                None => (parked.process, true, parked.keep),
+                Some(guard) => (parked.process, true, Box::new((parked.keep, guard))),
             },
-            (None, None) => (spawn(&program, &plan, &config)?, None),
+            None => {
+                dir.create()?;
+                match spare_key.as_ref().and_then(|key| self.spares.take(key)) {
+                    Some(mut spare) => {
+                        spare.process.set_grace(grace);
+                        // The call's own launch, in case the spare ends before its first line.
+                        cold = Some(ColdStart::new(&program, &plan, &config));
+                        (spare.process, true, Box::new((spare.dir, dir, context_guard)))
+                    }
+                    None => (spawn(&program, &plan, &config)?, false, Box::new((dir, context_guard))),
+                }
+            }
         };
         if let Some(key) = spare_key {
             // This launch is the one spares are kept for now; replace the one just taken.
-            let template = Template::new(key, &plan, dir.path(), grace, config.init_timeout);
+            let template = Template::new(key, &plan, &template_dir, grace, config.init_timeout);
             self.spares.learn(template, config.spares, config.spare_max_age);
         }
-        tracing::info!(model = call.model, pid = process.pid(), session = ?plan.session, reused = reused.is_some(), "claude-agent run started");
+        tracing::info!(model = call.model, pid = process.pid(), session = ?plan.session, reused, "claude-agent run started");
         let translator = translator(&config, call, &mut plan);
         let bridge = Arc::new(Bridge {
             tools: call.tools.clone(),
@@ -144,17 +148,12 @@ impl ClaudeAgentProvider {
             initialize: plan.initialize,
             user: plan.user_turn,
             init_timeout: config.init_timeout,
-            reused: reused.is_some(),
+            reused,
             cold,
             park: config
                 .keep_alive
                 .filter(|_| config.host_tools == HostTools::InProcess)
                 .map(|idle| (self.pool.clone(), plan.fingerprint, idle)),
-        };
-        let keep: Box<dyn std::any::Any + Send> = match reused {
-            // A reused CLI (kept alive or spare) keeps the files it was started with.
-            Some(old) => Box::new((old, dir, context_guard)),
-            None => Box::new((dir, context_guard)),
         };
         Ok(tape.watch(run(process, translator, bridge, start, reports, keep)))
     }

@@ -1,6 +1,6 @@
-//! Starting a CLI: a launch's files written, the command built (under a parent-death signal,
-//! with the environment the plan allows) and the process spawned; [`ColdStart`] keeps a call's
-//! own launch for when a spare it took dies before its first line.
+//! Starting a CLI: a launch's files written (in a [`RunDir`]), the command built (under a
+//! parent-death signal, with the environment the plan allows) and the process spawned;
+//! [`ColdStart`] keeps a call's own launch for when a spare it took dies before its first line.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +12,55 @@ use crate::config::ClaudeAgentConfig;
 use crate::error::Error;
 use crate::launch::{LaunchPlan, PlanFile};
 use crate::process::{CliProcess, Grace};
+
+/// A call's run directory, where its launch's files go: a fresh path under the temp dir,
+/// created (owner only) only when the call starts a CLI, so a turn on a kept-alive CLI makes
+/// and keeps none; removed with its contents when dropped, if it was created.
+#[derive(Debug)]
+pub(crate) struct RunDir {
+    path: PathBuf,
+    created: bool,
+}
+
+impl RunDir {
+    /// A new name, nothing created yet.
+    pub(crate) fn new() -> Self {
+        let name = format!("patchbay-claude-{}", uuid::Uuid::new_v4().simple());
+        Self {
+            path: std::env::temp_dir().join(name),
+            created: false,
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Create the directory; a path that exists already is an error, never reused.
+    pub(crate) fn create(&mut self) -> Result<(), Error> {
+        use std::os::unix::fs::DirBuilderExt;
+        if self.created {
+            return Ok(());
+        }
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&self.path)
+            .map_err(|source| Error::Io {
+                what: "creating a temp dir",
+                source,
+            })?;
+        self.created = true;
+        Ok(())
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if self.created {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
 
 /// What a CLI is started with (a plan's, or a spare template's with its own files).
 pub(crate) struct Launch<'a> {
@@ -111,4 +160,36 @@ pub(crate) fn spawn_launch(
         command.current_dir(dir);
     }
     CliProcess::spawn(command, &program.display().to_string(), max_line, grace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunDir;
+
+    #[test]
+    fn a_run_dir_exists_only_once_created_and_goes_with_its_files() {
+        let unused = RunDir::new();
+        let path = unused.path().to_path_buf();
+        drop(unused);
+        assert!(!path.exists(), "an unused run dir is never made");
+
+        let mut dir = RunDir::new();
+        assert!(!dir.path().exists());
+        dir.create().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("system-prompt.txt"), "x").unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().to_path_buf();
+        drop(dir);
+        assert!(!path.exists(), "a created run dir goes with its files");
+    }
+
+    #[test]
+    fn a_run_dir_never_takes_a_path_that_exists() {
+        let mut dir = RunDir::new();
+        std::fs::create_dir(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(dir.create().is_err());
+        let path = dir.path().to_path_buf();
+        drop(dir);
+        assert!(path.exists(), "a dir it did not create is left alone");
+        let _ = std::fs::remove_dir(path);
+    }
 }
