@@ -72,6 +72,59 @@ pub fn assert_finish_metrics(events: &[Event], first_event: Duration, first_text
     *metrics
 }
 
+/// The `Finish` metrics of a stream that finished, checked against the events before it: every
+/// event counted (`Finish` included), the characters (not bytes) of text and of reasoning, a
+/// first event time whenever there was an event, a first text time exactly when there was text,
+/// and the times in order. The suite runs it on every recording of every target; a stream that
+/// ended with an error has no `Finish` to check.
+pub fn check_metrics(events: &[Event]) -> Result<(), String> {
+    let Some(Event::Finish { metrics, .. }) = events.last() else {
+        return Ok(());
+    };
+    let mut problems = Vec::new();
+    if metrics.events != events.len() as u64 {
+        problems.push(format!("{} events counted, {} emitted", metrics.events, events.len()));
+    }
+    let text = joined(events, false).chars().count() as u64;
+    if metrics.text_chars != text {
+        problems.push(format!(
+            "{} text characters counted, {text} emitted",
+            metrics.text_chars
+        ));
+    }
+    let reasoning = joined(events, true).chars().count() as u64;
+    if metrics.reasoning_chars != reasoning {
+        problems.push(format!(
+            "{} reasoning characters counted, {reasoning} emitted",
+            metrics.reasoning_chars
+        ));
+    }
+    let has_text = events.iter().any(|e| matches!(e, Event::TextDelta { .. }));
+    if metrics.first_text_ms.is_some() != has_text {
+        problems.push(format!(
+            "first_text_ms is {:?} for a stream {} text",
+            metrics.first_text_ms,
+            if has_text { "with" } else { "without" }
+        ));
+    }
+    match metrics.first_event_ms {
+        None => problems.push("first_event_ms is not set".into()),
+        Some(first) => {
+            if metrics.first_text_ms.is_some_and(|text| text < first) {
+                problems.push("the first text came before the first event".into());
+            }
+            if metrics.total_ms < metrics.first_text_ms.unwrap_or(first) {
+                problems.push("total_ms is less than a time before it".into());
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{problems:?} in {metrics:?}"))
+    }
+}
+
 fn joined(events: &[Event], reasoning: bool) -> String {
     events
         .iter()

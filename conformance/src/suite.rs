@@ -329,6 +329,8 @@ pub enum TrialFailure {
     Run(String),
     /// The events broke the lifecycle rules (the validator's findings).
     Lifecycle(String),
+    /// The `Finish` metrics disagree with the events ([`crate::metrics::check_metrics`]).
+    Metrics(String),
     /// The normalized outcome differs from the shared golden.
     Golden(String),
 }
@@ -338,11 +340,12 @@ impl fmt::Display for TrialFailure {
         match self {
             Self::Run(message) => write!(f, "the run failed outside the stream: {message}"),
             Self::Lifecycle(message) | Self::Golden(message) => f.write_str(message),
+            Self::Metrics(message) => write!(f, "the `Finish` metrics disagree with the events: {message}"),
         }
     }
 }
 
-/// Check one recording against the validator and the shared golden snapshot.
+/// Check one recording against the validator, the metrics rules and the shared golden snapshot.
 pub fn check(scenario: &Scenario, recording: &Recording) -> Result<(), TrialFailure> {
     if let Err(violations) = recording.validate() {
         let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
@@ -351,6 +354,7 @@ pub fn check(scenario: &Scenario, recording: &Recording) -> Result<(), TrialFail
             list.join("\n  ")
         )));
     }
+    crate::metrics::check_metrics(&recording.events).map_err(TrialFailure::Metrics)?;
     let outcome = recording.outcome();
     if std::env::var_os(RECORD_GOLDENS).is_some_and(|v| v == "1") {
         return record_golden(scenario, &outcome);

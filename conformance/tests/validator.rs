@@ -459,3 +459,55 @@ fn chunkings_multiply_the_trials_with_one_naming_rule() {
         );
     }
 }
+
+#[test]
+fn finish_metrics_that_disagree_with_the_events_fail_every_target() {
+    // What the metrics recorder would have counted: three events, eleven characters of text.
+    let good = Metrics {
+        first_event_ms: Some(1),
+        first_text_ms: Some(2),
+        total_ms: 3,
+        events: 3,
+        text_chars: 11,
+        reasoning_chars: 0,
+    };
+    let events = |metrics: Metrics| {
+        vec![
+            started(),
+            text(0, "Hello wörld"),
+            Event::Finish {
+                reason: FinishReason::Stop,
+                usage: Usage::default(),
+                metrics,
+            },
+        ]
+    };
+    patchbay_conformance::metrics::check_metrics(&events(good)).expect("counted right");
+    for (wrong, what) in [
+        (Metrics { events: 2, ..good }, "events"),
+        (Metrics { text_chars: 12, ..good }, "text characters (bytes, not chars)"),
+        (
+            Metrics {
+                first_text_ms: None,
+                ..good
+            },
+            "no first text time",
+        ),
+        (
+            Metrics {
+                first_event_ms: None,
+                ..good
+            },
+            "no first event time",
+        ),
+        (Metrics { total_ms: 1, ..good }, "total before the first text"),
+    ] {
+        let recording = Recording {
+            events: events(wrong),
+            error: None,
+        };
+        let text_only = scenario("text_only").expect("a shared scenario");
+        let failure = check(&text_only, &recording).expect_err(what);
+        assert!(matches!(failure, TrialFailure::Metrics(_)), "{what}: {failure}");
+    }
+}

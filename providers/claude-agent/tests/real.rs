@@ -221,6 +221,21 @@ fn pids_with_home(home: &Path) -> Vec<i32> {
     pids
 }
 
+/// The CLIs among [`pids_with_home`]: those whose parent is not itself one of them (a CLI may
+/// start short-lived children of its own, which inherit its environment).
+fn clis_with_home(home: &Path) -> Vec<i32> {
+    let all = pids_with_home(home);
+    let parent = |pid: i32| -> Option<i32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) state ppid ...`: comm may hold spaces, so read after its closing `)`.
+        stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+    };
+    all.iter()
+        .copied()
+        .filter(|pid| parent(*pid).is_none_or(|ppid| !all.contains(&ppid)))
+        .collect()
+}
+
 /// How long until no process names this CLI home, checked every 5 ms up to `limit`.
 async fn time_to_gone(home: &Path, since: Instant, limit: Duration) -> Option<Duration> {
     loop {
@@ -382,7 +397,7 @@ pub(crate) async fn a_kept_alive_cli_serves_the_next_turn_of_its_session() {
     assert!(error.is_none(), "{error:?}");
     let session = session_of(&events).unwrap_or_else(|| panic!("no session"));
     assert_eq!(provider.idle_processes(), 1);
-    let pids = pids_with_home(real.home.path());
+    let pids = clis_with_home(real.home.path());
     for (i, prompt) in ["second", "third"].into_iter().enumerate() {
         let resume = RequestContext::new().with_session(Session::Resume { id: session.clone() });
         let (events, error) = collect(&provider, &[Message::user(prompt)], &ToolSet::new(), Some(&resume)).await;
@@ -391,7 +406,7 @@ pub(crate) async fn a_kept_alive_cli_serves_the_next_turn_of_its_session() {
         assert_eq!(text_of(&events), ["Two.", "Three."][i]);
     }
     assert_eq!(
-        pids_with_home(real.home.path()),
+        clis_with_home(real.home.path()),
         pids,
         "the same process served every turn"
     );
