@@ -5,15 +5,14 @@ use patchbay_core::kit::redact_url;
 use patchbay_core::{
     Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
 };
+use patchbay_http::Call;
 use patchbay_http::record::Recorder;
-use patchbay_http::{Call, Prepared};
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 
 use crate::NAME;
 use crate::config::{AnthropicConfig, Auth, DEFAULT_BASE_URL, messages_url};
 use crate::error::Error;
-use crate::request::build_request_with;
-use crate::translate::Translator;
+use crate::request::{self, Sending};
 
 /// The Anthropic Messages API as a patchbay [`Provider`].
 ///
@@ -101,25 +100,12 @@ impl AnthropicProvider {
         self.url.as_str()
     }
 
-    /// The POST with the configured headers and the `anthropic-beta` flags (config's, then the
-    /// request's), still without its body.
-    fn request(&self, request_betas: &[String]) -> reqwest::RequestBuilder {
-        let mut request = self
-            .client
+    /// The POST with the configured headers, still without its body and its per-call flags.
+    fn post(&self) -> reqwest::RequestBuilder {
+        self.client
             .post(self.url.clone())
             .headers(self.headers.clone())
-            .header(ACCEPT, "text/event-stream");
-        let betas: Vec<&str> = self
-            .config
-            .betas
-            .iter()
-            .chain(request_betas)
-            .map(String::as_str)
-            .collect();
-        if !betas.is_empty() {
-            request = request.header("anthropic-beta", betas.join(","));
-        }
-        request
+            .header(ACCEPT, "text/event-stream")
     }
 }
 
@@ -141,19 +127,13 @@ impl Provider for AnthropicProvider {
             .with_limits(self.config.limits)
             .with_recorder(self.recorder.as_ref())
             .run(|| {
-                let parts = build_request_with(
-                    messages,
-                    tools,
-                    model,
-                    context,
-                    self.config.default_max_tokens,
-                    self.config.structured_output,
-                )?;
-                let mut translator = Translator::new().with_model(model).with_warnings(parts.warnings);
-                if let Some(tool) = parts.output_tool {
-                    translator = translator.with_output_tool(tool);
-                }
-                Prepared::json(self.request(&parts.betas), &parts.body, translator)
+                let sending = Sending {
+                    post: self.post(),
+                    betas: &self.config.betas,
+                    default_max_tokens: self.config.default_max_tokens,
+                    structured: self.config.structured_output,
+                };
+                request::prepare(sending, messages, tools, model, context)
             })
             .await
     }

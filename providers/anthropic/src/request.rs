@@ -29,10 +29,12 @@ use patchbay_core::{
     CacheControl, ContentBlock, ErrorKind, ImageSource, Message, OutputSchema, ProviderError, RequestContext, Role,
     Sampling, Session, ToolChoice, ToolContent, ToolSet, Warning,
 };
+use patchbay_http::Prepared;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::NAME;
+use crate::translate::Translator;
 
 /// The oldest Claude version with native structured outputs: Anthropic lists them as generally
 /// available for the 4.5 models and every later one (Haiku 4.5, Sonnet 4.5 and 4.6, Opus 4.5 and
@@ -116,6 +118,45 @@ pub fn build_request(
         default_max_tokens,
         StructuredOutput::Auto,
     )
+}
+
+/// How a provider sends its calls: the POST to its endpoint with the configured headers, its
+/// configured `anthropic-beta` flags, and its body defaults.
+pub(crate) struct Sending<'a> {
+    pub(crate) post: reqwest::RequestBuilder,
+    pub(crate) betas: &'a [String],
+    pub(crate) default_max_tokens: u32,
+    pub(crate) structured: StructuredOutput,
+}
+
+/// Everything one call sends and reads, for the call runner: the POST with the `anthropic-beta`
+/// flags (the configured ones, then the request's), the body, and the wire that reads the
+/// answer (the model named, the warnings for `Started`, the structured-output tool).
+pub(crate) fn prepare(
+    sending: Sending<'_>,
+    messages: &[Message],
+    tools: &ToolSet,
+    model: &str,
+    context: Option<&RequestContext>,
+) -> Result<Prepared<Translator>, ProviderError> {
+    let parts = build_request_with(
+        messages,
+        tools,
+        model,
+        context,
+        sending.default_max_tokens,
+        sending.structured,
+    )?;
+    let betas: Vec<&str> = sending.betas.iter().chain(&parts.betas).map(String::as_str).collect();
+    let mut post = sending.post;
+    if !betas.is_empty() {
+        post = post.header("anthropic-beta", betas.join(","));
+    }
+    let mut translator = Translator::new().with_model(model).with_warnings(parts.warnings);
+    if let Some(tool) = parts.output_tool {
+        translator = translator.with_output_tool(tool);
+    }
+    Prepared::json(post, &parts.body, translator)
 }
 
 /// [`build_request`] with structured output sent the way `structured` says.
