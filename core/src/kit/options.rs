@@ -30,6 +30,37 @@ impl fmt::Display for OptionsError {
 
 impl std::error::Error for OptionsError {}
 
+impl OptionsError {
+    /// The error for a call's `context.provider_options(provider)` that cannot be read: kind
+    /// [`InvalidRequest`](crate::ErrorKind::InvalidRequest) (the caller sent it with this
+    /// request, so it is the request that is wrong, not the provider's configuration), the
+    /// provider named, this error kept as the source. Like every options error it names the key
+    /// and never quotes a value. Every provider reports a bad call option this way, before any
+    /// I/O.
+    ///
+    /// ```
+    /// use patchbay_core::ErrorKind;
+    /// use patchbay_core::kit::read_options;
+    /// #[derive(Default, serde::Deserialize)]
+    /// #[serde(deny_unknown_fields)]
+    /// struct CallOptions { think: Option<bool> }
+    /// let error = read_options::<CallOptions>(&serde_json::json!({ "think": "sk-secret" }))
+    ///     .map_err(|e| e.into_call_error("ollama"))
+    ///     .err()
+    ///     .unwrap();
+    /// assert_eq!(error.kind(), ErrorKind::InvalidRequest);
+    /// assert!(error.to_string().contains("think") && !error.to_string().contains("sk-secret"));
+    /// ```
+    pub fn into_call_error(self, provider: &str) -> crate::ProviderError {
+        crate::ProviderError::new(
+            crate::ErrorKind::InvalidRequest,
+            format!("invalid `{provider}` call options: {self}"),
+        )
+        .with_provider(provider)
+        .with_source(self)
+    }
+}
+
 /// Reads `options` into `T`: `null` is `T::default()`, an object is deserialized (declare `T`
 /// with `#[serde(deny_unknown_fields)]` so an unknown key is refused), anything else is an
 /// error. serde names an unknown key but not the key of a value of the wrong type, so on an

@@ -40,35 +40,38 @@ pub enum Auth {
 ///     .with_beta("prompt-caching-2024-07-31")
 ///     .with_connect_timeout(Duration::from_secs(5));
 /// assert!(!format!("{config:?}").contains("sk-ant-test"));
+/// assert_eq!(config.base_url(), "http://127.0.0.1:8080");
 /// ```
+///
+/// The fields are private: set them with the `with_*` methods, read them with the getters of
+/// the same name (see the crate docs' `# Decisions`).
 #[derive(Clone)]
-#[non_exhaustive]
 pub struct AnthropicConfig {
     /// Credentials.
-    pub auth: Auth,
+    pub(crate) auth: Auth,
     /// Base URL without `/v1/messages` (default [`DEFAULT_BASE_URL`]).
-    pub base_url: String,
+    pub(crate) base_url: String,
     /// The `anthropic-version` header.
-    pub version: String,
+    pub(crate) version: String,
     /// `anthropic-beta` flags sent with every request.
-    pub betas: Vec<String>,
+    pub(crate) betas: Vec<String>,
     /// Extra headers sent with every request (values never logged).
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// Connection timeout (default 10 s).
-    pub connect_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
     /// The limits of a streamed response: read and content timeouts, the frame cap, the error
     /// body cap (see [`StreamLimits`] for the defaults: 5 min, 15 min, 64 MiB, 64 KiB).
-    pub limits: StreamLimits,
+    pub(crate) limits: StreamLimits,
     /// Longest whole request, streaming included (default none).
-    pub request_timeout: Option<Duration>,
+    pub(crate) request_timeout: Option<Duration>,
     /// `max_tokens` when the request context sets none (default [`DEFAULT_MAX_TOKENS`]).
-    pub default_max_tokens: u32,
+    pub(crate) default_max_tokens: u32,
     /// How a structured-output request is sent (default [`StructuredOutput::Auto`]).
-    pub structured_output: StructuredOutput,
+    pub(crate) structured_output: StructuredOutput,
     /// Record every call (request without credentials, response body, manifest line) into this
     /// folder, laid out like the shipped fixtures (default none; see
     /// [`patchbay_http::record`]).
-    pub record_dir: Option<PathBuf>,
+    pub(crate) record_dir: Option<PathBuf>,
 }
 
 impl fmt::Debug for AnthropicConfig {
@@ -119,7 +122,10 @@ fn env(name: &'static str) -> Result<Option<String>, Error> {
         None => Ok(None),
         Some(value) => match value.into_string() {
             Ok(value) => Ok(Some(value).filter(|v| !v.trim().is_empty())),
-            Err(_) => Err(Error::EnvNotUnicode { name }),
+            Err(_) => Err(Error::Env {
+                name: name.into(),
+                reason: "not valid Unicode",
+            }),
         },
     }
 }
@@ -152,32 +158,30 @@ struct Options {
     record_dir: Option<PathBuf>,
 }
 
-/// What an option's value must be, for [`Error::BadOption`] (serde's own message quotes the
-/// value, which may be a key).
+/// What an option's value must be: the message of an [`Error::Options`] for a value of the
+/// wrong type (serde's own message would be vaguer; neither quotes the value).
 fn expected(key: &str) -> &'static str {
     match key {
-        "betas" => "a list of strings",
-        "headers" => "an object whose values are strings",
-        "default_max_tokens" => "a whole number below 2^32",
-        "structured_output" => "\"auto\", \"native\" or \"tool\"",
-        "max_line_bytes" | "max_error_body_bytes" => "a byte count (a whole number)",
-        key if key.ends_with("_ms") => "milliseconds (a whole number)",
-        _ => "a string",
+        "betas" => "must be a list of strings",
+        "headers" => "must be an object whose values are strings",
+        "default_max_tokens" => "must be a whole number below 2^32",
+        "structured_output" => "must be \"auto\", \"native\" or \"tool\"",
+        "max_line_bytes" | "max_error_body_bytes" => "must be a byte count (a whole number)",
+        key if key.ends_with("_ms") => "must be milliseconds (a whole number)",
+        _ => "must be a string",
     }
 }
 
 impl Options {
     /// Parse `options` with core's [`read_options`], which names the key at fault.
     fn parse(options: &Value) -> Result<Self, Error> {
-        read_options::<Self>(options).map_err(|error| match error.key {
-            None => Error::Options {
-                reason: "must be a JSON object or null",
-            },
-            Some(key) if error.message.starts_with("unknown field") => Error::UnknownOption { key },
-            Some(key) => Error::BadOption {
-                expected: expected(&key),
-                key,
-            },
+        read_options::<Self>(options).map_err(|mut source| {
+            if let Some(key) = &source.key
+                && !source.message.starts_with("unknown field")
+            {
+                source.message = expected(key).into();
+            }
+            Error::Options { source }
         })
     }
 }
@@ -363,5 +367,60 @@ impl AnthropicConfig {
     pub fn with_record_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.record_dir = Some(dir.into());
         self
+    }
+
+    /// The credentials.
+    pub fn auth(&self) -> &Auth {
+        &self.auth
+    }
+
+    /// The base URL (without `/v1/messages`).
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The `anthropic-version` header.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The `anthropic-beta` flags sent with every request.
+    pub fn betas(&self) -> &[String] {
+        &self.betas
+    }
+
+    /// The names and values of the extra headers sent with every request.
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.headers
+    }
+
+    /// The connection timeout.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// The limits of a streamed response.
+    pub fn limits(&self) -> &StreamLimits {
+        &self.limits
+    }
+
+    /// The whole-request timeout (`None`: none).
+    pub fn request_timeout(&self) -> Option<Duration> {
+        self.request_timeout
+    }
+
+    /// `max_tokens` when the request context sets none.
+    pub fn default_max_tokens(&self) -> u32 {
+        self.default_max_tokens
+    }
+
+    /// How a structured-output request is sent.
+    pub fn structured_output(&self) -> StructuredOutput {
+        self.structured_output
+    }
+
+    /// The folder every call is recorded into, if any.
+    pub fn record_dir(&self) -> Option<&std::path::Path> {
+        self.record_dir.as_deref()
     }
 }

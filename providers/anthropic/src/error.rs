@@ -1,7 +1,7 @@
 //! This crate's [`Error`] (configuration and setup), and Anthropic errors (HTTP statuses, error
 //! bodies, `error` stream events) as patchbay kinds.
 
-use patchbay_core::kit::{ErrorResponse, kind_for_status};
+use patchbay_core::kit::{ErrorResponse, OptionsError, kind_for_status};
 use patchbay_core::{ErrorKind, ProviderError};
 use reqwest::header::{InvalidHeaderName, InvalidHeaderValue};
 use serde::Deserialize;
@@ -18,32 +18,23 @@ type UrlError = <reqwest::Url as std::str::FromStr>::Err;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An environment variable is set but is not Unicode.
-    #[error("the environment variable `{name}` is not valid Unicode")]
-    EnvNotUnicode {
+    /// An environment variable is set but cannot be used (not Unicode). Names the variable,
+    /// never quotes its value (it may be a key).
+    #[error("the environment variable `{name}` is {reason}")]
+    Env {
         /// The variable.
-        name: &'static str,
-    },
-    /// The options as a whole cannot be read (not an object, nor `null`).
-    #[error("anthropic options {reason}")]
-    Options {
-        /// What is wrong with them.
+        name: String,
+        /// What is wrong with it.
         reason: &'static str,
     },
-    /// An option this crate does not know (every key is listed in the crate docs).
-    #[error("unknown anthropic option `{key}`")]
-    UnknownOption {
-        /// The key.
-        key: String,
-    },
-    /// An option whose value has the wrong type or range. No source: serde's message would
-    /// quote the value, which may be a key.
-    #[error("anthropic option `{key}` must be {expected}")]
-    BadOption {
-        /// The key.
-        key: String,
-        /// What the value must be.
-        expected: &'static str,
+    /// The registry options cannot be read: not a JSON object (nor `null`), an unknown key, a
+    /// value of the wrong type. The source names the key ([`OptionsError::key`]) and quotes no
+    /// value (a value may be a key).
+    #[error("invalid anthropic options: {source}")]
+    Options {
+        /// The key at fault and what is wrong, values redacted.
+        #[source]
+        source: OptionsError,
     },
     /// No credentials for the public API.
     #[error("no Anthropic API key: set ANTHROPIC_API_KEY or pass one in the config")]

@@ -25,6 +25,7 @@
 
 use std::collections::HashSet;
 
+use patchbay_core::kit::{OptionsError, read_options};
 use patchbay_core::{
     CacheControl, ContentBlock, ErrorKind, ImageSource, Message, OutputSchema, ProviderError, RequestContext, Role,
     Sampling, Session, ToolChoice, ToolContent, ToolSet, Warning,
@@ -364,34 +365,42 @@ fn unsupported_context(context: &RequestContext) -> Vec<Warning> {
 }
 
 /// Merge the provider options into the body: `betas` are returned (for the header), `tools`
-/// appended to the host tools, anything else set on the body.
+/// appended to the host tools, anything else set on the body. Options that are not an object,
+/// or a `betas` or `tools` that is not a list (of strings, for `betas`), are an
+/// `InvalidRequest` naming the key ([`OptionsError::into_call_error`]), never quoting a value.
 fn merge_provider_options(
     context: &RequestContext,
     body: &mut Map<String, Value>,
     wire_tools: &mut Vec<Value>,
 ) -> Result<Vec<String>, ProviderError> {
     let mut betas = Vec::new();
-    match context.provider_options(NAME) {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(options)) => {
-            for (key, value) in options {
-                match (key.as_str(), value) {
-                    ("betas", Value::Array(list)) => {
-                        betas.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
-                    }
-                    ("tools", Value::Array(extra)) => wire_tools.extend(extra.iter().cloned()),
-                    _ => {
-                        body.insert(key.clone(), value.clone());
-                    }
+    let Some(options) = context.provider_options(NAME) else {
+        return Ok(betas);
+    };
+    let options: Map<String, Value> = read_options(options).map_err(|e| e.into_call_error(NAME))?;
+    let refuse = |key: &str, message: &str| {
+        OptionsError {
+            key: Some(key.into()),
+            message: message.into(),
+        }
+        .into_call_error(NAME)
+    };
+    for (key, value) in options {
+        match (key.as_str(), value) {
+            ("betas", Value::Array(list)) => {
+                for beta in list {
+                    let Value::String(beta) = beta else {
+                        return Err(refuse("betas", "must be a list of strings"));
+                    };
+                    betas.push(beta);
                 }
             }
-        }
-        Some(_) => {
-            return Err(ProviderError::new(
-                ErrorKind::InvalidRequest,
-                "provider options for `anthropic` must be a JSON object",
-            )
-            .with_provider(NAME));
+            ("betas", _) => return Err(refuse("betas", "must be a list of strings")),
+            ("tools", Value::Array(extra)) => wire_tools.extend(extra),
+            ("tools", _) => return Err(refuse("tools", "must be a list of tool objects")),
+            (_, value) => {
+                body.insert(key, value);
+            }
         }
     }
     Ok(betas)

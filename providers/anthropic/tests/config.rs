@@ -24,7 +24,7 @@ fn shown(error: &(dyn std::error::Error + 'static)) -> String {
 fn from_options_refuses_an_unknown_key_by_name_without_its_value() {
     let error = AnthropicConfig::from_options(&json!({"api_kee": KEY})).expect_err("unknown key");
     assert!(
-        matches!(&error, Error::UnknownOption { key } if key == "api_kee"),
+        matches!(&error, Error::Options { source } if source.key.as_deref() == Some("api_kee")),
         "{error:?}"
     );
     let provider_error = ProviderError::from(error);
@@ -49,7 +49,7 @@ fn from_options_refuses_a_wrong_type_by_name_without_its_value() {
     ] {
         let error = AnthropicConfig::from_options(&options).expect_err("wrong type");
         assert!(
-            matches!(&error, Error::BadOption { key: k, .. } if k == key),
+            matches!(&error, Error::Options { source } if source.key.as_deref() == Some(key)),
             "{error:?}"
         );
         let text = shown(&ProviderError::from(error));
@@ -57,7 +57,10 @@ fn from_options_refuses_a_wrong_type_by_name_without_its_value() {
         assert!(!text.contains("CANARY") && !text.contains("1099511627776"), "{text}");
     }
     let error = AnthropicConfig::from_options(&json!([KEY])).expect_err("not an object");
-    assert!(matches!(error, Error::Options { .. }), "{error:?}");
+    assert!(
+        matches!(&error, Error::Options { source } if source.key.is_none()),
+        "{error:?}"
+    );
 }
 
 /// A key pasted into `base_url` is refused without being quoted: the error names the option,
@@ -103,20 +106,20 @@ fn from_options_reads_every_key_and_zero_turns_a_limit_off() {
         "default_max_tokens": 99,
     }))
     .expect("every key");
-    assert_eq!(config.auth, Auth::Bearer(patchbay_core::kit::Secret::new(KEY)));
-    assert_eq!(config.base_url, "http://127.0.0.1:9");
-    assert_eq!(config.version, "2099-01-01");
-    assert_eq!(config.betas, ["one", "two"]);
-    assert!(config.headers.contains(&("x-extra".into(), "value".into())));
-    assert_eq!(config.connect_timeout, Duration::from_millis(1500));
-    assert_eq!(config.limits.read_timeout, None);
-    assert_eq!(config.limits.content_timeout, Some(Duration::from_secs(2)));
-    assert_eq!(config.request_timeout, None);
+    assert_eq!(*config.auth(), Auth::Bearer(patchbay_core::kit::Secret::new(KEY)));
+    assert_eq!(config.base_url(), "http://127.0.0.1:9");
+    assert_eq!(config.version(), "2099-01-01");
+    assert_eq!(config.betas(), ["one", "two"]);
+    assert!(config.headers().contains(&("x-extra".into(), "value".into())));
+    assert_eq!(config.connect_timeout(), Duration::from_millis(1500));
+    assert_eq!(config.limits().read_timeout, None);
+    assert_eq!(config.limits().content_timeout, Some(Duration::from_secs(2)));
+    assert_eq!(config.request_timeout(), None);
     assert_eq!(
-        (config.limits.max_line_bytes, config.limits.max_error_body_bytes),
+        (config.limits().max_line_bytes, config.limits().max_error_body_bytes),
         (1024, 512)
     );
-    assert_eq!(config.default_max_tokens, 99);
+    assert_eq!(config.default_max_tokens(), 99);
 }
 
 #[test]
@@ -136,7 +139,7 @@ fn debug_of_a_config_with_a_key_shows_no_key() {
         AnthropicConfig::from_options(&json!({"api_key": KEY})).expect("options"),
     ];
     for config in configs {
-        let debug = format!("{config:?} {:#?} {:?}", config, config.auth);
+        let debug = format!("{config:?} {:#?} {:?}", config, config.auth());
         assert!(!debug.contains("CANARY"), "{debug}");
     }
 }

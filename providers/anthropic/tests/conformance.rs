@@ -32,8 +32,9 @@ fn main() {
     .with_baseline_file(baseline);
     let native = Target::new("anthropic-native", |case| async move {
         let server = case.mock(AnthropicWire).await?;
-        let mut config = AnthropicConfig::new("test-key").with_base_url(server.url());
-        config.structured_output = StructuredOutput::Native;
+        let config = AnthropicConfig::new("test-key")
+            .with_base_url(server.url())
+            .with_structured_output(StructuredOutput::Native);
         let provider = Arc::new(AnthropicProvider::new(config)?);
         Ok(Fixture::new(provider).with_guard(server))
     })

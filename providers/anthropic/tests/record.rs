@@ -136,8 +136,8 @@ async fn a_record_dir_that_cannot_be_written_leaves_the_call_unchanged() {
 #[test]
 fn record_dir_is_an_option_and_an_empty_one_turns_recording_off() {
     let config = AnthropicConfig::from_options(&json!({"record_dir": "/tmp/recordings"})).expect("valid");
-    assert_eq!(config.record_dir.as_deref(), Some(Path::new("/tmp/recordings")));
+    assert_eq!(config.record_dir(), Some(Path::new("/tmp/recordings")));
     let config = AnthropicConfig::from_options(&json!({"record_dir": ""})).expect("valid");
-    assert_eq!(config.record_dir, None);
+    assert_eq!(config.record_dir(), None);
     assert!(AnthropicConfig::from_options(&json!({"record_dir": 3})).is_err());
 }

@@ -77,67 +77,68 @@ pub enum SystemPrompt {
 /// Everything the provider is configured with. See the crate docs for the JSON form.
 ///
 /// `Debug` prints environment variable names only and the flags of `extra_args`, never values.
+/// The fields are private: set them with the `with_*` methods, read them with the getters of
+/// the same name.
 #[derive(Clone)]
-#[non_exhaustive]
 pub struct ClaudeAgentConfig {
     /// The CLI program; `None` searches (see [`find_cli`]).
-    pub cli_path: Option<PathBuf>,
+    pub(crate) cli_path: Option<PathBuf>,
     /// Extra environment for the CLI (values never logged), over the inherited one.
-    pub env: BTreeMap<String, String>,
+    pub(crate) env: BTreeMap<String, String>,
     /// Whether the CLI inherits this process's environment (less `CLAUDECODE`).
-    pub inherit_env: bool,
+    pub(crate) inherit_env: bool,
     /// The longest stdout line accepted.
-    pub max_line_bytes: usize,
+    pub(crate) max_line_bytes: usize,
     /// `--permission-mode` (`default`, `acceptEdits`, `plan`, `bypassPermissions`...).
-    pub permission_mode: Option<String>,
+    pub(crate) permission_mode: Option<String>,
     /// `--allowedTools` (host tools are added automatically).
-    pub allowed_tools: Vec<String>,
+    pub(crate) allowed_tools: Vec<String>,
     /// `--disallowedTools`.
-    pub disallowed_tools: Vec<String>,
+    pub(crate) disallowed_tools: Vec<String>,
     /// `--tools`: the CLI's built-in tool set (`Some(vec![])` turns every built-in off).
-    pub tools: Option<Vec<String>>,
+    pub(crate) tools: Option<Vec<String>>,
     /// Sub-agent definitions (name to `{description, prompt, tools?, model?}`), sent with
     /// `initialize`.
-    pub agents: Option<Value>,
+    pub(crate) agents: Option<Value>,
     /// The system prompt.
-    pub system_prompt: SystemPrompt,
+    pub(crate) system_prompt: SystemPrompt,
     /// How host tools reach the CLI.
-    pub host_tools: HostTools,
+    pub(crate) host_tools: HostTools,
     /// The MCP server name host tools appear under.
-    pub host_server_name: String,
+    pub(crate) host_server_name: String,
     /// `--max-turns`.
-    pub max_turns: Option<u32>,
+    pub(crate) max_turns: Option<u32>,
     /// `--setting-sources`: none by default (the Claude Agent SDK's default), so user settings,
     /// hooks, permission rules and a project's `CLAUDE.md` do not reach the run.
-    pub setting_sources: Vec<SettingSource>,
+    pub(crate) setting_sources: Vec<SettingSource>,
     /// Emit a session marker (`Opaque {"type": "session"}`) before `Finish`, so a later call
     /// with the full history and no session can continue it (see the crate docs).
-    pub session_markers: bool,
+    pub(crate) session_markers: bool,
     /// After a finished turn (and for an idle kept-alive CLI): how long to wait for the CLI to
     /// exit after stdin EOF, and again after SIGTERM, before SIGKILL. Default 2 s.
-    pub stop_grace: Duration,
+    pub(crate) stop_grace: Duration,
     /// Mid-turn (cancelled, its stream dropped, or failed): how long to wait for the CLI to exit
     /// after the `interrupt` request and stdin EOF, and again after SIGTERM, before SIGKILL.
     /// The CLI ignores stdin EOF mid-turn, so this bounds how long it lingers. Default 250 ms.
-    pub cancel_grace: Duration,
+    pub(crate) cancel_grace: Duration,
     /// How long to wait for the answer to `initialize`.
-    pub init_timeout: Duration,
+    pub(crate) init_timeout: Duration,
     /// Extra arguments appended to the command line.
-    pub extra_args: Vec<String>,
+    pub(crate) extra_args: Vec<String>,
     /// Append every stdout line of the CLI to this file (transcripts for replay tests).
-    pub record_stdout: Option<PathBuf>,
+    pub(crate) record_stdout: Option<PathBuf>,
     /// Record every call's stdout lines as a fixture in this folder
     /// (`<dir>/claude-agent/recorded/<stem>.jsonl`, a line of `<dir>/MANIFEST.tsv`; see
     /// [`patchbay_http::record`]). Default none; `PATCHBAY_RECORD_DIR` in [`Self::from_env`].
-    pub record_dir: Option<PathBuf>,
+    pub(crate) record_dir: Option<PathBuf>,
     /// Keep a finished run's CLI alive this long for the next `Resume` of its session.
-    pub keep_alive: Option<Duration>,
+    pub(crate) keep_alive: Option<Duration>,
     /// How many CLIs to keep started ahead of demand for new sessions (see the crate docs,
     /// "Spares"). `0`, the default, starts none.
-    pub spares: usize,
+    pub(crate) spares: usize,
     /// How long an unused spare may wait before it is stopped and replaced by a fresh one
     /// (what the CLI read at its start may change: settings, the date). `None`: no limit.
-    pub spare_max_age: Option<Duration>,
+    pub(crate) spare_max_age: Option<Duration>,
 }
 
 impl Default for ClaudeAgentConfig {
@@ -191,7 +192,7 @@ impl ClaudeAgentConfig {
         let mut config = Self::default();
         if let Some(value) = var(CLI_ENV).filter(|v| !v.is_empty()) {
             let path = value.into_string().map_err(|_| Error::Env {
-                var: CLI_ENV,
+                name: CLI_ENV.into(),
                 reason: "not valid Unicode",
             })?;
             config.cli_path = Some(PathBuf::from(path));
@@ -404,6 +405,129 @@ impl ClaudeAgentConfig {
     }
 }
 
+/// The getters, one per field (the setters are the `with_*` methods above).
+impl ClaudeAgentConfig {
+    /// The CLI program, if one is named (`None`: searched for at each call, see [`find_cli`]).
+    pub fn cli_path(&self) -> Option<&Path> {
+        self.cli_path.as_deref()
+    }
+
+    /// The extra environment for the CLI.
+    pub fn env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+
+    /// Whether the CLI inherits this process's environment.
+    pub fn inherit_env(&self) -> bool {
+        self.inherit_env
+    }
+
+    /// The longest stdout line accepted.
+    pub fn max_line_bytes(&self) -> usize {
+        self.max_line_bytes
+    }
+
+    /// `--permission-mode`, if set.
+    pub fn permission_mode(&self) -> Option<&str> {
+        self.permission_mode.as_deref()
+    }
+
+    /// `--allowedTools` (host tools are added at each call).
+    pub fn allowed_tools(&self) -> &[String] {
+        &self.allowed_tools
+    }
+
+    /// `--disallowedTools`.
+    pub fn disallowed_tools(&self) -> &[String] {
+        &self.disallowed_tools
+    }
+
+    /// `--tools`, the CLI's built-in tool set, if set.
+    pub fn tools(&self) -> Option<&[String]> {
+        self.tools.as_deref()
+    }
+
+    /// The sub-agent definitions, if any.
+    pub fn agents(&self) -> Option<&Value> {
+        self.agents.as_ref()
+    }
+
+    /// The system prompt.
+    pub fn system_prompt(&self) -> &SystemPrompt {
+        &self.system_prompt
+    }
+
+    /// How host tools reach the CLI.
+    pub fn host_tools(&self) -> HostTools {
+        self.host_tools
+    }
+
+    /// The MCP server name host tools appear under.
+    pub fn host_server_name(&self) -> &str {
+        &self.host_server_name
+    }
+
+    /// `--max-turns`, if set.
+    pub fn max_turns(&self) -> Option<u32> {
+        self.max_turns
+    }
+
+    /// `--setting-sources`.
+    pub fn setting_sources(&self) -> &[SettingSource] {
+        &self.setting_sources
+    }
+
+    /// Whether session markers are emitted.
+    pub fn session_markers(&self) -> bool {
+        self.session_markers
+    }
+
+    /// How long a CLI stopped after a finished turn gets for each step.
+    pub fn stop_grace(&self) -> Duration {
+        self.stop_grace
+    }
+
+    /// How long a CLI stopped mid-turn gets for each step.
+    pub fn cancel_grace(&self) -> Duration {
+        self.cancel_grace
+    }
+
+    /// How long to wait for the answer to `initialize`.
+    pub fn init_timeout(&self) -> Duration {
+        self.init_timeout
+    }
+
+    /// Extra arguments appended to the command line.
+    pub fn extra_args(&self) -> &[String] {
+        &self.extra_args
+    }
+
+    /// The file every stdout line of the CLI is appended to, if any.
+    pub fn record_stdout(&self) -> Option<&Path> {
+        self.record_stdout.as_deref()
+    }
+
+    /// The folder every call is recorded into as a fixture, if any.
+    pub fn record_dir(&self) -> Option<&Path> {
+        self.record_dir.as_deref()
+    }
+
+    /// How long a finished run's CLI is kept for the next `Resume` of its session, if at all.
+    pub fn keep_alive(&self) -> Option<Duration> {
+        self.keep_alive
+    }
+
+    /// How many CLIs are kept started ahead of demand.
+    pub fn spares(&self) -> usize {
+        self.spares
+    }
+
+    /// How long an unused spare may wait before it is replaced (`None`: no limit).
+    pub fn spare_max_age(&self) -> Option<Duration> {
+        self.spare_max_age
+    }
+}
+
 /// Find the CLI: the explicit path (an executable file, or an error naming it); without one,
 /// `claude` on `PATH`, then `./node_modules/.bin/claude`, then
 /// `$PATCHBAY_PEERS/node_modules/.bin/claude`. (`$PATCHBAY_CLAUDE_CLI` is read by
@@ -467,7 +591,10 @@ mod tests {
     #[test]
     fn a_variable_that_is_not_unicode_is_an_error_naming_it() {
         let error = from(Some(OsString::from_vec(vec![b'/', 0xff]))).err();
-        assert!(matches!(error, Some(Error::Env { var: CLI_ENV, .. })), "{error:?}");
+        assert!(
+            matches!(error, Some(Error::Env { ref name, .. }) if name == CLI_ENV),
+            "{error:?}"
+        );
     }
 
     #[test]

@@ -10,16 +10,18 @@ use crate::NAME;
 #[non_exhaustive]
 pub enum Error {
     /// An environment variable read by [`ClaudeAgentConfig::from_env`](crate::ClaudeAgentConfig::from_env)
-    /// holds a value it cannot use (the value is not quoted).
-    #[error("the environment variable `{var}` is {reason}")]
+    /// is set but cannot be used (not Unicode). Names the variable, never quotes its value.
+    #[error("the environment variable `{name}` is {reason}")]
     Env {
         /// The variable.
-        var: &'static str,
+        name: String,
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// JSON options could not be read: an unknown key, a wrong type, not an object. The source
-    /// names the key and quotes no value (a value may be a key).
+    /// The registry options could not be read: an unknown key, a wrong type, not an object.
+    /// The source names the key ([`OptionsError::key`]) and quotes no value (a value may be a
+    /// key). A call's `provider_options("claude-agent")` that cannot be read is no `Error` but an
+    /// `InvalidRequest` ([`OptionsError::into_call_error`]), as in every provider crate.
     #[error("invalid claude-agent options: {source}")]
     Options {
         /// The key at fault and what is wrong, values redacted.

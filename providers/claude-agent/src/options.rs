@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use patchbay_core::kit::read_options;
+use patchbay_core::ProviderError;
+use patchbay_core::kit::{OptionsError, read_options};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::NAME;
 use crate::config::{ClaudeAgentConfig, HostTools, SettingSource, SystemPrompt};
 use crate::error::Error;
 
@@ -53,22 +55,34 @@ impl ClaudeAgentConfig {
         overlay(Self::from_env()?, options)
     }
 
-    /// This configuration with a call's `provider_options("claude-agent")` on top.
-    pub(crate) fn with_call_options(&self, options: Option<&Value>) -> Result<Self, Error> {
-        match options {
-            Some(options) => overlay(self.clone(), options),
-            None => Ok(self.clone()),
+    /// This configuration with a call's `provider_options("claude-agent")` on top. Options that
+    /// cannot be read, or that leave a value the CLI cannot start with, are the request's fault:
+    /// an `InvalidRequest` naming the key, quoting no value (as in every provider crate), never
+    /// the `Config` error the same options give [`Self::from_options`].
+    pub(crate) fn with_call_options(&self, options: Option<&Value>) -> Result<Self, ProviderError> {
+        let Some(options) = options else {
+            return Ok(self.clone());
+        };
+        let config = apply(self.clone(), parse(options).map_err(|e| e.into_call_error(NAME))?);
+        match config.check() {
+            Err(Error::Invalid { field, reason }) => Err(OptionsError {
+                key: Some(field.into()),
+                message: reason.into(),
+            }
+            .into_call_error(NAME)),
+            _ => Ok(config),
         }
     }
 }
 
 /// `config` with `options` on top (`null` and `{}` change nothing).
 pub(crate) fn overlay(config: ClaudeAgentConfig, options: &Value) -> Result<ClaudeAgentConfig, Error> {
-    Ok(apply(config, parse(options)?))
+    let options = parse(options).map_err(|source| Error::Options { source })?;
+    Ok(apply(config, options))
 }
 
-fn parse(value: &Value) -> Result<Options, Error> {
-    read_options(value).map_err(|source| Error::Options { source })
+fn parse(value: &Value) -> Result<Options, OptionsError> {
+    read_options(value)
 }
 
 fn apply(mut config: ClaudeAgentConfig, options: Options) -> ClaudeAgentConfig {

@@ -31,9 +31,8 @@ fn fake(transcript: &str) -> Fake {
     let config = ClaudeAgentConfig::new()
         .with_cli_path(support::fake_cli())
         .with_env("FAKE_CLAUDE_TRANSCRIPT", path.display().to_string())
-        .with_env("FAKE_CLAUDE_STATE", state.path().display().to_string());
-    let mut config = config;
-    config.stop_grace = Duration::from_millis(300);
+        .with_env("FAKE_CLAUDE_STATE", state.path().display().to_string())
+        .with_stop_grace(Duration::from_millis(300));
     Fake { state, config }
 }
 
@@ -334,10 +333,10 @@ fn offline_sets_the_environment_tests_start_the_cli_with() {
     let home = Path::new("/tmp/claude-home");
     let config = ClaudeAgentConfig::new().offline("http://127.0.0.1:9", home);
     assert_eq!(
-        config.env,
+        *config.env(),
         patchbay_conformance::peers::claude_code_offline_env("http://127.0.0.1:9", home)
     );
-    assert!(!config.inherit_env, "nothing else of the test's environment");
+    assert!(!config.inherit_env(), "nothing else of the test's environment");
 }
 
 #[tokio::test]

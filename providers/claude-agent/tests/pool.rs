@@ -43,12 +43,12 @@ fn fake(segments: &[String], keep: Duration) -> Fake {
     let state = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
     let transcript = state.path().join("transcript.jsonl");
     std::fs::write(&transcript, segments.concat()).unwrap_or_else(|e| panic!("{e}"));
-    let mut config = ClaudeAgentConfig::new()
+    let config = ClaudeAgentConfig::new()
         .with_cli_path(support::fake_cli())
         .with_env("FAKE_CLAUDE_TRANSCRIPT", transcript.display().to_string())
         .with_env("FAKE_CLAUDE_STATE", state.path().display().to_string())
-        .with_keep_alive(keep);
-    config.stop_grace = Duration::from_millis(300);
+        .with_keep_alive(keep)
+        .with_stop_grace(Duration::from_millis(300));
     let provider = ClaudeAgentProvider::new(config).unwrap_or_else(|e| panic!("{e}"));
     Fake { state, provider }
 }

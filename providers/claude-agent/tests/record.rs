@@ -18,13 +18,13 @@ const KEY: &str = "sk-ant-claude-recorded-0123456789";
 
 /// The fake CLI replaying `transcript`, its state in `state`, the key in its environment.
 fn config(transcript: &Path, state: &Path) -> ClaudeAgentConfig {
-    let mut config = ClaudeAgentConfig::new()
+    let config = ClaudeAgentConfig::new()
         .with_cli_path(support::fake_cli())
         .with_env("FAKE_CLAUDE_TRANSCRIPT", transcript.display().to_string())
         .with_env("FAKE_CLAUDE_STATE", state.display().to_string())
         .with_env("ANTHROPIC_API_KEY", KEY)
-        .with_session_markers(false);
-    config.stop_grace = Duration::from_millis(300);
+        .with_session_markers(false)
+        .with_stop_grace(Duration::from_millis(300));
     config
 }
 
@@ -145,7 +145,7 @@ async fn record_stdout_still_appends_beside_a_record_dir() {
 fn record_dir_is_an_option_and_an_empty_one_turns_recording_off() {
     let config =
         ClaudeAgentConfig::from_options(&json!({"record_dir": "/tmp/recordings"})).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(config.record_dir.as_deref(), Some(Path::new("/tmp/recordings")));
+    assert_eq!(config.record_dir(), Some(Path::new("/tmp/recordings")));
     let config = ClaudeAgentConfig::from_options(&json!({"record_dir": ""})).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(config.record_dir, None);
+    assert_eq!(config.record_dir(), None);
 }

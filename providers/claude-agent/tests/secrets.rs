@@ -27,19 +27,18 @@ fn assert_debug_clean(what: &str, value: &impl std::fmt::Debug) {
 }
 
 fn config_with_secrets(home: &std::path::Path) -> ClaudeAgentConfig {
-    let mut config = ClaudeAgentConfig::new()
+    let config = ClaudeAgentConfig::new()
         .with_cli_path(support::fake_cli())
         .offline(&format!("http://patchbay:{CANARY}@127.0.0.1:9"), home)
         .with_env("ANTHROPIC_API_KEY", CANARY)
         .with_env("ANTHROPIC_AUTH_TOKEN", format!("Bearer {CANARY}"));
     let mcp = json!({ "mcpServers": { "docs": { "type": "http", "url": "http://127.0.0.1:9/mcp",
         "headers": { "Authorization": format!("Bearer {CANARY}") } } } });
-    config.extra_args = vec![
+    config.with_extra_args([
         "--mcp-config".into(),
         mcp.to_string(),
         format!("--settings={{\"apiKeyHelper\":\"echo {CANARY}\"}}"),
-    ];
-    config
+    ])
 }
 
 #[test]

@@ -51,12 +51,12 @@ fn fake(greetings: &[&str], config: impl FnOnce(ClaudeAgentConfig) -> ClaudeAgen
     let transcript = state.path().join("transcript.jsonl");
     let text: String = greetings.iter().map(|g| segment(g)).collect();
     std::fs::write(&transcript, text).unwrap_or_else(|e| panic!("{e}"));
-    let mut base = ClaudeAgentConfig::new()
+    let base = ClaudeAgentConfig::new()
         .with_cli_path(support::fake_cli())
         .with_env("FAKE_CLAUDE_TRANSCRIPT", transcript.display().to_string())
         .with_env("FAKE_CLAUDE_STATE", state.path().display().to_string())
-        .with_spares(1);
-    base.stop_grace = Duration::from_millis(300);
+        .with_spares(1)
+        .with_stop_grace(Duration::from_millis(300));
     let provider = ClaudeAgentProvider::new(config(base)).unwrap_or_else(|e| panic!("{e}"));
     Fake { state, provider }
 }

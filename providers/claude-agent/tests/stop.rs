@@ -117,7 +117,7 @@ async fn a_cancelled_cli_does_not_linger_for_the_stop_grace() {
     let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let provider =
         ClaudeAgentProvider::new(config(state.path(), "FAKE_CLAUDE_MID_TURN")).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(provider.config().stop_grace, Duration::from_secs(2));
+    assert_eq!(provider.config().stop_grace(), Duration::from_secs(2));
     let at = cancel_mid_turn(&provider).await;
     let pid = only_pid(state.path());
     let gone = time_to_gone(&[pid], at, GONE_WITHIN);
@@ -145,7 +145,7 @@ async fn a_cli_ignoring_the_interrupt_is_terminated_after_the_cancel_grace() {
     // FAKE_CLAUDE_HANG ignores `interrupt` and stdin EOF: only SIGTERM ends it.
     let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let provider = ClaudeAgentProvider::new(config(state.path(), "FAKE_CLAUDE_HANG")).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(provider.config().cancel_grace, Duration::from_millis(250));
+    assert_eq!(provider.config().cancel_grace(), Duration::from_millis(250));
     let at = cancel_mid_turn(&provider).await;
     let pid = only_pid(state.path());
     let gone = time_to_gone(&[pid], at, GONE_WITHIN);
@@ -191,6 +191,6 @@ async fn twenty_cancelled_and_dropped_runs_leave_no_cli_behind() {
 fn cancel_grace_ms_is_an_option() {
     let config = ClaudeAgentConfig::from_options(&json!({ "cancel_grace_ms": 100, "stop_grace_ms": 500 }))
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(config.cancel_grace, Duration::from_millis(100));
-    assert_eq!(config.stop_grace, Duration::from_millis(500));
+    assert_eq!(config.cancel_grace(), Duration::from_millis(100));
+    assert_eq!(config.stop_grace(), Duration::from_millis(500));
 }
