@@ -32,15 +32,22 @@
 //! | `record_dir` | path, `""`: off | none | `PATCHBAY_RECORD_DIR` |
 //!
 //! Per call, `context.provider_options("anthropic")` is a different thing: a JSON object merged
-//! into the request body (see [`request`]).
+//! into the request body (see [`request`]); options that are not an object, or a `betas` or
+//! `tools` that is not a list, are an `InvalidRequest` before any I/O naming the key, never
+//! quoting a value (as in every provider crate).
 //!
 //! # Decisions
 //! - Configuration: [`AnthropicConfig::from_env`] ignores unset or blank variables; one that is
-//!   not Unicode, or an `ANTHROPIC_BASE_URL` that does not parse, is an [`Error`] (not a silent
+//!   not Unicode ([`Error::Env`], naming the variable, never quoting its value), or an
+//!   `ANTHROPIC_BASE_URL` that does not parse ([`Error::BaseUrl`]), is an error (not a silent
 //!   default). `ANTHROPIC_API_KEY` wins over `ANTHROPIC_AUTH_TOKEN`; in options, a credential
-//!   replaces the environment's, and `auth_token` wins when both are given. Option errors carry
-//!   no serde source (its message would quote the value, which may be a key). Without
-//!   credentials, only the public API is refused: a mock or a gateway may need none.
+//!   replaces the environment's, and `auth_token` wins when both are given. Option errors
+//!   ([`Error::Options`]) keep core's [`OptionsError`](patchbay_core::kit::OptionsError) as their
+//!   source (the key, what its value must be), never serde's error (its message would quote the
+//!   value, which may be a key). Without credentials, only the public API is refused: a mock or
+//!   a gateway may need none. The config's fields are private: set with the `with_*` methods,
+//!   read with the getters of the same name (so a field can change without breaking callers,
+//!   like every provider crate's config).
 //! - `max_tokens` defaults to [`DEFAULT_MAX_TOKENS`] (4096; configurable), raised above a
 //!   thinking budget; the last message may come from the assistant (a prefill).
 //! - Citations arrive as `Source` events of their text block, as they stream ([`sources`] says

@@ -3,7 +3,9 @@
 //! # Options
 //! [`ClaudeAgentConfig::from_options`] (the registry's [`factory`]) and a call's
 //! `provider_options("claude-agent")` read the same JSON object; every key is optional, an
-//! unknown key or a wrong type is an error naming the key (never quoting the value). The
+//! unknown key or a wrong type is an error naming the key (never quoting the value): an
+//! [`Error::Options`] (kind `Config`) from the registry's options, an `InvalidRequest` before
+//! anything starts from a call's (the request is at fault, as in every provider crate). The
 //! registry lays them over [`ClaudeAgentConfig::from_env`]; a call's over the provider's
 //! configuration.
 //!
@@ -50,7 +52,9 @@
 //!   not an object, environment names with `=` or NUL) and an explicit `cli_path`, which must
 //!   be an executable file. Without `cli_path` the CLI is searched for at each call (it may be
 //!   installed after the provider is built, and a call may name another); a call's options are
-//!   checked the same way before anything starts.
+//!   checked the same way before anything starts (a value they make invalid is an
+//!   `InvalidRequest` naming the key). The config's fields are private: set with the `with_*`
+//!   methods, read with the getters of the same name, like every provider crate's config.
 //! - **Options errors** ([`Error::Options`]) keep core's `kit::OptionsError` as their source (the
 //!   key at fault, found by reading each key alone, and serde's message with quoted values
 //!   redacted), never serde's error itself: it quotes the refused value, which may be a key.

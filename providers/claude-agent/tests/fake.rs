@@ -560,7 +560,9 @@ async fn per_call_options_set_permissions_agents_and_the_preset_prompt() {
 
     let bad = RequestContext::new().with_provider_options("claude-agent", json!({ "permision_mode": "plan" }));
     let (_, error) = collect(&fake.provider(), &[Message::user("hi")], &ToolSet::new(), Some(&bad)).await;
-    assert_eq!(error.map(|e| e.kind()), Some(ErrorKind::Config));
+    // A bad call option is the request's fault (as in every provider crate), a bad registry
+    // option the configuration's.
+    assert_eq!(error.map(|e| e.kind()), Some(ErrorKind::InvalidRequest));
     let factory = patchbay_claude_agent::factory();
     let built = factory.build(&json!({ "cli_path": support::fake_cli(), "keep_alive_ms": 500 }));
     assert!(built.is_ok(), "{:?}", built.err());

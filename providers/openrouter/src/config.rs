@@ -145,13 +145,7 @@ impl Options {
     /// Read the options with core's [`read_options`]: `null` is none; anything but an object,
     /// an unknown key or a wrong type is an error naming the key without quoting its value.
     fn read(value: &Value) -> Result<Self, Error> {
-        read_options::<Self>(value).map_err(|error| match error.key {
-            None => Error::OptionsNotAnObject,
-            Some(key) => Error::BadOption {
-                key,
-                reason: error.message,
-            },
-        })
+        read_options::<Self>(value).map_err(|source| Error::Options { source })
     }
 }
 
@@ -164,7 +158,10 @@ fn process_var(name: &str) -> Result<Option<String>, Error> {
         Ok(value) if value.trim().is_empty() => Ok(None),
         Ok(value) => Ok(Some(value)),
         Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => Err(Error::BadVariable { name: name.to_string() }),
+        Err(std::env::VarError::NotUnicode(_)) => Err(Error::Env {
+            name: name.to_string(),
+            reason: "not valid Unicode",
+        }),
     }
 }
 
@@ -222,7 +219,7 @@ impl OpenRouterConfig {
 
     /// [`Self::from_env`] with JSON options on top (the registry's hook; every key is listed in
     /// the crate's `# Options`). `null` or `{}` is the environment alone. An unknown key or a
-    /// wrong type is [`Error::BadOption`] naming the key (never quoting its value).
+    /// wrong type is [`Error::Options`] naming the key (never quoting its value).
     ///
     /// ```
     /// use patchbay_openrouter::OpenRouterConfig;
@@ -310,18 +307,18 @@ impl OpenRouterConfig {
             },
         };
         if key.is_none() && config.dialect != Dialect::Generic {
-            return Err(Error::MissingApiKey);
+            return Err(Error::MissingKey);
         }
         config.api_key = key;
         Ok(config)
     }
 
-    /// The config, or [`Error::BadBaseUrl`] naming `origin` when the base URL is not http(s).
+    /// The config, or [`Error::BaseUrl`] naming `origin` when the base URL is not http(s).
     pub(crate) fn validated(self, origin: &'static str) -> Result<Self, Error> {
         if self.base_url.starts_with("http://") || self.base_url.starts_with("https://") {
             Ok(self)
         } else {
-            Err(Error::BadBaseUrl { origin })
+            Err(Error::BaseUrl { origin })
         }
     }
 

@@ -1,5 +1,6 @@
 //! The crate's error type: what configuration and setup can fail with.
 
+use patchbay_core::kit::OptionsError;
 use patchbay_core::{ErrorKind, ProviderError};
 
 use crate::NAME;
@@ -13,16 +14,19 @@ pub enum Error {
     /// No API key in the config, the options or the environment (required for OpenRouter and
     /// OpenAI; optional for other servers).
     #[error("no API key: set OPENROUTER_API_KEY or OPENAI_API_KEY, or pass one in the config")]
-    MissingApiKey,
+    MissingKey,
     /// The option `api_key_env` names a variable that is not set (the name is not shown: a
     /// key pasted into that option would be).
     #[error("option `api_key_env` names a variable that is not set")]
     MissingKeyVariable,
-    /// An environment variable is set but not valid Unicode.
-    #[error("the environment variable `{name}` is not valid Unicode")]
-    BadVariable {
-        /// The variable's name.
+    /// An environment variable is set but cannot be used (not Unicode). Names the variable,
+    /// never quotes its value (it may be a key).
+    #[error("the environment variable `{name}` is {reason}")]
+    Env {
+        /// The variable.
         name: String,
+        /// What is wrong with it.
+        reason: &'static str,
     },
     /// The `generic` dialect was asked for without a base URL (only OpenRouter and OpenAI have
     /// a default one).
@@ -31,22 +35,18 @@ pub enum Error {
     /// The base URL is not an http(s) URL. The value is not shown: it may be a key pasted
     /// into the wrong field.
     #[error("the base URL from {origin} is not an http:// or https:// URL")]
-    BadBaseUrl {
+    BaseUrl {
         /// Where it came from: `OPENAI_BASE_URL`, the `base_url` option or the config.
         origin: &'static str,
     },
-    /// The options are neither a JSON object nor `null`.
-    #[error("options must be a JSON object or null")]
-    OptionsNotAnObject,
-    /// One option is unknown or has the wrong type. `reason` is serde's message with the values
-    /// it quotes redacted (serde's error is not kept as the source: it quotes the value, which
-    /// may be a key).
-    #[error("option `{key}`: {reason}")]
-    BadOption {
-        /// The option's key.
-        key: String,
-        /// Why it was refused.
-        reason: String,
+    /// The registry options cannot be read: not a JSON object (nor `null`), an unknown key, a
+    /// value of the wrong type. The source names the key ([`OptionsError::key`]) and quotes no
+    /// value (a value may be a key).
+    #[error("invalid openrouter options: {source}")]
+    Options {
+        /// The key at fault and what is wrong, values redacted.
+        #[source]
+        source: OptionsError,
     },
     /// A header name or value is not valid HTTP (the name is given; the value never is).
     #[error("bad header `{0}`")]

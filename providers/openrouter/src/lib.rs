@@ -27,11 +27,12 @@
 //! - **One constructor**: [`OpenRouterProvider::new`] takes an [`OpenRouterConfig`] made in
 //!   code, by [`OpenRouterConfig::from_env`] or by [`OpenRouterConfig::from_options`]; it checks
 //!   the base URL again, so a config built in code cannot skip the check.
-//! - **Option errors** ([`Error::BadOption`]) name the key and never quote its value (a key put
-//!   in the wrong place must not reach a log): serde reads the object into one struct that denies
-//!   unknown keys; when that fails, the key that fails on its own is the one named, and serde's
-//!   message is kept with its quoted values redacted. serde's error is not kept as the source,
-//!   since its message quotes the value.
+//! - **Option errors** ([`Error::Options`], core's
+//!   [`OptionsError`](patchbay_core::kit::OptionsError) as the source) name the key and never
+//!   quote its value (a key put in the wrong place must not reach a log): serde reads the object
+//!   into one struct that denies unknown keys; when that fails, the key that fails on its own is
+//!   the one named, and serde's message is kept with its quoted values redacted. The same shape
+//!   as every provider crate's (CONTRIBUTING, "The provider-crate shape").
 //! - **Where the key comes from**: `api_key` wins over `api_key_env`; `api_key_env` naming an
 //!   unset variable is an error ([`Error::MissingKeyVariable`], which does not repeat the name:
 //!   it may be a key pasted there), not a silent fall back to the
@@ -40,7 +41,10 @@
 //!   Without one, `dialect` picks OpenRouter's or OpenAI's URL, and `generic` is an error
 //!   ([`Error::MissingBaseUrl`]). OpenRouter and OpenAI need a key; other servers do not.
 //! - **Environment**: a blank variable counts as unset; one that is not Unicode is an error
-//!   ([`Error::BadVariable`]), not ignored.
+//!   ([`Error::Env`], naming the variable, never quoting its value), not ignored.
+//! - **Config fields** are private: set with the `with_*` methods, read with the getters
+//!   ([`OpenRouterConfig::base_url`], [`OpenRouterConfig::dialect`]...), so `new` can normalize
+//!   the URL and detect the dialect, and a field can change without breaking callers.
 //! - **Durations** are milliseconds (`connect_timeout_ms` replaced `connect_timeout_secs`, which
 //!   is now an unknown key); `0` turns a timeout off. The key is held as a
 //!   [`Secret`](patchbay_core::kit::Secret).
@@ -48,7 +52,8 @@
 //!   `reasoning_details` sent back, `reasoning.max_tokens`, `cache_control`) go only to
 //!   OpenRouter, because strict servers reject unknown fields. `stream_options.include_usage`
 //!   goes everywhere (turn it off with [`OpenRouterConfig::with_include_usage`]).
-//! - **Provider options**: `context.provider_options("openrouter")` must be a JSON object; its
+//! - **Provider options**: `context.provider_options("openrouter")` must be a JSON object (or
+//!   `null`): anything else is an `InvalidRequest` before any I/O, never quoting the value. Its
 //!   keys are merged into the request body as given (provider routing `provider`, `reasoning`,
 //!   `models`, `transforms`, `reasoning_effort`...), overriding what patchbay set.
 //! - **Messages**: tool calls become `tool_calls`, tool results `tool` messages placed right after

@@ -134,6 +134,7 @@ impl Provider for OpenRouterProvider {
             .with_limits(self.config.limits)
             .with_recorder(self.recorder.as_ref())
             .run(|| {
+                request::check_call_options(context)?;
                 let built = request::build(
                     messages,
                     tools,

@@ -1,7 +1,9 @@
 //! Building the chat-completions request body from patchbay messages, tools and context.
 
+use patchbay_core::kit::read_options;
 use patchbay_core::{
-    ContentBlock, ImageSource, Message, OutputSchema, RequestContext, Role, ToolChoice, ToolContent, ToolSet, Warning,
+    ContentBlock, ImageSource, Message, OutputSchema, ProviderError, RequestContext, Role, ToolChoice, ToolContent,
+    ToolSet, Warning,
 };
 use serde_json::{Map, Value, json};
 
@@ -235,7 +237,7 @@ pub(crate) fn build(
         if let Some(format) = response_format {
             body.insert("response_format".into(), format);
         }
-        merge_provider_options(context, &mut body, &mut warnings);
+        merge_provider_options(context, &mut body);
     }
     Built {
         body: Value::Object(body),
@@ -361,19 +363,25 @@ fn unsupported_context(context: &RequestContext, dialect: Dialect) -> Vec<Warnin
 }
 
 /// Provider options pass through onto the body: routing (`provider`), `reasoning`, `models`,
-/// `transforms`, `reasoning_effort`, anything the server understands.
-fn merge_provider_options(context: &RequestContext, body: &mut Map<String, Value>, warnings: &mut Vec<Warning>) {
-    match context.provider_options(crate::NAME) {
-        Some(Value::Object(options)) => {
-            for (key, value) in options {
-                body.insert(key.clone(), value.clone());
-            }
+/// `transforms`, `reasoning_effort`, anything the server understands. Options that are not an
+/// object never get here: [`check_call_options`] refuses them before the request is built.
+fn merge_provider_options(context: &RequestContext, body: &mut Map<String, Value>) {
+    if let Some(Value::Object(options)) = context.provider_options(crate::NAME) {
+        for (key, value) in options {
+            body.insert(key.clone(), value.clone());
         }
-        Some(Value::Null) | None => {}
-        Some(_) => warnings.push(Warning::new(
-            "unsupported_option",
-            "provider options for `openrouter` must be a JSON object; ignored",
-        )),
+    }
+}
+
+/// A call's `provider_options("openrouter")` must be a JSON object (or `null`): anything else
+/// is an `InvalidRequest` before any I/O ([`OptionsError::into_call_error`](patchbay_core::kit::OptionsError::into_call_error)), as in every
+/// provider crate, never quoting the value.
+pub(crate) fn check_call_options(context: Option<&RequestContext>) -> Result<(), ProviderError> {
+    match context.and_then(|c| c.provider_options(crate::NAME)) {
+        Some(options) => read_options::<Map<String, Value>>(options)
+            .map(drop)
+            .map_err(|e| e.into_call_error(crate::NAME)),
+        None => Ok(()),
     }
 }
 

@@ -22,8 +22,8 @@ fn chain(error: &ProviderError) -> String {
 
 fn refused_key(options: Value) -> (String, ProviderError) {
     let key = match OpenRouterConfig::from_options(&options).expect_err("refused") {
-        Error::BadOption { key, .. } => key,
-        other => panic!("expected BadOption, got {other:?}"),
+        Error::Options { source } => source.key.unwrap_or_default(),
+        other => panic!("expected Options, got {other:?}"),
     };
     let error = patchbay_openrouter::factory().build(&options).err().expect("refused");
     (key, error)
@@ -136,6 +136,6 @@ fn null_options_mean_the_environment_alone() {
 #[test]
 fn options_that_are_not_an_object_are_refused() {
     let error = OpenRouterConfig::from_options(&json!(SECRET)).expect_err("a string");
-    assert!(matches!(error, Error::OptionsNotAnObject), "{error:?}");
+    assert!(matches!(&error, Error::Options { source } if source.key.is_none()), "{error:?}");
     assert!(!error.to_string().contains(SECRET));
 }

@@ -16,8 +16,8 @@ fn read(options: &Value, vars: &[(&str, &str)]) -> Result<OpenRouterConfig, Erro
 
 fn bad_option_key(error: Error) -> String {
     match error {
-        Error::BadOption { key, .. } => key,
-        other => panic!("expected BadOption, got {other:?}"),
+        Error::Options { source } => source.key.unwrap_or_default(),
+        other => panic!("expected Options, got {other:?}"),
     }
 }
 
@@ -50,7 +50,7 @@ fn a_wrong_type_is_refused_by_name_without_its_value() {
 #[test]
 fn options_that_are_not_an_object_are_refused_without_quoting_them() {
     let error = read(&json!("sk-secret-3"), &[]).expect_err("a string");
-    assert!(matches!(error, Error::OptionsNotAnObject), "{error:?}");
+    assert!(matches!(&error, Error::Options { source } if source.key.is_none()), "{error:?}");
     assert!(!error.to_string().contains("sk-secret-3"));
 }
 
@@ -77,7 +77,7 @@ fn null_and_an_empty_object_mean_the_environment_alone() {
         assert_eq!(config.base_url(), OPENROUTER_BASE_URL);
         assert_eq!(config.dialect(), Dialect::OpenRouter);
         assert_eq!(config.api_key.as_ref().map(|k| k.expose()), Some("sk-or"));
-        assert!(matches!(read(&options, &[]), Err(Error::MissingApiKey)));
+        assert!(matches!(read(&options, &[]), Err(Error::MissingKey)));
     }
     let config = read(&Value::Null, &[("OPENAI_API_KEY", "sk-oa")]).expect("OpenAI");
     assert_eq!(config.dialect(), Dialect::OpenAi);
@@ -88,7 +88,7 @@ fn null_and_an_empty_object_mean_the_environment_alone() {
     assert!(
         matches!(
             error,
-            Error::BadBaseUrl {
+            Error::BaseUrl {
                 origin: "OPENAI_BASE_URL"
             }
         ),
