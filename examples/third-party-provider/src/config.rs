@@ -87,7 +87,10 @@ impl OllamaConfig {
             Ok(value) if value.trim().is_empty() => Ok(None),
             Ok(value) => Ok(Some(value)),
             Err(VarError::NotPresent) => Ok(None),
-            Err(VarError::NotUnicode(_)) => Err(Error::Environment { name }),
+            Err(VarError::NotUnicode(_)) => Err(Error::Env {
+                name: name.into(),
+                reason: "not valid Unicode",
+            }),
         };
         let mut config = Self::default();
         if let Some(host) = read("OLLAMA_HOST")? {
@@ -102,7 +105,7 @@ impl OllamaConfig {
     /// `connect_timeout_ms` (`0` turns a timeout off) and `max_line_bytes` (at least 1). An
     /// unknown key or a wrong type is an error naming the key, never quoting a value.
     pub fn from_options(options: &Value) -> Result<Self, Error> {
-        let options: Options = read_options(options).map_err(Error::Options)?;
+        let options: Options = read_options(options).map_err(|source| Error::Options { source })?;
         let mut config = Self::from_env()?;
         if let Some(url) = options.base_url {
             config.base_url = normalize_host(&url, "base_url")?;
@@ -121,10 +124,12 @@ impl OllamaConfig {
         }
         match options.max_line_bytes {
             Some(0) => {
-                return Err(Error::Options(OptionsError {
-                    key: Some("max_line_bytes".into()),
-                    message: "must be at least 1".into(),
-                }));
+                return Err(Error::Options {
+                    source: OptionsError {
+                        key: Some("max_line_bytes".into()),
+                        message: "must be at least 1".into(),
+                    },
+                });
             }
             Some(max) => config.limits = config.limits.with_max_line_bytes(max),
             None => {}

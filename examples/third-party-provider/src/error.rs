@@ -20,17 +20,25 @@ pub enum Error {
         #[source]
         source: UrlError,
     },
-    /// An environment variable is set but not valid Unicode. No source: the standard
-    /// library's error quotes the value, which may be a key.
-    #[error("the environment variable {name} is not valid Unicode")]
-    Environment {
+    /// An environment variable is set but cannot be used (not Unicode). Names the variable,
+    /// never quotes its value (the standard library's error would: it may be a key).
+    #[error("the environment variable `{name}` is {reason}")]
+    Env {
         /// The variable.
-        name: &'static str,
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
     },
-    /// The options are not a JSON object, name an unknown key, or give a key a wrong type.
-    /// The message names the key and never quotes a value.
-    #[error("invalid options: {0}")]
-    Options(#[source] patchbay_core::kit::OptionsError),
+    /// The registry options are not a JSON object, name an unknown key, or give a key a wrong
+    /// type or a value out of range. The source names the key and never quotes a value. (A
+    /// call's `provider_options("ollama")` that cannot be read is no `Error` but an
+    /// `InvalidRequest`, as in every provider crate.)
+    #[error("invalid ollama options: {source}")]
+    Options {
+        /// The key at fault and what is wrong, values redacted.
+        #[source]
+        source: patchbay_core::kit::OptionsError,
+    },
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client")]
     Client {

@@ -47,12 +47,7 @@ pub(crate) fn plan(
     let default = RequestContext::default();
     let context = context.unwrap_or(&default);
     let call: CallOptions = match context.provider_options(NAME) {
-        Some(value) => read_options(value).map_err(|error| {
-            ProviderError::new(
-                ErrorKind::InvalidRequest,
-                format!("invalid `ollama` call options: {error}"),
-            )
-        })?,
+        Some(value) => read_options(value).map_err(|error| error.into_call_error(NAME))?,
         None => CallOptions::default(),
     };
     let mut warnings = Vec::new();

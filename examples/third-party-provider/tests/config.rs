@@ -10,7 +10,7 @@ use serde_json::json;
 fn an_unknown_key_is_refused_by_name() {
     let error = OllamaConfig::from_options(&json!({"base_url": "http://box:1", "colour": "sk-VALUE"}))
         .expect_err("unknown key");
-    let Error::Options(options) = &error else {
+    let Error::Options { source: options } = &error else {
         panic!("an options error: {error:?}");
     };
     assert_eq!(options.key.as_deref(), Some("colour"));
@@ -24,7 +24,7 @@ fn a_wrong_type_names_the_key_and_never_quotes_the_value() {
     let text = error.to_string();
     assert!(text.contains("read_timeout_ms"), "{text}");
     assert!(!text.contains("sk-SECRET"), "{text}");
-    assert!(matches!(error, Error::Options(ref options) if options.key.as_deref() == Some("read_timeout_ms")));
+    assert!(matches!(error, Error::Options { ref source } if source.key.as_deref() == Some("read_timeout_ms")));
 }
 
 #[test]
@@ -95,4 +95,55 @@ fn debug_shows_no_key_and_no_url_credentials() {
     let provider = patchbay_ollama::OllamaProvider::new(config).expect("builds");
     let debug = format!("{provider:?}");
     assert!(!debug.contains("sk-PW") && !debug.contains("sk-KEY"), "{debug}");
+}
+
+/// Set in the child process of [`a_variable_that_is_not_unicode_is_error_env_naming_it`].
+const CHILD: &str = "PATCHBAY_PARITY_CHILD";
+
+/// A key with a stray byte, as `OLLAMA_API_KEY`: `from_env` and `from_options` refuse it with
+/// `Error::Env` naming the variable (the variant every provider crate uses), a `Config` error
+/// that never shows the value. The variable is set in a child process running
+/// [`env_child_refuses_its_variable`] (this process's environment is not changed).
+#[cfg(unix)]
+#[test]
+fn a_variable_that_is_not_unicode_is_error_env_naming_it() {
+    use std::os::unix::ffi::OsStrExt;
+    let exe = std::env::current_exe().expect("the test binary");
+    let output = std::process::Command::new(exe)
+        .args(["--exact", "config::env_child_refuses_its_variable", "--test-threads=1"])
+        .env(CHILD, "1")
+        .env("OLLAMA_API_KEY", std::ffi::OsStr::from_bytes(b"sk-CANARY-\xff"))
+        .output()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The child half of [`a_variable_that_is_not_unicode_is_error_env_naming_it`]; in any other
+/// process it has nothing to check.
+#[test]
+fn env_child_refuses_its_variable() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    for result in [OllamaConfig::from_env(), OllamaConfig::from_options(&json!({}))] {
+        let error = result.expect_err("not Unicode");
+        assert!(
+            matches!(&error, Error::Env { name, .. } if name == "OLLAMA_API_KEY"),
+            "{error:?}"
+        );
+        let error = patchbay_core::ProviderError::from(error);
+        assert_eq!(error.kind(), ErrorKind::Config);
+        let mut shown = format!("{error} {error:?}");
+        let mut source = std::error::Error::source(&error);
+        while let Some(next) = source {
+            shown.push_str(&format!(" | {next} {next:?}"));
+            source = next.source();
+        }
+        assert!(shown.contains("OLLAMA_API_KEY") && !shown.contains("CANARY"), "{shown}");
+    }
 }

@@ -130,6 +130,27 @@ async fn the_request_is_an_ollama_chat_body() {
     );
 }
 
+/// A call option of the wrong type, or options that are not an object, are an `InvalidRequest`
+/// of `ollama` before any I/O, naming the key and never quoting the value: the same kind every
+/// provider crate gives a bad call option.
+#[tokio::test]
+async fn a_bad_call_option_is_an_invalid_request_naming_the_key_not_the_value() {
+    let server = RawServer::start(vec![Step::Stall]).await;
+    let provider = provider(server.url(), |config| config);
+    for (options, key) in [
+        (json!({"think": ["sk-CANARY"]}), "think"),
+        (json!("sk-CANARY"), "object"),
+    ] {
+        let context = RequestContext::new().with_provider_options("ollama", options);
+        let recording = call(&provider, &[Message::user("hi")], Some(&context)).await;
+        let error = recording.error.expect("refused");
+        assert_eq!(error.kind(), ErrorKind::InvalidRequest, "{error}");
+        assert_eq!(error.facts().provider.as_deref(), Some("ollama"));
+        let text = format!("{error} {error:?}");
+        assert!(text.contains(key) && !text.contains("CANARY"), "{text}");
+    }
+}
+
 #[tokio::test]
 async fn an_unknown_call_option_and_an_image_url_fail_before_any_io() {
     let server = RawServer::start(vec![Step::Stall]).await;
