@@ -78,3 +78,139 @@ fn every_factory_refuses_a_wrong_type() {
         );
     }
 }
+
+/// The in-tree provider crates (the scripted test double reads no call options and no
+/// environment), each with the variable a non-Unicode value is put in by
+/// [`a_variable_that_is_not_unicode_is_the_same_error_env_in_every_crate`].
+#[allow(unused_mut)]
+fn provider_crates() -> Vec<(&'static str, &'static str)> {
+    let mut all: Vec<(&'static str, &'static str)> = Vec::new();
+    #[cfg(feature = "anthropic")]
+    all.push((patchbay::anthropic::NAME, "ANTHROPIC_API_KEY"));
+    #[cfg(feature = "openrouter")]
+    all.push((patchbay::openrouter::NAME, "OPENROUTER_API_KEY"));
+    #[cfg(feature = "claude-agent")]
+    all.push((patchbay::claude_agent::NAME, patchbay::claude_agent::CLI_ENV));
+    all
+}
+
+/// A call's provider options that cannot be read (not an object; for the crates that read
+/// keys, a known key of the wrong type) are an `InvalidRequest` of that provider, before any
+/// I/O (nothing listens at the base URL, and the CLI is `true`), naming what is wrong and never
+/// quoting the value: the same kind in every crate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_provider_refuses_a_bad_call_option_as_an_invalid_request() {
+    use futures::StreamExt;
+    let registry = Registry::compiled();
+    let known_key_of_wrong_type = |name: &str| match name {
+        "anthropic" => Some(("betas", json!({ "betas": "sk-CANARY" }))),
+        "claude-agent" => Some(("max_turns", json!({ "max_turns": "sk-CANARY" }))),
+        _ => None,
+    };
+    for (name, options) in buildable() {
+        if !provider_crates().iter().any(|(crate_name, _)| *crate_name == name) {
+            continue;
+        }
+        let provider = registry.build(name, &options).expect("builds");
+        let mut cases = vec![("object", json!("sk-CANARY"))];
+        cases.extend(known_key_of_wrong_type(name));
+        for (named, call_options) in cases {
+            let context = patchbay::RequestContext::new().with_provider_options(name, call_options);
+            let messages = [patchbay::Message::user("hi")];
+            let tools = patchbay::ToolSet::new();
+            let started = provider
+                .create_response(&messages, &tools, "m", &patchbay::Signal::new(), Some(&context))
+                .await;
+            let error = match started {
+                Err(error) => error,
+                Ok(mut stream) => loop {
+                    match stream.next().await {
+                        Some(Err(error)) => break error,
+                        Some(Ok(_)) => continue,
+                        None => panic!("{name} accepted the call options"),
+                    }
+                },
+            };
+            assert_eq!(error.kind(), ErrorKind::InvalidRequest, "{name}: {error}");
+            assert_eq!(error.facts().provider.as_deref(), Some(name), "{error:?}");
+            let shown = format!("{error} {error:?}");
+            assert!(shown.contains(named) && !shown.contains("CANARY"), "{name}: {shown}");
+        }
+    }
+}
+
+/// Set in the child processes of
+/// [`a_variable_that_is_not_unicode_is_the_same_error_env_in_every_crate`]: the provider whose
+/// variable holds a value that is not Unicode.
+const CHILD: &str = "PATCHBAY_PARITY_CHILD";
+
+/// Each crate's variable set to a key with a stray byte (in a child process, so this one's
+/// environment is untouched): `from_env` is the crate's `Error::Env` naming the variable, and
+/// the registry's build a `Config` error naming it, neither showing the value.
+#[cfg(unix)]
+#[test]
+fn a_variable_that_is_not_unicode_is_the_same_error_env_in_every_crate() {
+    use std::os::unix::ffi::OsStrExt;
+    let exe = std::env::current_exe().expect("the test binary");
+    for (name, variable) in provider_crates() {
+        let output = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "factories::env_child_refuses_its_variable",
+                "--test-threads=1",
+            ])
+            .env(CHILD, name)
+            .env(variable, std::ffi::OsStr::from_bytes(b"sk-CANARY-\xff"))
+            .output()
+            .expect("the child runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "{name}: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+/// The child half of [`a_variable_that_is_not_unicode_is_the_same_error_env_in_every_crate`];
+/// in any other process it has nothing to check.
+#[test]
+fn env_child_refuses_its_variable() {
+    let Some(name) = std::env::var(CHILD).ok() else {
+        return;
+    };
+    let (_, variable) = provider_crates()
+        .into_iter()
+        .find(|(crate_name, _)| *crate_name == name)
+        .expect("a provider crate");
+    let env_error: Option<String> = match name.as_str() {
+        #[cfg(feature = "anthropic")]
+        "anthropic" => match patchbay::anthropic::AnthropicConfig::from_env() {
+            Err(patchbay::anthropic::Error::Env { name, .. }) => Some(name),
+            other => panic!("{other:?}"),
+        },
+        #[cfg(feature = "openrouter")]
+        "openrouter" => match patchbay::openrouter::OpenRouterConfig::from_env() {
+            Err(patchbay::openrouter::Error::Env { name, .. }) => Some(name),
+            other => panic!("{other:?}"),
+        },
+        #[cfg(feature = "claude-agent")]
+        "claude-agent" => match patchbay::claude_agent::ClaudeAgentConfig::from_env() {
+            Err(patchbay::claude_agent::Error::Env { name, .. }) => Some(name),
+            other => panic!("{other:?}"),
+        },
+        _ => None,
+    };
+    assert_eq!(env_error.as_deref(), Some(variable), "{name}");
+    let Err(error) = Registry::compiled().build(&name, &json!({})) else {
+        panic!("{name} built from a variable that is not Unicode");
+    };
+    assert_eq!(error.kind(), ErrorKind::Config, "{name}: {error}");
+    let mut shown = format!("{error} {error:?}");
+    let mut source = std::error::Error::source(&error);
+    while let Some(next) = source {
+        shown.push_str(&format!(" | {next} {next:?}"));
+        source = next.source();
+    }
+    assert!(shown.contains(variable) && !shown.contains("CANARY"), "{name}: {shown}");
+}

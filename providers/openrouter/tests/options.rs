@@ -136,6 +136,9 @@ fn null_options_mean_the_environment_alone() {
 #[test]
 fn options_that_are_not_an_object_are_refused() {
     let error = OpenRouterConfig::from_options(&json!(SECRET)).expect_err("a string");
-    assert!(matches!(&error, Error::Options { source } if source.key.is_none()), "{error:?}");
+    assert!(
+        matches!(&error, Error::Options { source } if source.key.is_none()),
+        "{error:?}"
+    );
     assert!(!error.to_string().contains(SECRET));
 }

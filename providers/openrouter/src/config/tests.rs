@@ -50,7 +50,10 @@ fn a_wrong_type_is_refused_by_name_without_its_value() {
 #[test]
 fn options_that_are_not_an_object_are_refused_without_quoting_them() {
     let error = read(&json!("sk-secret-3"), &[]).expect_err("a string");
-    assert!(matches!(&error, Error::Options { source } if source.key.is_none()), "{error:?}");
+    assert!(
+        matches!(&error, Error::Options { source } if source.key.is_none()),
+        "{error:?}"
+    );
     assert!(!error.to_string().contains("sk-secret-3"));
 }
 
