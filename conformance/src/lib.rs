@@ -3,6 +3,7 @@
 pub mod fields;
 pub mod fixtures;
 pub mod hardening;
+pub mod live;
 pub mod logs;
 pub mod metrics;
 pub mod mock;
