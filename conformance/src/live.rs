@@ -89,7 +89,8 @@ pub const LIVE_MAX_TOKENS: u32 = 1024;
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct LiveSetup {
-    /// The key, from the provider's variable.
+    /// The key, from the provider's variable (empty without one, see
+    /// [`Live::with_optional_key`]).
     pub key: Secret,
     /// `PATCHBAY_LIVE_BASE_URL`, if set: the provider must send there instead of its default.
     pub base_url: Option<String>,
@@ -130,6 +131,7 @@ pub struct Live {
     replay: Option<Replay>,
     mock: Option<StartMock>,
     scenarios: Vec<&'static str>,
+    key_required: bool,
 }
 
 impl fmt::Debug for Live {
@@ -191,7 +193,15 @@ impl Live {
             replay: None,
             mock: None,
             scenarios: LIVE_SCENARIOS.to_vec(),
+            key_required: true,
         }
+    }
+
+    /// Run with `PATCHBAY_LIVE=1` alone when the key variable is unset (the key is then empty):
+    /// for a server that may need none, such as a local Ollama.
+    pub fn with_optional_key(mut self) -> Self {
+        self.key_required = false;
+        self
     }
 
     /// Replay each recorded body into its responses (the crate's translator), so every recorded
@@ -229,11 +239,15 @@ impl Live {
                 self.name, self.key_var
             )));
         }
-        let Some(key) = var(&self.key_var) else {
-            return Err(Skipped(format!(
-                "live check of `{}` skipped: {LIVE_ENV}=1 but {} is not set",
-                self.name, self.key_var
-            )));
+        let key = match var(&self.key_var) {
+            Some(key) => key,
+            None if !self.key_required => String::new(),
+            None => {
+                return Err(Skipped(format!(
+                    "live check of `{}` skipped: {LIVE_ENV}=1 but {} is not set",
+                    self.name, self.key_var
+                )));
+            }
         };
         let record_dir = match var(LIVE_RECORD_DIR_ENV) {
             Some(dir) => PathBuf::from(dir),
