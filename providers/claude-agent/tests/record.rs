@@ -18,14 +18,13 @@ const KEY: &str = "sk-ant-claude-recorded-0123456789";
 
 /// The fake CLI replaying `transcript`, its state in `state`, the key in its environment.
 fn config(transcript: &Path, state: &Path) -> ClaudeAgentConfig {
-    let config = ClaudeAgentConfig::new()
+    ClaudeAgentConfig::new()
         .with_cli_path(support::fake_cli())
         .with_env("FAKE_CLAUDE_TRANSCRIPT", transcript.display().to_string())
         .with_env("FAKE_CLAUDE_STATE", state.display().to_string())
         .with_env("ANTHROPIC_API_KEY", KEY)
         .with_session_markers(false)
-        .with_stop_grace(Duration::from_millis(300));
-    config
+        .with_stop_grace(Duration::from_millis(300))
 }
 
 /// One call of scenario `name` through `config`.
