@@ -233,9 +233,9 @@ impl AnthropicConfig {
     /// ```
     /// use patchbay_anthropic::{AnthropicConfig, Error};
     /// let config = AnthropicConfig::from_options(&serde_json::json!({"read_timeout_ms": 0})).unwrap();
-    /// assert_eq!(config.limits.read_timeout, None);
+    /// assert_eq!(config.limits().read_timeout, None);
     /// let error = AnthropicConfig::from_options(&serde_json::json!({"api_kee": "sk"})).unwrap_err();
-    /// assert!(matches!(error, Error::UnknownOption { ref key, .. } if key == "api_kee"));
+    /// assert!(matches!(error, Error::Options { ref source } if source.key.as_deref() == Some("api_kee")));
     /// ```
     pub fn from_options(options: &Value) -> Result<Self, Error> {
         let options = Options::parse(options)?;
