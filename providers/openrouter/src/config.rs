@@ -422,6 +422,31 @@ impl OpenRouterConfig {
     pub fn has_api_key(&self) -> bool {
         self.api_key.is_some()
     }
+
+    /// OpenRouter's `HTTP-Referer`, if set.
+    pub fn referer(&self) -> Option<&str> {
+        self.referer.as_deref()
+    }
+
+    /// OpenRouter's `X-Title`, if set.
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    /// The names and values of the extra headers sent with every request.
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.headers
+    }
+
+    /// Whether usage is asked for in the stream (`stream_options.include_usage`).
+    pub fn include_usage(&self) -> bool {
+        self.include_usage
+    }
+
+    /// How structured output is asked for.
+    pub fn response_format(&self) -> ResponseFormat {
+        self.response_format
+    }
 }
 
 #[cfg(test)]

@@ -42,6 +42,11 @@ fn options_build_the_provider_through_the_factory() {
     let provider = OpenRouterProvider::new(OpenRouterConfig::from_options(&options).expect("valid")).expect("builds");
     assert_eq!(provider.config().base_url(), "http://127.0.0.1:1234/v1");
     assert_eq!(provider.config().dialect(), Dialect::OpenRouter);
+    // Every field has a getter (the fields are private, as in every provider crate's config).
+    let config = provider.config();
+    assert_eq!((config.title(), config.referer()), (Some("T"), None));
+    assert_eq!(config.headers(), [("X-A".to_string(), "b".to_string())]);
+    assert!(!config.include_usage() && config.has_api_key());
     let (body, _) = provider.request_body(&[Message::user("x")], &ToolSet::new(), "m", None);
     assert!(body.get("stream_options").is_none());
     let built = patchbay_openrouter::factory().build(&options).expect("builds");
