@@ -10,7 +10,6 @@
 use std::sync::Arc;
 
 use patchbay_anthropic::{AnthropicConfig, AnthropicProvider, NAME};
-use patchbay_conformance::Recording;
 use patchbay_conformance::live::{Live, run_live};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 
@@ -22,15 +21,7 @@ fn main() {
         }
         Ok(Arc::new(AnthropicProvider::new(config)?))
     })
-    .with_replay(|body| {
-        patchbay_anthropic::replay::replay(body)
-            .into_iter()
-            .map(|replayed| Recording {
-                events: replayed.events,
-                error: replayed.error,
-            })
-            .collect()
-    })
+    .with_replay(|body| patchbay_core::kit::replay(patchbay_anthropic::Translator::new, [body]))
     .with_mock(AnthropicWire);
     run_live(live)
 }

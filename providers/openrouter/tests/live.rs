@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use patchbay_conformance::Recording;
 use patchbay_conformance::live::{Live, run_live};
 use patchbay_conformance::mock::openai::OpenAiWire;
 use patchbay_openrouter::{Dialect, NAME, OPENROUTER_BASE_URL, OpenRouterConfig, OpenRouterProvider};
@@ -25,15 +24,7 @@ fn main() {
             .with_record_dir(&setup.record_dir);
         Ok(Arc::new(OpenRouterProvider::new(config)?))
     })
-    .with_replay(|body| {
-        patchbay_openrouter::translate::replay(body)
-            .into_iter()
-            .map(|replayed| Recording {
-                events: replayed.events,
-                error: replayed.error,
-            })
-            .collect()
-    })
+    .with_replay(|body| patchbay_core::kit::replay(patchbay_openrouter::translate::Translator::default, [body]))
     .with_mock(OpenAiWire);
     run_live(live)
 }
