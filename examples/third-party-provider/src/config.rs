@@ -2,6 +2,7 @@
 
 use std::env::VarError;
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use patchbay_core::kit::{OptionsError, Secret, StreamLimits, read_options, redact_url};
@@ -33,6 +34,7 @@ pub struct OllamaConfig {
     api_key: Option<Secret>,
     limits: StreamLimits,
     connect_timeout: Option<Duration>,
+    record_dir: Option<PathBuf>,
 }
 
 impl Default for OllamaConfig {
@@ -42,6 +44,7 @@ impl Default for OllamaConfig {
             api_key: None,
             limits: StreamLimits::default(),
             connect_timeout: Some(Duration::from_secs(10)),
+            record_dir: None,
         }
     }
 }
@@ -53,6 +56,7 @@ impl fmt::Debug for OllamaConfig {
             .field("api_key", &self.api_key)
             .field("limits", &self.limits)
             .field("connect_timeout", &self.connect_timeout)
+            .field("record_dir", &self.record_dir)
             .finish()
     }
 }
@@ -67,6 +71,7 @@ struct Options {
     content_timeout_ms: Option<u64>,
     connect_timeout_ms: Option<u64>,
     max_line_bytes: Option<usize>,
+    record_dir: Option<String>,
 }
 
 /// `Some(ms)` as a limit: `0` turns it off.
@@ -97,12 +102,14 @@ impl OllamaConfig {
             config.base_url = normalize_host(&host, "OLLAMA_HOST")?;
         }
         config.api_key = read("OLLAMA_API_KEY")?.map(|key| Secret::new(key.trim()));
+        config.record_dir = read("PATCHBAY_RECORD_DIR")?.map(PathBuf::from);
         Ok(config)
     }
 
     /// [`from_env`](Self::from_env) with JSON options on top (`null` or `{}`: the environment
     /// alone). Keys: `base_url`, `api_key`, `read_timeout_ms`, `content_timeout_ms`,
-    /// `connect_timeout_ms` (`0` turns a timeout off) and `max_line_bytes` (at least 1). An
+    /// `connect_timeout_ms` (`0` turns a timeout off), `max_line_bytes` (at least 1) and
+    /// `record_dir` (`""` turns recording off; see [`with_record_dir`](Self::with_record_dir)). An
     /// unknown key or a wrong type is an error naming the key, never quoting a value.
     pub fn from_options(options: &Value) -> Result<Self, Error> {
         let options: Options = read_options(options).map_err(|source| Error::Options { source })?;
@@ -121,6 +128,9 @@ impl OllamaConfig {
         }
         if let Some(ms) = options.connect_timeout_ms {
             config.connect_timeout = millis(ms);
+        }
+        if let Some(dir) = options.record_dir {
+            config.record_dir = (!dir.trim().is_empty()).then(|| PathBuf::from(dir));
         }
         match options.max_line_bytes {
             Some(0) => {
@@ -178,6 +188,18 @@ impl OllamaConfig {
     pub fn with_max_line_bytes(mut self, max: usize) -> Self {
         self.limits = self.limits.with_max_line_bytes(max);
         self
+    }
+
+    /// Record every call into `dir` in the fixture layout (`DIR/ollama/recorded/...`, a MANIFEST
+    /// line each; the key never written), readable by `FixtureRun::in_dir` and `replay`.
+    pub fn with_record_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.record_dir = Some(dir.into());
+        self
+    }
+
+    /// Where calls are recorded, if anywhere.
+    pub fn record_dir(&self) -> Option<&Path> {
+        self.record_dir.as_deref()
     }
 
     /// The server's base URL (no trailing slash).

@@ -5,6 +5,7 @@ use patchbay_core::{
     Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
     async_trait,
 };
+use patchbay_http::record::Recorder;
 use patchbay_http::{Call, Prepared, reqwest};
 
 use crate::NAME;
@@ -27,6 +28,7 @@ pub struct OllamaProvider {
     endpoint: String,
     client: reqwest::Client,
     info: ProviderInfo,
+    recorder: Option<Recorder>,
 }
 
 impl std::fmt::Debug for OllamaProvider {
@@ -50,11 +52,20 @@ impl OllamaProvider {
         }
         let client = builder.build().map_err(|source| Error::Client { source })?;
         let capabilities = Capabilities::none().with_streaming().with_reasoning().with_images();
+        let recorder = config.record_dir().map(|dir| {
+            let recorder =
+                Recorder::new(dir, NAME).with_recorded_by(concat!("patchbay-ollama ", env!("CARGO_PKG_VERSION")));
+            match config.api_key() {
+                Some(key) => recorder.with_secret(key.expose()),
+                None => recorder,
+            }
+        });
         Ok(Self {
             endpoint: format!("{base}/api/chat"),
             config,
             client,
             info: ProviderInfo::new(NAME, capabilities),
+            recorder,
         })
     }
 
@@ -80,6 +91,7 @@ impl Provider for OllamaProvider {
     ) -> Result<EventStream, ProviderError> {
         Call::new(NAME, messages, model, signal, context)
             .with_limits(*self.config.limits())
+            .with_recorder(self.recorder.as_ref())
             .requiring_user_last()
             .run(|| {
                 let plan = plan(messages, tools, model, context)?;
@@ -106,7 +118,8 @@ pub fn factory() -> patchbay_core::ProviderFactory {
     patchbay_core::ProviderFactory::new(
         NAME,
         "Ollama's native /api/chat (local or hosted); options: base_url, api_key, read_timeout_ms, \
-         content_timeout_ms, connect_timeout_ms, max_line_bytes",
+         content_timeout_ms, connect_timeout_ms, max_line_bytes, record_dir (on top of OLLAMA_HOST, OLLAMA_API_KEY, \
+         PATCHBAY_RECORD_DIR)",
         build,
     )
 }
