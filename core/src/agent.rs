@@ -9,7 +9,8 @@ use futures::StreamExt;
 
 use crate::context::{Approval, ApprovalRequest, RequestContext};
 use crate::error::ProviderError;
-use crate::event::{Event, FinishReason, McpFailure, MetricsRecorder, Usage, Warning};
+use crate::event::{Event, FinishReason, McpFailure, Usage, Warning};
+use crate::kit::MetricsRecorder;
 use crate::kit::ContentBuilder;
 use crate::kit::run_tool;
 use crate::message::{ContentBlock, Message, Role};

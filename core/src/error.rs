@@ -334,15 +334,3 @@ impl StdError for ProviderError {
     }
 }
 
-/// Map an HTTP status to the error kind a host acts on.
-pub fn kind_for_status(status: u16) -> ErrorKind {
-    match status {
-        401 | 403 => ErrorKind::Auth,
-        408 => ErrorKind::Transport,
-        413 => ErrorKind::ContextTooLong,
-        429 => ErrorKind::RateLimited,
-        503 | 529 => ErrorKind::Overloaded,
-        400..=499 => ErrorKind::InvalidRequest,
-        _ => ErrorKind::Server,
-    }
-}

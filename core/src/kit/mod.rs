@@ -29,18 +29,20 @@
 //!   spawns nothing; here is the lowest crate they all share.
 
 mod content;
+mod conversation;
 mod counts;
 mod drive;
 mod framing;
+mod metrics;
 mod options;
 mod pdeathsig;
 mod redact;
 mod run_tool;
 mod secret;
 mod span;
+mod status;
 mod wire;
 
-pub use crate::telemetry::record_error;
 pub use counts::token_count;
 pub use drive::{Driver, StreamLimits, read_error_body, within};
 pub use framing::{Framer, Framing, MAX_LINE_BYTES};
@@ -49,12 +51,11 @@ pub use pdeathsig::{ParentDeathSignal, find_program};
 pub use redact::{redact_serde_message, redact_url, redirect_error};
 pub use secret::Secret;
 pub(crate) use span::observed;
-pub use span::{in_span, request_span, request_span_for};
+pub use span::{in_span, record_error, request_span, request_span_for};
 pub use wire::{ErrorResponse, Recording, Wire, replay, request_id, translate};
 
-pub use crate::error::kind_for_status;
-pub use crate::event::MetricsRecorder;
-pub use crate::provider::check_conversation;
-pub use crate::retry::parse_retry_after;
 pub use content::ContentBuilder;
+pub use conversation::check_conversation;
+pub use metrics::MetricsRecorder;
+pub use status::{kind_for_status, parse_retry_after};
 pub use run_tool::run_tool;

@@ -12,6 +12,14 @@ use crate::message::Message;
 use crate::provider::EventStream;
 use crate::telemetry::{SpanRecorder, chat_span};
 
+/// Record on a model call's span that the call failed before its stream began (an error status,
+/// a connection refused): `error.type` and the error status. Returns the error, for
+/// `send(..).await.map_err(|e| record_error(&span, e))?`.
+pub fn record_error(span: &tracing::Span, error: ProviderError) -> ProviderError {
+    SpanRecorder::new(span.clone()).observe(Err(&error));
+    error
+}
+
 /// The span every provider opens around one model call: `chat` (exported to OpenTelemetry as
 /// `chat {model}`), with the GenAI attributes of [`telemetry::chat_span`](crate::telemetry::chat_span)
 /// but no request parameters; prefer [`request_span_for`].

@@ -142,14 +142,6 @@ fn record_request(span: &tracing::Span, context: &RequestContext) {
     }
 }
 
-/// Record on a model call's span that the call failed before its stream began (an error status,
-/// a connection refused): `error.type` and the error status. Returns the error, for
-/// `send(..).await.map_err(|e| record_error(&span, e))?` (also `kit::record_error`).
-pub fn record_error(span: &tracing::Span, error: crate::ProviderError) -> crate::ProviderError {
-    SpanRecorder::new(span.clone()).observe(Err(&error));
-    error
-}
-
 /// The span of an agent run: `invoke_agent` (exported as `invoke_agent {name}`, or
 /// `invoke_agent` without a name), parent of its model calls and tool executions.
 pub fn agent_span(provider: &str, model: &str, agent_name: Option<&str>) -> tracing::Span {
