@@ -30,7 +30,7 @@ use futures::StreamExt;
 use patchbay::object::{self, ObjectEvent, OutputSchema};
 use patchbay::scripted::{Part, Response, Script, ScriptedProvider, Turn};
 use patchbay::tools::{Workspace, coding_tools};
-use patchbay::{Agent, Event, Message, Provider, ProviderError, Registry, Signal, SourceTarget, ToolResult};
+use patchbay::{Agent, Event, Message, Provider, ProviderError, Registry, Signal, ToolResult, source::SourceTarget};
 use serde_json::{Value, json};
 
 struct Args {

@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use patchbay::scripted::Part;
 use patchbay::{
-    Agent, Approval, ApprovalHandler, ApprovalRequest, Capabilities, ContentBlock, ErrorKind, Event, EventStream,
-    ExecutedBy, FinishReason, Message, Metrics, Provider, ProviderError, ProviderInfo, RequestContext, Role, Signal,
-    ToolContext, ToolResult, ToolSet, ToolStatus, Usage,
+    Agent, Capabilities, ContentBlock, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, Metrics,
+    Provider, ProviderError, ProviderInfo, RequestContext, Role, Signal, ToolContext, ToolResult, ToolSet, Usage,
+    context::Approval, context::ApprovalHandler, context::ApprovalRequest, tool::ToolStatus,
 };
 use serde_json::json;
 

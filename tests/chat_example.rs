@@ -45,7 +45,7 @@ pub(crate) fn chat_json_prints_one_valid_event_per_line() {
         .lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not an event: {line}: {e}")))
         .collect();
-    patchbay::validate(events.iter().map(Ok)).expect("the lifecycle validator accepts the run");
+    patchbay::validate::validate(events.iter().map(Ok)).expect("the lifecycle validator accepts the run");
     let listing = events.iter().find_map(|e| match e {
         Event::ToolResult { name, result, .. } if name == "read" => Some(result.text_content()),
         _ => None,

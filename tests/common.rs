@@ -54,7 +54,7 @@ pub(crate) async fn collect(stream: EventStream) -> (Vec<Event>, Option<Provider
 }
 
 pub(crate) fn assert_valid(events: &[Event], error: Option<&ProviderError>) {
-    if let Err(violations) = patchbay::validate(events.iter().map(Ok).chain(error.map(Err))) {
+    if let Err(violations) = patchbay::validate::validate(events.iter().map(Ok).chain(error.map(Err))) {
         panic!("lifecycle violations: {violations:#?}\nevents: {events:#?}");
     }
 }

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use patchbay::scripted::{End, Part, Response, ScriptedError, Turn};
 use patchbay::{
-    Agent, Broadcast, ErrorKind, Event, EventBroadcast, EventSink, EventStream, Message, Provider, ProviderError,
-    ProviderInfo, RequestContext, RunHandle, Signal, ToolResult, ToolSet, ToolStatus, async_trait,
+    Agent, ErrorKind, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal,
+    ToolResult, ToolSet, async_trait, sink::Broadcast, sink::EventBroadcast, sink::EventSink, sink::RunHandle,
+    tool::ToolStatus,
 };
 use serde_json::{Value, json};
 
@@ -250,7 +251,7 @@ async fn a_sink_gets_reasoning_in_order_and_the_session_id_once() {
     )
     .with_tools(tools(Arc::new(AtomicUsize::new(0))));
     let mut sink = Calls::default();
-    let response = patchbay::drive(agent.stream(vec![Message::user("go")], Signal::new()), &mut sink)
+    let response = patchbay::sink::drive(agent.stream(vec![Message::user("go")], Signal::new()), &mut sink)
         .await
         .expect("the run succeeds");
 
@@ -298,7 +299,9 @@ async fn a_sink_gets_the_error_that_ended_the_stream_with_its_kind() {
     let mut subscriber = broadcast.subscribe();
     let stream = broadcast.tap(agent.stream(vec![Message::user("go")], Signal::new()));
     let mut sink = Calls::default();
-    let error = patchbay::drive(stream, &mut sink).await.expect_err("the run fails");
+    let error = patchbay::sink::drive(stream, &mut sink)
+        .await
+        .expect_err("the run fails");
 
     assert_eq!(error.kind(), ErrorKind::Overloaded);
     assert_eq!(sink.errors.len(), 1, "{:?}", sink.errors);
@@ -335,7 +338,7 @@ async fn a_call_that_fails_before_any_event_reaches_on_error_alone() {
         "m",
     );
     let mut sink = Calls::default();
-    let error = patchbay::drive(agent.stream(vec![Message::user("go")], Signal::new()), &mut sink)
+    let error = patchbay::sink::drive(agent.stream(vec![Message::user("go")], Signal::new()), &mut sink)
         .await
         .expect_err("the call fails");
     assert_eq!(error.kind(), ErrorKind::RateLimited);

@@ -9,7 +9,9 @@ use patchbay::anthropic::{AnthropicConfig, AnthropicProvider};
 use patchbay::claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
 use patchbay::mcp::{McpClientSet, ToolServer};
 use patchbay::openrouter::{OpenRouterConfig, OpenRouterProvider};
-use patchbay::{McpServerConfig, McpTransport, Message, Provider, Registry, RequestContext, Signal, ToolSet};
+use patchbay::{
+    Message, Provider, Registry, RequestContext, Signal, ToolSet, context::McpServerConfig, context::McpTransport,
+};
 use patchbay_conformance::logs::LogCapture;
 use patchbay_conformance::raw::{RawServer, Step};
 use serde_json::json;

@@ -1,5 +1,7 @@
 use patchbay::scripted::Part;
-use patchbay::{Agent, Broadcast, Event, EventBroadcast, EventSink, Message, Registry, Signal, ToolResult};
+use patchbay::{
+    Agent, Event, Message, Registry, Signal, ToolResult, sink::Broadcast, sink::EventBroadcast, sink::EventSink,
+};
 use serde_json::Value;
 
 use crate::common::{echo_call, provider, respond, tools};
@@ -41,7 +43,7 @@ async fn sinks_and_broadcast_see_the_whole_run() {
     let mut subscriber = broadcast.subscribe();
     let stream = broadcast.tap(agent.stream(vec![Message::user("go")], Signal::new()));
     let mut sink = Recorder::default();
-    let response = patchbay::drive(stream, &mut sink).await.expect("run succeeds");
+    let response = patchbay::sink::drive(stream, &mut sink).await.expect("run succeeds");
 
     assert_eq!(sink.text, "pong");
     assert_eq!(sink.calls, vec!["echo"]);

@@ -7,7 +7,7 @@ use futures::StreamExt;
 use patchbay_conformance::{Baseline, Fixture, Recording, Target, TrialFailure, check, scenario, scenarios, trials};
 use patchbay_core::{
     Capabilities, ErrorKind, Event, EventStream, ExecutedBy, FinishReason, Message, Metrics, Provider, ProviderError,
-    ProviderInfo, RequestContext, Rule, Signal, ToolSet, Usage, validate,
+    ProviderInfo, RequestContext, Signal, ToolSet, Usage, validate::Rule, validate::validate,
 };
 use serde_json::json;
 
@@ -155,7 +155,7 @@ async fn tool_call_start_without_its_call_is_caught() {
     assert_eq!(rules, vec![Rule::ToolCallStartClosed]);
 }
 
-fn tool_result(id: &str, status: patchbay_core::ToolStatus) -> Event {
+fn tool_result(id: &str, status: patchbay_core::tool::ToolStatus) -> Event {
     Event::ToolResult {
         id: id.into(),
         name: "get_weather".into(),
@@ -173,7 +173,7 @@ async fn an_abandoned_tool_call_answered_as_aborted_is_closed() {
             id: "c1".into(),
             name: "get_weather".into(),
         }),
-        Ok(tool_result("c1", patchbay_core::ToolStatus::Aborted)),
+        Ok(tool_result("c1", patchbay_core::tool::ToolStatus::Aborted)),
         Ok(finish(FinishReason::Stop)),
     ])
     .await;
@@ -188,7 +188,7 @@ async fn a_completed_result_for_a_call_whose_input_never_ended_is_caught() {
             id: "c1".into(),
             name: "get_weather".into(),
         }),
-        Ok(tool_result("c1", patchbay_core::ToolStatus::Completed)),
+        Ok(tool_result("c1", patchbay_core::tool::ToolStatus::Completed)),
         Ok(finish(FinishReason::Stop)),
     ])
     .await;
@@ -317,7 +317,7 @@ async fn a_source_announced_twice_in_one_step_is_caught() {
 #[tokio::test]
 async fn a_source_without_url_or_with_a_backwards_range_is_caught() {
     let mut backwards = patchbay_core::Source::url("2", 0, "https://example.com", "broken");
-    backwards.supports = Some(patchbay_core::Span { start: 9, end: 3 });
+    backwards.supports = Some(patchbay_core::source::Span { start: 9, end: 3 });
     let rules = broken_rules(vec![
         Ok(started()),
         Ok(text(0, "Paris is in France.")),

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::cache::CacheControl;
-use crate::extensions::Extensions;
+pub use crate::extensions::Extensions;
 use crate::schema::OutputSchema;
 use crate::tool::ToolContext;
 
@@ -159,7 +159,7 @@ pub trait ApprovalHandler: Send + Sync {
 /// `Started`, never by failing. `Debug` prints environment keys, never their values.
 ///
 /// ```
-/// use patchbay_core::{RequestContext, Session};
+/// use patchbay_core::{RequestContext, context::Session};
 /// let cx = RequestContext::new()
 ///     .with_system("You are terse.")
 ///     .with_max_tokens(512)
@@ -323,7 +323,7 @@ impl RequestContext {
             metadata: self.metadata.clone(),
             extensions: self.extensions.clone(),
             tool_use_id: None,
-            progress: crate::ToolProgress::default(),
+            progress: crate::tool::ToolProgress::default(),
         }
     }
 }

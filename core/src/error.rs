@@ -333,4 +333,3 @@ impl StdError for ProviderError {
         self.source.as_deref().map(|e| e as &(dyn StdError + 'static))
     }
 }
-

@@ -1,6 +1,5 @@
 //! The one event enum every provider emits, and the values it carries.
 
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -164,7 +163,7 @@ pub struct Metrics {
 
 /// One event of a response stream. The same enum for every provider.
 ///
-/// Lifecycle rules (checked by [`validate`](crate::validate())): `Started` first; `Finish` last
+/// Lifecycle rules (checked by [`validate`](crate::validate::validate())): `Started` first; `Finish` last
 /// and once; a `ToolCall` only after its input is complete; every `ToolCallStart` followed by
 /// its `ToolCall`; no block's text emitted twice; an error ends the stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

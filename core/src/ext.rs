@@ -43,7 +43,7 @@ pub trait ProviderExt: Provider {
     /// Ask for an object of type `T` (no tools): the schema comes from schemars and goes in the
     /// context's [`output_schema`](RequestContext::output_schema); the final text block of the
     /// answer is parsed, validated against the schema and deserialized. A reply that is not
-    /// JSON or does not match is an [`ObjectError`](crate::ObjectError) carrying the raw text
+    /// JSON or does not match is an [`ObjectError`](crate::object::ObjectError) carrying the raw text
     /// (see [`crate::object`]).
     async fn generate_object<T>(
         &self,
@@ -51,7 +51,7 @@ pub trait ProviderExt: Provider {
         model: &str,
         signal: &Signal,
         context: Option<&RequestContext>,
-    ) -> Result<T, crate::ObjectError>
+    ) -> Result<T, crate::object::ObjectError>
     where
         T: schemars::JsonSchema + serde::de::DeserializeOwned,
     {
@@ -59,14 +59,14 @@ pub trait ProviderExt: Provider {
     }
 
     /// [`generate_object`](Self::generate_object) streamed: partial values as the JSON grows,
-    /// then the validated object ([`ObjectEvent`](crate::ObjectEvent)).
+    /// then the validated object ([`ObjectEvent`](crate::object::ObjectEvent)).
     fn stream_object<'a, T>(
         &'a self,
         messages: &'a [Message],
         model: &'a str,
         signal: &'a Signal,
         context: Option<&'a RequestContext>,
-    ) -> crate::ObjectStream<'a, T>
+    ) -> crate::object::ObjectStream<'a, T>
     where
         T: schemars::JsonSchema + serde::de::DeserializeOwned + Send + 'a,
     {

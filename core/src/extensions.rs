@@ -8,7 +8,7 @@ use std::sync::Arc;
 /// Typed values a host hands to its tools (a database handle, say), keyed by type.
 ///
 /// ```
-/// use patchbay_core::Extensions;
+/// use patchbay_core::context::Extensions;
 /// #[derive(Debug, PartialEq)] struct Db(u32);
 /// let mut ext = Extensions::new();
 /// ext.insert(Db(7));

@@ -1,10 +1,10 @@
 #![doc = include_str!("../README.md")]
 
-mod agent;
+pub mod agent;
 mod cache;
-mod context;
-mod error;
-mod event;
+pub mod context;
+pub mod error;
+pub mod event;
 mod ext;
 mod extensions;
 mod factory;
@@ -12,41 +12,34 @@ pub mod kit;
 mod message;
 pub mod object;
 mod provider;
-mod retry;
+pub mod retry;
 mod schema;
 mod signal;
-mod sink;
-mod source;
+pub mod sink;
+pub mod source;
 pub mod telemetry;
-mod tool;
+pub mod tool;
 mod toolset;
 pub mod validate;
 
-pub use agent::{Agent, AgentOutcome, AttachedTools, DEFAULT_MAX_STEPS, ToolSource, Transcript};
+// The root holds what a host uses (39 names); the rest lives in the public modules above
+// (`context::Session`, `tool::ToolStatus`, `sink::EventSink`, `validate::validate`...), and
+// what only a provider implementer needs is defined in `kit`.
+pub use agent::{Agent, AgentOutcome, ToolSource, Transcript};
 pub use cache::CacheControl;
-pub use context::{
-    Approval, ApprovalHandler, ApprovalRequest, McpServerConfig, McpTransport, RequestContext, Sampling, Session,
-    ToolChoice,
-};
-pub use error::{ErrorKind, Facts, Limit, ProviderError};
-pub use event::{Event, FinishReason, McpFailure, Metrics, Usage, Warning};
+pub use context::RequestContext;
+pub use error::{ErrorKind, Limit, ProviderError};
+pub use event::{Event, FinishReason, Metrics, Usage, Warning};
 pub use ext::ProviderExt;
-pub use extensions::Extensions;
 pub use factory::{BuildFn, ProviderFactory};
 pub use message::{ContentBlock, ImageSource, Message, Role};
-pub use object::{ObjectEvent, ObjectStream};
 pub use provider::{Capabilities, EventStream, Provider, ProviderInfo, ProviderResponse};
-pub use retry::{Retry, RetryLayer, RetryPolicy};
-pub use schema::{ObjectError, OutputSchema};
+pub use retry::{Retry, RetryPolicy};
+pub use schema::OutputSchema;
 pub use signal::Signal;
-pub use sink::{Broadcast, EventBroadcast, EventSink, RunHandle, drive};
-pub use source::{Location, Source, SourceTarget, Span};
-pub use tool::{
-    ExecutedBy, FnTool, ProgressUpdate, Tool, ToolContent, ToolContext, ToolProgress, ToolResult, ToolSpec, ToolStatus,
-    parse_input,
-};
+pub use source::Source;
+pub use tool::{ExecutedBy, FnTool, Tool, ToolContext, ToolResult, ToolSpec};
 pub use toolset::ToolSet;
-pub use validate::{Rule, Validator, Violation, validate};
 
 /// Re-exported so implementers use the same version.
 pub use async_trait::async_trait;

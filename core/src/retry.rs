@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use patchbay_core::{RetryLayer, RetryPolicy};
+//! use patchbay_core::{retry::RetryLayer, RetryPolicy};
 //! use tower_layer::Layer;
 //! # use patchbay_core::{Provider, ProviderInfo, Capabilities};
 //! # fn wrap<P: Provider>(provider: P) {
@@ -259,4 +259,3 @@ impl<P: Provider> Provider for Retry<P> {
         }
     }
 }
-

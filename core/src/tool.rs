@@ -241,7 +241,7 @@ impl ProgressUpdate {
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use patchbay_core::{ProgressUpdate, ToolContext, ToolProgress};
+/// use patchbay_core::{tool::ProgressUpdate, ToolContext, tool::ToolProgress};
 ///
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = seen.clone();

@@ -3,7 +3,7 @@
 //! Usable by any test, in-tree or third-party:
 //!
 //! ```
-//! use patchbay_core::{validate, Event, FinishReason, Metrics, Usage};
+//! use patchbay_core::{validate::validate, Event, FinishReason, Metrics, Usage};
 //! let events = vec![
 //!     Ok(Event::Started { response_id: None, model: "m".into(), session_id: None, warnings: vec![] }),
 //!     Ok(Event::TextDelta { index: 0, text: "hi".into() }),

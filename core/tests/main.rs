@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use patchbay_core::kit::{ContentBuilder, check_conversation};
 use patchbay_core::{
-    CacheControl, ContentBlock, ErrorKind, Event, ExecutedBy, McpServerConfig, McpTransport, Message, ProviderError,
-    RequestContext, RetryPolicy, Role, Source, ToolResult, Usage,
+    CacheControl, ContentBlock, ErrorKind, Event, ExecutedBy, Message, ProviderError, RequestContext, RetryPolicy,
+    Role, Source, ToolResult, Usage, context::McpServerConfig, context::McpTransport,
 };
 use serde_json::json;
 

@@ -7,8 +7,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use patchbay_core::Rule;
 use patchbay_core::kit::{self, Framing};
+use patchbay_core::validate::Rule;
 use patchbay_fuzz::{TRANSLATOR_RULES, check_lifecycle, drive, outcome, split_at_selector};
 use patchbay_openrouter::translate::Translator;
 

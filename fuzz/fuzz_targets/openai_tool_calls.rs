@@ -10,7 +10,7 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use patchbay_core::kit::Framing;
-use patchbay_core::{Event, Rule};
+use patchbay_core::{Event, validate::Rule};
 use patchbay_fuzz::{TRANSLATOR_RULES, check_lifecycle, outcome, split_at_selector};
 use patchbay_openrouter::translate::Translator;
 use serde_json::{Map, Value, json};

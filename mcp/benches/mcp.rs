@@ -13,7 +13,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use patchbay_core::{FnTool, McpServerConfig, McpTransport, RequestContext, ToolContext, ToolResult, ToolSet};
+use patchbay_core::{
+    FnTool, RequestContext, ToolContext, ToolResult, ToolSet, context::McpServerConfig, context::McpTransport,
+};
 use patchbay_mcp::{McpClientSet, ToolServer};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use patchbay_core::{AttachedTools, McpFailure, McpServerConfig, RequestContext, Signal, ToolSet, ToolSource, Warning};
+use patchbay_core::{
+    RequestContext, Signal, ToolSet, ToolSource, Warning, agent::AttachedTools, context::McpServerConfig,
+    event::McpFailure,
+};
 
 use crate::child::StderrTail;
 use crate::connection::{McpClient, McpTool, ToolNaming};
@@ -37,7 +40,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// ```no_run
 /// # async fn demo() {
-/// use patchbay_core::{McpServerConfig, McpTransport};
+/// use patchbay_core::{context::McpServerConfig, context::McpTransport};
 /// use patchbay_mcp::McpClientSet;
 /// let set = McpClientSet::new().with_server(McpServerConfig {
 ///     name: "everything".into(),

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use http::{HeaderName, HeaderValue};
-use patchbay_core::{McpServerConfig, McpTransport, RequestContext, Tool, ToolContext, ToolResult, ToolSpec, Warning};
+use patchbay_core::{
+    RequestContext, Tool, ToolContext, ToolResult, ToolSpec, Warning, context::McpServerConfig, context::McpTransport,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation, JsonObject,
     RequestMetaObject,

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock, Weak};
 
-use patchbay_core::{Extensions, RequestContext, ToolSet};
+use patchbay_core::{RequestContext, ToolSet, context::Extensions};
 
 /// Header carrying the registered context id.
 pub const CONTEXT_HEADER: &str = "x-patchbay-context";
@@ -115,12 +115,12 @@ impl ContextGuard {
         &self.headers
     }
 
-    /// An [`McpServerConfig`](patchbay_core::McpServerConfig) that reaches the server under this
+    /// An [`McpServerConfig`](patchbay_core::context::McpServerConfig) that reaches the server under this
     /// context, for a client set or an agent runtime.
-    pub fn server_config(&self, name: impl Into<String>) -> patchbay_core::McpServerConfig {
-        patchbay_core::McpServerConfig {
+    pub fn server_config(&self, name: impl Into<String>) -> patchbay_core::context::McpServerConfig {
+        patchbay_core::context::McpServerConfig {
             name: name.into(),
-            transport: patchbay_core::McpTransport::Http {
+            transport: patchbay_core::context::McpTransport::Http {
                 url: self.url.clone(),
                 headers: self.headers.clone(),
             },

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use patchbay_core::{ToolContent, ToolResult, ToolSpec, ToolStatus};
+use patchbay_core::{ToolResult, ToolSpec, tool::ToolContent, tool::ToolStatus};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, ResourceContents, TextContent};
 use serde_json::Value;
 

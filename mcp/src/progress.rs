@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use patchbay_core::{ProgressUpdate, ToolProgress};
+use patchbay_core::{tool::ProgressUpdate, tool::ToolProgress};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::Notify;

@@ -355,7 +355,7 @@ impl ToolServerBuilder {
 /// timeout and a cap on concurrent connections, each set on the [`ToolServerBuilder`].
 ///
 /// A call whose `_meta` carries a `progressToken` gets the tool's
-/// [`ToolProgress`](patchbay_core::ToolProgress) reports as `notifications/progress` before
+/// [`ToolProgress`](patchbay_core::tool::ToolProgress) reports as `notifications/progress` before
 /// its answer (see the crate docs, "Progress").
 pub struct ToolServer {
     url: String,

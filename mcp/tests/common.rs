@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use patchbay_core::{Agent, Event, FnTool, Message, Signal, ToolContent, ToolContext, ToolResult, ToolSet};
+use patchbay_core::{Agent, Event, FnTool, Message, Signal, ToolContext, ToolResult, ToolSet, tool::ToolContent};
 use patchbay_scripted::{Script, ScriptedProvider, Turn};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -101,17 +101,17 @@ pub(crate) fn tools() -> ToolSet {
                             value: serde_json::json!({"rows": 3}),
                         },
                     ],
-                    status: patchbay_core::ToolStatus::Completed,
+                    status: patchbay_core::tool::ToolStatus::Completed,
                     metadata: Some(serde_json::json!({"documents": ["d1"]})),
                 }
             },
         ))
 }
 
-pub(crate) fn stdio(name: &str, command: &std::path::Path, args: &[&str]) -> patchbay_core::McpServerConfig {
-    patchbay_core::McpServerConfig {
+pub(crate) fn stdio(name: &str, command: &std::path::Path, args: &[&str]) -> patchbay_core::context::McpServerConfig {
+    patchbay_core::context::McpServerConfig {
         name: name.into(),
-        transport: patchbay_core::McpTransport::Stdio {
+        transport: patchbay_core::context::McpTransport::Stdio {
             command: command.display().to_string(),
             args: args.iter().map(|a| a.to_string()).collect(),
             env: Default::default(),
@@ -119,10 +119,10 @@ pub(crate) fn stdio(name: &str, command: &std::path::Path, args: &[&str]) -> pat
     }
 }
 
-pub(crate) fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> patchbay_core::McpServerConfig {
-    patchbay_core::McpServerConfig {
+pub(crate) fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> patchbay_core::context::McpServerConfig {
+    patchbay_core::context::McpServerConfig {
         name: name.into(),
-        transport: patchbay_core::McpTransport::Http {
+        transport: patchbay_core::context::McpTransport::Http {
             url: url.into(),
             headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         },

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use patchbay_core::{Agent, Event, McpServerConfig};
+use patchbay_core::{Agent, Event, context::McpServerConfig};
 use patchbay_mcp::McpClientSet;
 use patchbay_scripted::Turn;
 

@@ -1,7 +1,7 @@
 //! `ToolResult` <-> MCP `CallToolResult`, snapshotted for every content kind and status in the
 //! conformance crate's snapshot folder (`conformance/snapshots/tool_results/`).
 
-use patchbay_core::{ToolContent, ToolResult, ToolStatus};
+use patchbay_core::{ToolResult, tool::ToolContent, tool::ToolStatus};
 use patchbay_mcp::{from_call_tool_result, to_call_tool_result};
 use rmcp::model::CallToolResult;
 use serde::Serialize;

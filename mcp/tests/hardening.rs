@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use patchbay_core::{FnTool, McpServerConfig, McpTransport, RequestContext, ToolContext, ToolResult, ToolSet};
+use patchbay_core::{
+    FnTool, RequestContext, ToolContext, ToolResult, ToolSet, context::McpServerConfig, context::McpTransport,
+};
 use patchbay_mcp::{McpClientSet, ToolServer};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use patchbay_core::{FnTool, ProgressUpdate, RequestContext, ToolContext, ToolResult, ToolSet};
+use patchbay_core::{FnTool, RequestContext, ToolContext, ToolResult, ToolSet, tool::ProgressUpdate};
 use patchbay_mcp::ToolServer;
 use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
 use rmcp::service::NotificationContext;

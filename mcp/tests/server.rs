@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use patchbay_core::{RequestContext, ToolContent, ToolStatus};
+use patchbay_core::{RequestContext, tool::ToolContent, tool::ToolStatus};
 use patchbay_mcp::{McpClientSet, ToolServer};
 use serde_json::json;
 
@@ -391,7 +391,7 @@ async fn a_mapped_header_becomes_metadata_of_anonymous_calls_only() {
     // Under a registered context the registered metadata is the whole metadata.
     let guard = open.register(&RequestContext::new().with_metadata("project_id", "registered"));
     let mut config = guard.server_config("host");
-    if let patchbay_core::McpTransport::Http { headers, .. } = &mut config.transport {
+    if let patchbay_core::context::McpTransport::Http { headers, .. } = &mut config.transport {
         headers.insert("X-Agent-Session-Name".into(), "from-header".into());
     }
     let connections = McpClientSet::new().with_server(config).connect().await;
@@ -537,7 +537,7 @@ async fn an_authorizer_lets_in_what_it_accepts_from_the_own_host_only() {
 }
 
 /// The metadata `whoami` reports for a call over `config`.
-async fn whoami_metadata(config: patchbay_core::McpServerConfig) -> serde_json::Value {
+async fn whoami_metadata(config: patchbay_core::context::McpServerConfig) -> serde_json::Value {
     let connections = McpClientSet::new().with_server(config).connect().await;
     assert_eq!(connections.failed(), [], "connects");
     let tools = connections.tools().await;
@@ -591,7 +591,7 @@ async fn a_grant_vouches_for_metadata_over_every_header_and_the_routes_see_it() 
     // Under a registered context too, the grant wins over the registered metadata.
     let guard = server.register(&RequestContext::new().with_metadata("caller", "bob"));
     let mut config = guard.server_config("registered");
-    if let patchbay_core::McpTransport::Http { headers, .. } = &mut config.transport {
+    if let patchbay_core::context::McpTransport::Http { headers, .. } = &mut config.transport {
         headers.insert("Authorization".into(), "Bearer alice-pass".into());
     }
     assert_eq!(whoami_metadata(config).await["caller"], "alice");

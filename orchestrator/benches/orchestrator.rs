@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use patchbay::mcp::McpClientSet;
-use patchbay::{McpServerConfig, McpTransport, ToolContext, ToolSet};
+use patchbay::{ToolContext, ToolSet, context::McpServerConfig, context::McpTransport};
 use patchbay_orchestrator::blueprint::Blueprints;
 use patchbay_orchestrator::http::{HttpOptions, serve_http};
 use patchbay_orchestrator::store::SqliteStore;

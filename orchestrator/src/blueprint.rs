@@ -53,7 +53,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use patchbay::McpServerConfig;
+use patchbay::context::McpServerConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::limits::BlueprintLimits;

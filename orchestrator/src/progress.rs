@@ -17,7 +17,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use patchbay::ToolProgress;
+use patchbay::tool::ToolProgress;
 use serde_json::Value;
 use tokio::time::Instant;
 

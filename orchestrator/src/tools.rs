@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use patchbay::{FnTool, Tool, ToolContext, ToolProgress, ToolResult, ToolSet};
+use patchbay::{FnTool, Tool, ToolContext, ToolResult, ToolSet, tool::ToolProgress};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;

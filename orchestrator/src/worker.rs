@@ -8,8 +8,8 @@ use patchbay::kit::ContentBuilder;
 use patchbay::mcp::McpClientSet;
 use patchbay::tools::{Workspace, coding_tools};
 use patchbay::{
-    Agent, ErrorKind, Event, EventStream, McpServerConfig, McpTransport, Message, ProviderError, RequestContext,
-    Signal, ToolSet, Transcript,
+    Agent, ErrorKind, Event, EventStream, Message, ProviderError, RequestContext, Signal, ToolSet, Transcript,
+    context::McpServerConfig, context::McpTransport,
 };
 
 use crate::blueprint::Blueprint;
@@ -462,7 +462,7 @@ fn context_for(inner: &Inner, session: &Session, blueprint: &Blueprint, resume_i
         }
     }
     if let Some(id) = resume_id {
-        context = context.with_session(patchbay::Session::Resume { id });
+        context = context.with_session(patchbay::context::Session::Resume { id });
     }
     context
 }

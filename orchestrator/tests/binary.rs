@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use patchbay::{McpServerConfig, McpTransport, ToolResult};
+use patchbay::{ToolResult, context::McpServerConfig, context::McpTransport};
 use patchbay_conformance::peers::is_alive;
 use patchbay_orchestrator::store::{INTERRUPTED, JobKind, JobStatus, SessionStatus, Store};
 use serde_json::{Value, json};

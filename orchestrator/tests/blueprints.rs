@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use patchbay::McpTransport;
+use patchbay::context::McpTransport;
 use patchbay_orchestrator::blueprint::{
     Blueprint, BlueprintError, BlueprintStatus, Blueprints, DEFAULT_BLUEPRINT, DEFAULT_TOOLS,
 };

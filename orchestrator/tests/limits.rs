@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use common::{Harness, TestResult, within};
 use patchbay::mcp::McpClientSet;
-use patchbay::{McpServerConfig, McpTransport, ToolContext};
+use patchbay::{ToolContext, context::McpServerConfig, context::McpTransport};
 use patchbay_orchestrator::DEFAULT_MAX_REQUEST_BYTES;
 use patchbay_orchestrator::http::{HttpOptions, serve_http};
 use serde_json::{Value, json};

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::backend::Backend;
 use common::{Harness, TestResult, call, called_by, ok_text, scripted, within};
-use patchbay::{ProgressUpdate, ToolContext, ToolProgress};
+use patchbay::{ToolContext, tool::ProgressUpdate, tool::ToolProgress};
 use patchbay_orchestrator::blueprint::Blueprint;
 use patchbay_orchestrator::http::{HttpOptions, serve_http};
 use patchbay_orchestrator::progress::activity;

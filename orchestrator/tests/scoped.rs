@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use common::backend::Backend;
 use common::{Fallible, Harness, TestResult, add_caller, answering, ended, running, stalling, whoami, within};
 use patchbay::mcp::{McpClientSet, McpConnections, ToolServer};
-use patchbay::{McpServerConfig, McpTransport, ToolContext, ToolResult};
+use patchbay::{ToolContext, ToolResult, context::McpServerConfig, context::McpTransport};
 use patchbay_orchestrator::http::{HttpOptions, serve_http};
 use patchbay_orchestrator::store::Page;
 use patchbay_orchestrator::{Orchestrator, RunAnswer, StartRequest};

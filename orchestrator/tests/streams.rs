@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use patchbay::mcp::McpClientSet;
-use patchbay::{McpServerConfig, McpTransport};
+use patchbay::{context::McpServerConfig, context::McpTransport};
 use patchbay_orchestrator::Orchestrator;
 use patchbay_orchestrator::api::StreamLimits;
 use patchbay_orchestrator::blueprint::Blueprints;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{Fallible, Harness, TestResult, answering, call, called_by, ok_text, scripted, within};
 use patchbay::mcp::{McpClientSet, McpConnections};
-use patchbay::{McpServerConfig, McpTransport, ToolContext, ToolStatus};
+use patchbay::{ToolContext, context::McpServerConfig, context::McpTransport, tool::ToolStatus};
 use patchbay_orchestrator::format::{MAX_RESULT_CHARS, ResponseFormat, render_session};
 use patchbay_orchestrator::http::{HttpOptions, serve_http};
 use patchbay_orchestrator::tools::agent_session_tools;

@@ -1,7 +1,7 @@
 //! Host tools served over MCP stay in the caller's trace: the tool server's spans are children of
 //! the span that registered the call's context (an agent runtime's model call).
 
-use patchbay_core::{Message, RequestContext, ToolContext, ToolStatus};
+use patchbay_core::{Message, RequestContext, ToolContext, tool::ToolStatus};
 use patchbay_mcp::{McpClientSet, ToolServer};
 use serde_json::json;
 use tracing::Instrument;

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use patchbay_core::kit::{ParentDeathSignal, find_program};
-use patchbay_core::{Tool, ToolContext, ToolResult, ToolSpec, ToolStatus, parse_input};
+use patchbay_core::{Tool, ToolContext, ToolResult, ToolSpec, tool::ToolStatus, tool::parse_input};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! `edit`: exact string replacement that must match once unless `replace_all`.
 
 use async_trait::async_trait;
-use patchbay_core::{Tool, ToolContext, ToolResult, ToolSpec, parse_input};
+use patchbay_core::{Tool, ToolContext, ToolResult, ToolSpec, tool::parse_input};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

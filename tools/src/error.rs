@@ -1,6 +1,6 @@
 //! How a tool call ends when it does not complete.
 
-use patchbay_core::{ToolResult, ToolStatus};
+use patchbay_core::{ToolResult, tool::ToolStatus};
 
 /// Why a call did not complete; converted into a [`ToolResult`] with the matching status.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use globset::GlobBuilder;
-use patchbay_core::{Tool, ToolContext, ToolResult, ToolSpec, parse_input};
+use patchbay_core::{Tool, ToolContext, ToolResult, ToolSpec, tool::parse_input};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use patchbay_core::{Signal, Tool, ToolContext, ToolResult, ToolSpec, parse_input};
+use patchbay_core::{Signal, Tool, ToolContext, ToolResult, ToolSpec, tool::parse_input};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@ use std::io::Read;
 
 use async_trait::async_trait;
 use cap_std::fs::File;
-use patchbay_core::{Tool, ToolContext, ToolResult, ToolSpec, parse_input};
+use patchbay_core::{Tool, ToolContext, ToolResult, ToolSpec, tool::parse_input};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

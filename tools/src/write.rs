@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use cap_std::fs::{Dir, OpenOptions, Permissions};
-use patchbay_core::{Tool, ToolContext, ToolResult, ToolSpec, parse_input};
+use patchbay_core::{Tool, ToolContext, ToolResult, ToolSpec, tool::parse_input};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use patchbay_core::{Agent, ErrorKind, Event, Message, RequestContext, Signal, ToolStatus};
+use patchbay_core::{Agent, ErrorKind, Event, Message, RequestContext, Signal, tool::ToolStatus};
 use patchbay_scripted::{Part, Script, ScriptedProvider, Turn};
 use patchbay_tools::{Workspace, coding_tools};
 use serde_json::{Value, json};
@@ -59,7 +59,7 @@ async fn a_scripted_agent_lists_reads_greps_and_edits() {
         .with_context(RequestContext::new().with_working_dir(&fx.root));
     let stream = agent.stream(vec![Message::user("what is in this folder?")], Signal::new());
     let items: Vec<_> = stream.collect().await;
-    patchbay_core::validate(items.iter().map(|item| item.as_ref())).unwrap();
+    patchbay_core::validate::validate(items.iter().map(|item| item.as_ref())).unwrap();
     let events: Vec<Event> = items.into_iter().map(Result::unwrap).collect();
 
     assert_eq!(

@@ -1,6 +1,6 @@
 use std::time::{Duration, Instant};
 
-use patchbay_core::{Signal, ToolContext, ToolStatus};
+use patchbay_core::{Signal, ToolContext, tool::ToolStatus};
 use patchbay_tools::Workspace;
 use serde_json::json;
 

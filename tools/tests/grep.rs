@@ -1,4 +1,4 @@
-use patchbay_core::ToolStatus;
+use patchbay_core::tool::ToolStatus;
 use serde_json::json;
 
 use crate::support::{Fixture, assert_status};

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use patchbay_core::kit::{ParentDeathSignal, find_program};
-use patchbay_core::{ToolContext, ToolStatus};
+use patchbay_core::{ToolContext, tool::ToolStatus};
 use patchbay_tools::Workspace;
 use serde_json::json;
 

@@ -1,4 +1,4 @@
-use patchbay_core::{ToolContext, ToolStatus};
+use patchbay_core::{ToolContext, tool::ToolStatus};
 use patchbay_tools::Limits;
 use serde_json::json;
 

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use patchbay_core::{ToolContext, ToolResult, ToolStatus};
+use patchbay_core::{ToolContext, ToolResult, tool::ToolStatus};
 use patchbay_tools::{Workspace, coding_tools};
 use serde_json::Value;
 use tempfile::TempDir;

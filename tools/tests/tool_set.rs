@@ -1,4 +1,4 @@
-use patchbay_core::{Tool, ToolContext, ToolStatus};
+use patchbay_core::{Tool, ToolContext, tool::ToolStatus};
 use patchbay_tools::{BashTool, Workspace, coding_tools};
 use serde_json::json;
 

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use patchbay_core::{ToolResult, ToolStatus};
+use patchbay_core::{ToolResult, tool::ToolStatus};
 use serde_json::json;
 
 use crate::support::{Fixture, tree};

@@ -1,6 +1,6 @@
 use std::os::unix::fs::PermissionsExt;
 
-use patchbay_core::ToolStatus;
+use patchbay_core::tool::ToolStatus;
 use patchbay_tools::Limits;
 use serde_json::json;
 

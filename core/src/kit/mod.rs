@@ -57,5 +57,5 @@ pub use wire::{ErrorResponse, Recording, Wire, replay, request_id, translate};
 pub use content::ContentBuilder;
 pub use conversation::check_conversation;
 pub use metrics::MetricsRecorder;
-pub use status::{kind_for_status, parse_retry_after};
 pub use run_tool::run_tool;
+pub use status::{kind_for_status, parse_retry_after};

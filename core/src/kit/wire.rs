@@ -193,9 +193,9 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Check the recording against the lifecycle rules ([`validate`](fn@crate::validate)).
-    pub fn validate(&self) -> Result<(), Vec<crate::Violation>> {
-        crate::validate(self.events.iter().map(Ok).chain(self.error.iter().map(Err)))
+    /// Check the recording against the lifecycle rules ([`validate`](fn@crate::validate::validate)).
+    pub fn validate(&self) -> Result<(), Vec<crate::validate::Violation>> {
+        crate::validate::validate(self.events.iter().map(Ok).chain(self.error.iter().map(Err)))
     }
 
     /// The events and the error, apart.

@@ -2,7 +2,7 @@
 //! the warnings for what Ollama cannot take. No I/O.
 
 use patchbay_core::{
-    ContentBlock, ErrorKind, ImageSource, Message, ProviderError, RequestContext, Role, ToolChoice, ToolContent,
+    ContentBlock, ErrorKind, ImageSource, Message, ProviderError, RequestContext, Role, context::ToolChoice, tool::ToolContent,
     ToolSet, Warning,
 };
 use serde::Deserialize;

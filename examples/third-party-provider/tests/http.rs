@@ -9,7 +9,7 @@ use patchbay_conformance::hardening::{HttpWire, check_hardening};
 use patchbay_conformance::mock::{MockServer, Serve};
 use patchbay_conformance::raw::{RawServer, Step};
 use patchbay_core::{
-    ContentBlock, ErrorKind, ImageSource, Message, Provider, RequestContext, Role, Sampling, Signal, ToolResult,
+    ContentBlock, ErrorKind, ImageSource, Message, Provider, RequestContext, Role, context::Sampling, Signal, ToolResult,
     ToolSet,
 };
 use patchbay_ollama::mock::OllamaWire;

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use patchbay_conformance::peers::is_alive;
-use patchbay_core::{McpTransport, RequestContext, Signal, ToolContent, ToolStatus};
+use patchbay_core::{RequestContext, Signal, context::McpTransport, tool::ToolContent, tool::ToolStatus};
 use patchbay_mcp::{DEFAULT_CONNECT_TIMEOUT, McpClientSet, McpConnections, ToolNaming};
 use serde_json::json;
 

@@ -1,6 +1,6 @@
 //! What the API answers: jobs, blueprints and listings as JSON, with RFC 3339 times.
 
-use patchbay::McpTransport;
+use patchbay::context::McpTransport;
 use patchbay::kit::redact_url;
 use serde::{Deserialize, Serialize};
 

@@ -15,9 +15,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use patchbay::{
-    Capabilities, Event, EventStream, FinishReason, McpTransport, Message, Metrics, Provider, ProviderError,
-    ProviderFactory, ProviderInfo, Registry, RequestContext, Role, Signal, ToolContext, ToolResult, ToolSet, Usage,
-    async_trait,
+    Capabilities, Event, EventStream, FinishReason, Message, Metrics, Provider, ProviderError, ProviderFactory,
+    ProviderInfo, Registry, RequestContext, Role, Signal, ToolContext, ToolResult, ToolSet, Usage, async_trait,
+    context::McpTransport,
 };
 use patchbay_orchestrator::blueprint::{Blueprint, Blueprints};
 use patchbay_orchestrator::format::{JobAccepted, SessionReport};

@@ -10,7 +10,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use patchbay::mcp::{McpClientSet, McpConnections};
-use patchbay::{McpServerConfig, McpTransport, ToolResult, ToolSet};
+use patchbay::{ToolResult, ToolSet, context::McpServerConfig, context::McpTransport};
 use patchbay_orchestrator::store::{Job, Page, SqliteStore, Store};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};

@@ -28,7 +28,7 @@ use std::collections::HashSet;
 use patchbay_core::kit::{OptionsError, read_options};
 use patchbay_core::{
     CacheControl, ContentBlock, ErrorKind, ImageSource, Message, OutputSchema, ProviderError, RequestContext, Role,
-    Sampling, Session, ToolChoice, ToolContent, ToolSet, Warning,
+    ToolSet, Warning, context::Sampling, context::Session, context::ToolChoice, tool::ToolContent,
 };
 use patchbay_http::Prepared;
 use serde::Deserialize;

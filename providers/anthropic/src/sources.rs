@@ -6,7 +6,7 @@
 //! rides along verbatim in [`Source::data`]. The agent-runtime provider uses the same functions
 //! for the Claude Code CLI's messages.
 
-use patchbay_core::{Location, Source, SourceTarget};
+use patchbay_core::{Source, source::Location, source::SourceTarget};
 use serde_json::Value;
 
 /// The source of one Anthropic citation of text block `index`.

@@ -9,8 +9,8 @@ use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::{MockServer, RawEnd, Serve};
 use patchbay_core::kit::StreamLimits;
 use patchbay_core::{
-    ErrorKind, Event, FinishReason, McpServerConfig, McpTransport, Message, Provider, RequestContext, Session, Signal,
-    ToolSet,
+    ErrorKind, Event, FinishReason, Message, Provider, RequestContext, Signal, ToolSet, context::McpServerConfig,
+    context::McpTransport, context::Session,
 };
 use serde_json::json;
 

@@ -9,8 +9,8 @@ use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::{Fixture, Target, snapshot_requests};
 use patchbay_core::kit::ContentBuilder;
 use patchbay_core::{
-    CacheControl, ContentBlock, ExecutedBy, ImageSource, Message, RequestContext, Role, Sampling, Tool, ToolChoice,
-    ToolContent, ToolContext, ToolResult, ToolSet, ToolSpec,
+    CacheControl, ContentBlock, ExecutedBy, ImageSource, Message, RequestContext, Role, Tool, ToolContext, ToolResult,
+    ToolSet, ToolSpec, context::Sampling, context::ToolChoice, tool::ToolContent,
 };
 use serde_json::{Value, json};
 

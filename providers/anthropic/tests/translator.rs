@@ -2,7 +2,7 @@
 
 use patchbay_anthropic::{Translator, finish_reason};
 use patchbay_core::kit::{Framer, Framing};
-use patchbay_core::{ErrorKind, Event, ExecutedBy, FinishReason, ProviderError, validate};
+use patchbay_core::{ErrorKind, Event, ExecutedBy, FinishReason, ProviderError, validate::validate};
 use serde_json::{Value, json};
 
 use crate::common::{fixtures_dir, without_timings};

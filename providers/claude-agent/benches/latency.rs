@@ -24,7 +24,7 @@ use futures::StreamExt;
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
 use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::{MockServer, Serve};
-use patchbay_core::{Event, Message, Provider, RequestContext, Session, Signal, ToolSet};
+use patchbay_core::{Event, Message, Provider, RequestContext, Signal, ToolSet, context::Session};
 use patchbay_scripted::{Part, Response, Turn};
 
 fn median(values: &[f64]) -> f64 {

@@ -1,6 +1,6 @@
 //! Conversions of CLI content (usage, tool results, error texts) into patchbay values.
 
-use patchbay_core::{ErrorKind, ToolContent, ToolResult, ToolStatus, Usage};
+use patchbay_core::{ErrorKind, ToolResult, Usage, tool::ToolContent, tool::ToolStatus};
 use serde_json::Value;
 
 /// The error kind of a CLI error text without an HTTP status (connection failures).

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use patchbay_core::{Approval, ApprovalHandler, ApprovalRequest, ToolContext, ToolResult, ToolSet};
+use patchbay_core::{
+    ToolContext, ToolResult, ToolSet, context::Approval, context::ApprovalHandler, context::ApprovalRequest,
+};
 use patchbay_mcp::rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, Implementation, InitializeResult, ListToolsResult,
     ServerCapabilities, ServerJsonRpcMessage, ServerResult,

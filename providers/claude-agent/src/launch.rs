@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 
-use patchbay_core::{McpServerConfig, McpTransport, Message, RequestContext, ToolSet, Warning};
+use patchbay_core::{Message, RequestContext, ToolSet, Warning, context::McpServerConfig, context::McpTransport};
 use serde_json::{Map, Value, json};
 
 use crate::config::{ClaudeAgentConfig, HostTools, SystemPrompt};

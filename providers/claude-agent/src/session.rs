@@ -1,6 +1,6 @@
 //! Which session a call runs in, and what the CLI is sent as the user turn.
 
-use patchbay_core::{ContentBlock, ImageSource, Message, Role, Session, ToolContent, Warning};
+use patchbay_core::{ContentBlock, ImageSource, Message, Role, Warning, context::Session, tool::ToolContent};
 use serde_json::{Value, json};
 
 use crate::NAME;

@@ -9,8 +9,8 @@ use futures::StreamExt;
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
 use patchbay_conformance::Recording;
 use patchbay_core::{
-    Approval, ApprovalHandler, ApprovalRequest, ErrorKind, Event, FnTool, Message, Provider, ProviderError,
-    RequestContext, Session, Signal, ToolContext, ToolResult, ToolSet, async_trait,
+    ErrorKind, Event, FnTool, Message, Provider, ProviderError, RequestContext, Signal, ToolContext, ToolResult,
+    ToolSet, async_trait, context::Approval, context::ApprovalHandler, context::ApprovalRequest, context::Session,
 };
 use serde_json::{Value, json};
 
@@ -267,9 +267,9 @@ async fn command_line_and_environment_follow_the_agent_sdk() {
         .with_session(Session::New {
             id: Some("11111111-2222-3333-4444-555555555555".into()),
         })
-        .with_mcp_server(patchbay_core::McpServerConfig {
+        .with_mcp_server(patchbay_core::context::McpServerConfig {
             name: "docs".into(),
-            transport: patchbay_core::McpTransport::Http {
+            transport: patchbay_core::context::McpTransport::Http {
                 url: "http://127.0.0.1:1/mcp".into(),
                 headers: [("X-Project-ID".to_string(), "p1".to_string())].into(),
             },

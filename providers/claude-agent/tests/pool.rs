@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
 use patchbay_conformance::{Recording, text_of};
-use patchbay_core::{ErrorKind, Event, Message, Provider, ProviderError, RequestContext, Session, Signal, ToolSet};
+use patchbay_core::{
+    ErrorKind, Event, Message, Provider, ProviderError, RequestContext, Signal, ToolSet, context::Session,
+};
 use serde_json::Value;
 
 use crate::support;

@@ -12,8 +12,9 @@ use patchbay_conformance::mock::anthropic::AnthropicWire;
 use patchbay_conformance::mock::{MockServer, Serve};
 use patchbay_conformance::{Recording, text_of};
 use patchbay_core::{
-    Approval, ApprovalHandler, ApprovalRequest, ErrorKind, Event, ExecutedBy, FnTool, Message, Provider, ProviderError,
-    RequestContext, Session, Signal, ToolContext, ToolResult, ToolSet, ToolStatus, async_trait,
+    ErrorKind, Event, ExecutedBy, FnTool, Message, Provider, ProviderError, RequestContext, Signal, ToolContext,
+    ToolResult, ToolSet, async_trait, context::Approval, context::ApprovalHandler, context::ApprovalRequest,
+    context::Session, tool::ToolStatus,
 };
 use patchbay_scripted::{End, Part, Response, Turn};
 use serde_json::{Value, json};

@@ -7,8 +7,8 @@ use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider, HostTools};
 use patchbay_conformance::Recording;
 use patchbay_conformance::logs::LogCapture;
 use patchbay_core::{
-    FnTool, McpServerConfig, McpTransport, Message, ProviderError, RequestContext, Signal, ToolContext, ToolResult,
-    ToolSet,
+    FnTool, Message, ProviderError, RequestContext, Signal, ToolContext, ToolResult, ToolSet, context::McpServerConfig,
+    context::McpTransport,
 };
 use serde_json::{Value, json};
 

@@ -15,7 +15,7 @@ use nix::unistd::Pid;
 use patchbay_claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
 use patchbay_conformance::{Recording, text_of};
 use patchbay_core::{
-    Event, FnTool, Message, ProviderError, RequestContext, Session, Signal, ToolContext, ToolResult, ToolSet,
+    Event, FnTool, Message, ProviderError, RequestContext, Signal, ToolContext, ToolResult, ToolSet, context::Session,
 };
 use serde_json::{Value, json};
 

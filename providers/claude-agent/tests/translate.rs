@@ -2,7 +2,7 @@
 
 use patchbay_claude_agent::Translator;
 use patchbay_conformance::text_of;
-use patchbay_core::{ErrorKind, Event, ExecutedBy, FinishReason, ProviderError, ToolStatus, validate};
+use patchbay_core::{ErrorKind, Event, ExecutedBy, FinishReason, ProviderError, tool::ToolStatus, validate::validate};
 use serde_json::{Value, json};
 
 use crate::support;

@@ -2,8 +2,8 @@
 
 use patchbay_core::kit::read_options;
 use patchbay_core::{
-    ContentBlock, ImageSource, Message, OutputSchema, ProviderError, RequestContext, Role, ToolChoice, ToolContent,
-    ToolSet, Warning,
+    ContentBlock, ImageSource, Message, OutputSchema, ProviderError, RequestContext, Role, ToolSet, Warning,
+    context::ToolChoice, tool::ToolContent,
 };
 use serde_json::{Map, Value, json};
 

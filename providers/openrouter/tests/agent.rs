@@ -7,8 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use patchbay_conformance::mock::Serve;
 use patchbay_core::{
-    Agent, AttachedTools, ContentBlock, Event, FnTool, Message, Provider, RequestContext, Signal, ToolContext,
-    ToolResult, ToolSet, ToolSource,
+    Agent, ContentBlock, Event, FnTool, Message, Provider, RequestContext, Signal, ToolContext, ToolResult, ToolSet,
+    ToolSource, agent::AttachedTools,
 };
 use patchbay_scripted::{Part, Turn};
 use serde::Deserialize;
@@ -146,5 +146,5 @@ async fn tools_attached_by_a_source_reach_the_model_and_keep_their_metadata() {
         )
     );
     let items = events.iter().map(Ok::<_, &patchbay_core::ProviderError>);
-    patchbay_core::validate(items).expect("one valid run");
+    patchbay_core::validate::validate(items).expect("one valid run");
 }

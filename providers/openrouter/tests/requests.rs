@@ -8,8 +8,8 @@ use patchbay_conformance::mock::Serve;
 use patchbay_conformance::mock::openai::OpenAiWire;
 use patchbay_conformance::{Fixture, Target, snapshot_requests, summarize};
 use patchbay_core::{
-    ContentBlock, Event, ImageSource, Message, Provider, RequestContext, Role, Sampling, Session, Signal, ToolContent,
-    ToolSet, Warning,
+    ContentBlock, Event, ImageSource, Message, Provider, RequestContext, Role, Signal, ToolSet, Warning,
+    context::Sampling, context::Session, tool::ToolContent,
 };
 use patchbay_openrouter::{Dialect, OpenRouterConfig, OpenRouterProvider, ResponseFormat};
 use serde_json::{Value, json};
@@ -199,9 +199,9 @@ fn other_servers_get_warnings_instead_of_unknown_fields() {
 
 #[test]
 fn mcp_servers_nobody_attached_are_reported_as_ignored() {
-    let server = patchbay_core::McpServerConfig {
+    let server = patchbay_core::context::McpServerConfig {
         name: "docs".into(),
-        transport: patchbay_core::McpTransport::Http {
+        transport: patchbay_core::context::McpTransport::Http {
             url: "http://127.0.0.1:9/mcp".into(),
             headers: Default::default(),
         },

@@ -2,7 +2,7 @@
 
 use patchbay_conformance::{split_randomly, text_of};
 use patchbay_core::kit::{Framer, Framing, Wire};
-use patchbay_core::{ErrorKind, Event, FinishReason, validate};
+use patchbay_core::{ErrorKind, Event, FinishReason, validate::validate};
 use patchbay_openrouter::translate::Translator;
 use serde_json::{Value, json};
 
@@ -326,7 +326,7 @@ fn url_citation_annotations_are_sources_of_their_text() {
     assert_eq!(sources.len(), 1, "{events:?}");
     let source = sources[0];
     assert_eq!((source.index, source.as_url()), (0, Some("https://a.example/paris")));
-    assert_eq!(source.supports, Some(patchbay_core::Span { start: 0, end: 18 }));
+    assert_eq!(source.supports, Some(patchbay_core::source::Span { start: 0, end: 18 }));
     assert_eq!(source.cited_text.as_deref(), Some("Paris is the capital"));
 }
 

@@ -1,7 +1,7 @@
 //! Structured output through the reference provider: `generate_object` and `stream_object`.
 
 use futures::StreamExt;
-use patchbay_core::{ErrorKind, Message, ObjectError, ObjectEvent, ProviderError, ProviderExt, Signal};
+use patchbay_core::{ErrorKind, Message, ProviderError, ProviderExt, Signal, object::ObjectError, object::ObjectEvent};
 use patchbay_scripted::{Part, Script, ScriptedProvider, Turn};
 use serde::Deserialize;
 use serde_json::json;

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use patchbay_core::{Event, ExecutedBy, ProviderError, ToolContent, ToolResult, ToolStatus};
+use patchbay_core::{Event, ExecutedBy, ProviderError, ToolResult, tool::ToolContent, tool::ToolStatus};
 use serde_json::{Map, Value, json};
 
 use super::{MAX_BLOCKS, Open, RawEvent, Translator};

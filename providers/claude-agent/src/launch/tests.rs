@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use patchbay_core::{
-    McpServerConfig, McpTransport, Message, RequestContext, Session, Tool, ToolContext, ToolResult, ToolSet, ToolSpec,
+    Message, RequestContext, Tool, ToolContext, ToolResult, ToolSet, ToolSpec, context::McpServerConfig,
+    context::McpTransport, context::Session,
 };
 use serde_json::{Value, json};
 

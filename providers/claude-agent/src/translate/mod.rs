@@ -40,7 +40,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use patchbay_core::kit::MetricsRecorder;
 use patchbay_core::{
-    ErrorKind, Event, ExecutedBy, FinishReason, McpFailure, ProviderError, ToolResult, Usage, Warning,
+    ErrorKind, Event, ExecutedBy, FinishReason, ProviderError, ToolResult, Usage, Warning, event::McpFailure,
 };
 use serde_json::{Value, json};
 

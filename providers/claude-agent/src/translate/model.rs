@@ -1,7 +1,7 @@
 //! Model messages: `stream_event` partials through patchbay-anthropic's translator, and
 //! `assistant` lines translated from their blocks when no partials came; steps between them.
 
-use patchbay_core::{Event, ExecutedBy, FinishReason, ProviderError, ToolResult, ToolStatus, Usage};
+use patchbay_core::{Event, ExecutedBy, FinishReason, ProviderError, ToolResult, Usage, tool::ToolStatus};
 use serde_json::{Value, json};
 
 use super::Translator;

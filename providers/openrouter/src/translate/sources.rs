@@ -15,7 +15,7 @@
 
 use std::collections::HashSet;
 
-use patchbay_core::{Source, Span};
+use patchbay_core::{Source, source::Span};
 use serde_json::Value;
 
 use crate::NAME;
