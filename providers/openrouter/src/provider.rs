@@ -103,7 +103,19 @@ impl OpenRouterProvider {
         model: &str,
         context: Option<&RequestContext>,
     ) -> (Value, Vec<patchbay_core::Warning>) {
-        let built = request::build(
+        let built = self.build(messages, tools, model, context);
+        (built.body, built.warnings)
+    }
+
+    /// The request body and warnings of one call, as this config builds them.
+    fn build(
+        &self,
+        messages: &[Message],
+        tools: &ToolSet,
+        model: &str,
+        context: Option<&RequestContext>,
+    ) -> request::Built {
+        request::build(
             messages,
             tools,
             model,
@@ -111,8 +123,7 @@ impl OpenRouterProvider {
             self.config.dialect,
             self.config.include_usage,
             self.config.response_format,
-        );
-        (built.body, built.warnings)
+        )
     }
 }
 
@@ -135,15 +146,7 @@ impl Provider for OpenRouterProvider {
             .with_recorder(self.recorder.as_ref())
             .run(|| {
                 request::check_call_options(context)?;
-                let built = request::build(
-                    messages,
-                    tools,
-                    model,
-                    context,
-                    self.config.dialect,
-                    self.config.include_usage,
-                    self.config.response_format,
-                );
+                let built = self.build(messages, tools, model, context);
                 let translator = Translator::new(Framing::DataLines)
                     .with_model(model)
                     .with_warnings(built.warnings);
