@@ -214,3 +214,47 @@ fn env_child_refuses_its_variable() {
     }
     assert!(shown.contains(variable) && !shown.contains("CANARY"), "{name}: {shown}");
 }
+
+/// A configured header HTTP refuses is the same `Error::Header { name }` in every HTTP crate,
+/// naming the header and never quoting its value.
+#[test]
+fn a_header_http_refuses_is_the_same_error_header_in_every_http_crate() {
+    let secret = "sk-live-0123456789\nInjected: yes";
+    #[allow(unused_mut)]
+    let mut checks: Vec<(&str, patchbay::ProviderError)> = Vec::new();
+    #[cfg(feature = "anthropic")]
+    {
+        let options =
+            json!({ "api_key": "sk-ant-test", "base_url": "http://127.0.0.1:9", "headers": { "x-extra": secret } });
+        let error = patchbay::anthropic::AnthropicConfig::from_options(&options)
+            .map_err(patchbay::ProviderError::from)
+            .and_then(patchbay::anthropic::AnthropicProvider::new)
+            .expect_err("a newline in a header value");
+        let source = std::error::Error::source(&error).and_then(|s| s.downcast_ref::<patchbay::anthropic::Error>());
+        assert!(
+            matches!(source, Some(patchbay::anthropic::Error::Header { name }) if name == "x-extra"),
+            "{error:?}"
+        );
+        checks.push(("anthropic", error));
+    }
+    #[cfg(feature = "openrouter")]
+    {
+        let options =
+            json!({ "api_key": "sk-or-test", "base_url": "http://127.0.0.1:9", "headers": { "x-extra": secret } });
+        let error = patchbay::openrouter::OpenRouterConfig::from_options(&options)
+            .map_err(patchbay::ProviderError::from)
+            .and_then(patchbay::openrouter::OpenRouterProvider::new)
+            .expect_err("a newline in a header value");
+        let source = std::error::Error::source(&error).and_then(|s| s.downcast_ref::<patchbay::openrouter::Error>());
+        assert!(
+            matches!(source, Some(patchbay::openrouter::Error::Header { name }) if name == "x-extra"),
+            "{error:?}"
+        );
+        checks.push(("openrouter", error));
+    }
+    for (crate_name, error) in checks {
+        assert_eq!(error.kind(), ErrorKind::Config, "{crate_name}");
+        let shown = format!("{error} {error:?}");
+        assert!(!shown.contains("sk-live"), "{crate_name}: {shown}");
+    }
+}

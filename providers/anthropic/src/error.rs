@@ -3,7 +3,6 @@
 
 use patchbay_core::kit::{ErrorResponse, OptionsError, kind_for_status};
 use patchbay_core::{ErrorKind, ProviderError};
-use reqwest::header::{InvalidHeaderName, InvalidHeaderValue};
 use serde::Deserialize;
 
 use crate::NAME;
@@ -49,27 +48,19 @@ pub enum Error {
         #[source]
         source: UrlError,
     },
-    /// A header name HTTP does not allow.
-    #[error("bad header name `{name}`")]
-    HeaderName {
-        /// The name.
-        name: String,
-        /// Why.
-        #[source]
-        source: InvalidHeaderName,
-    },
-    /// A header value HTTP does not allow (the value is never shown).
-    #[error("bad value for header `{name}`")]
-    HeaderValue {
+    /// A configured header HTTP does not allow: its name, or its value (which is never shown).
+    #[error("the header `{name}` is not valid HTTP (its name or its value)")]
+    Header {
         /// The header's name.
         name: String,
-        /// Why.
-        #[source]
-        source: InvalidHeaderValue,
     },
     /// The HTTP client cannot be built (TLS setup...).
     #[error("cannot build the HTTP client")]
-    Client(#[source] reqwest::Error),
+    Client {
+        /// reqwest's error.
+        #[source]
+        source: reqwest::Error,
+    },
 }
 
 impl From<Error> for ProviderError {

@@ -50,14 +50,9 @@ impl AnthropicProvider {
         let url = messages_url(&config.base_url, "the config")?;
         let mut headers = HeaderMap::new();
         let mut insert = |name: &str, value: &str, sensitive: bool| -> Result<(), Error> {
-            let name = HeaderName::try_from(name).map_err(|source| Error::HeaderName {
-                name: name.to_string(),
-                source,
-            })?;
-            let mut value = HeaderValue::try_from(value).map_err(|source| Error::HeaderValue {
-                name: name.to_string(),
-                source,
-            })?;
+            let bad = || Error::Header { name: name.to_string() };
+            let name = HeaderName::try_from(name).map_err(|_| bad())?;
+            let mut value = HeaderValue::try_from(value).map_err(|_| bad())?;
             value.set_sensitive(sensitive);
             headers.insert(name, value);
             Ok(())
@@ -77,7 +72,7 @@ impl AnthropicProvider {
         if let Some(timeout) = config.request_timeout {
             builder = builder.timeout(timeout);
         }
-        let client = builder.build().map_err(Error::Client)?;
+        let client = builder.build().map_err(|source| Error::Client { source })?;
         let capabilities = Capabilities::none().with_streaming().with_reasoning().with_images();
         let recorder = config.record_dir.as_ref().map(|dir| recorder(dir, &config));
         Ok(Self {

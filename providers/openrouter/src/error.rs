@@ -48,12 +48,19 @@ pub enum Error {
         #[source]
         source: OptionsError,
     },
-    /// A header name or value is not valid HTTP (the name is given; the value never is).
-    #[error("bad header `{0}`")]
-    BadHeader(String),
-    /// The HTTP client could not be built.
+    /// A configured header HTTP does not allow: its name, or its value (which is never shown).
+    #[error("the header `{name}` is not valid HTTP (its name or its value)")]
+    Header {
+        /// The header's name.
+        name: String,
+    },
+    /// The HTTP client cannot be built (TLS setup...).
     #[error("cannot build the HTTP client")]
-    Client(#[source] reqwest::Error),
+    Client {
+        /// reqwest's error.
+        #[source]
+        source: reqwest::Error,
+    },
 }
 
 impl From<Error> for ProviderError {

@@ -40,7 +40,7 @@ impl fmt::Debug for OpenRouterProvider {
 }
 
 fn sensitive(value: &str, name: &str) -> Result<HeaderValue, Error> {
-    let mut value = HeaderValue::from_str(value).map_err(|_| Error::BadHeader(name.to_string()))?;
+    let mut value = HeaderValue::from_str(value).map_err(|_| Error::Header { name: name.to_string() })?;
     value.set_sensitive(true);
     Ok(value)
 }
@@ -62,14 +62,14 @@ fn client(config: &OpenRouterConfig) -> Result<reqwest::Client, Error> {
         headers.insert("x-title", sensitive(title, "X-Title")?);
     }
     for (name, value) in &config.headers {
-        let name_value = HeaderName::try_from(name.as_str()).map_err(|_| Error::BadHeader(name.clone()))?;
+        let name_value = HeaderName::try_from(name.as_str()).map_err(|_| Error::Header { name: name.clone() })?;
         headers.insert(name_value, sensitive(value, name)?);
     }
     let mut builder = patchbay_http::client_builder().default_headers(headers);
     if let Some(timeout) = config.connect_timeout {
         builder = builder.connect_timeout(timeout);
     }
-    builder.build().map_err(Error::Client)
+    builder.build().map_err(|source| Error::Client { source })
 }
 
 impl OpenRouterProvider {
