@@ -313,6 +313,8 @@ impl Launched<'_> {
         let mut hasher = DefaultHasher::new();
         let dir = self.dir.display().to_string();
         self.call.model.hash(&mut hasher);
+        // The program: a call naming another CLI must not be served by this one.
+        self.config.cli_path.hash(&mut hasher);
         for arg in self.args.iter().chain(&self.config.extra_args) {
             // The run directory differs per call; the files' contents are hashed below.
             arg.strip_prefix(dir.as_str()).unwrap_or(arg).hash(&mut hasher);

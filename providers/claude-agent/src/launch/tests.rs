@@ -287,6 +287,11 @@ fn a_launch_relevant_difference_changes_the_fingerprint() {
         ),
         "setting sources",
     );
+    // A kept-alive CLI started from one program must not serve a call that names another.
+    differs(
+        plan(&config.clone().with_cli_path("/opt/other/claude"), &set, &context),
+        "the CLI program",
+    );
 }
 
 #[test]
