@@ -12,12 +12,14 @@
 //!
 //! `cargo run --release --bin translate [-- --rounds N --deltas N]` (defaults 15, 50000).
 //! `--profile openai|anthropic` runs only that translator in memory, `--rounds` times, for a
-//! sampling profiler (`perf record -g`).
+//! sampling profiler (`perf record -g`). `--quick` measures only the baseline and patchbay.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use patchbay_core::Event;
+use futures::StreamExt;
+use patchbay_core::kit::Driver;
+use patchbay_core::{Event, ProviderError, Signal};
 use patchbay_peers_bench::consumers::{self, Failure, Patchbay, Peers, Wire};
 use patchbay_peers_bench::server::{self, Chunking, Routes};
 use patchbay_peers_bench::stats::{Samples, process_cpu, ratio, show, thread_cpu};
@@ -85,6 +87,8 @@ struct Options {
     /// `--profile openai|anthropic`: only run that translator in memory, `rounds` times (for
     /// `perf record`).
     profile: Option<Wire>,
+    /// `--quick`: only the baseline and patchbay (no peers), for a fast run while working.
+    quick: bool,
 }
 
 fn options() -> Options {
@@ -92,8 +96,17 @@ fn options() -> Options {
         rounds: 15,
         deltas: 50_000,
         profile: None,
+        quick: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = args
+        .into_iter()
+        .filter(|arg| {
+            let quick = arg == "--quick";
+            options.quick |= quick;
+            !quick
+        })
+        .collect();
     for pair in args.chunks(2) {
         let value = pair.get(1).and_then(|v| v.parse().ok());
         match (pair[0].as_str(), pair.get(1).map(String::as_str)) {
@@ -110,7 +123,7 @@ fn options() -> Options {
         match (pair[0].as_str(), value) {
             ("--rounds", Some(n)) => options.rounds = n,
             ("--deltas", Some(n)) => options.deltas = n,
-            _ => panic!("usage: translate [--rounds N] [--deltas N] [--profile openai|anthropic]"),
+            _ => panic!("usage: translate [--rounds N] [--deltas N] [--profile openai|anthropic] [--quick]"),
         }
     }
     options
@@ -142,14 +155,14 @@ impl Runs {
     }
 }
 
-/// Every (reader, wire) pair, the baseline first.
-fn pairs() -> Vec<Key> {
+/// Every (reader, wire) pair, the baseline first (`quick`: the baseline and patchbay only).
+fn pairs(quick: bool) -> Vec<Key> {
     [Wire::OpenAi, Wire::Anthropic]
         .into_iter()
         .flat_map(|wire| {
             Reader::ALL
                 .into_iter()
-                .filter(move |r| r.reads(wire))
+                .filter(move |r| r.reads(wire) && (!quick || matches!(r, Reader::Baseline | Reader::Patchbay)))
                 .map(move |r| (r, wire))
         })
         .collect()
@@ -169,7 +182,7 @@ fn measure(chunking: Chunking, options: &Options, expected: &str) -> Vec<(Key, R
         peers: Peers::new(&base),
         base,
     };
-    let pairs = pairs();
+    let pairs = pairs(options.quick);
     let mut samples: Vec<(Key, Runs)> = pairs.iter().map(|&key| (key, Runs::default())).collect();
     let run = |(reader, wire): Key| -> Sample {
         let (started, thread, process) = (Instant::now(), thread_cpu(), process_cpu());
@@ -305,40 +318,38 @@ fn parse_in_memory(wire: Wire, chunks: &[&[u8]]) -> String {
     text
 }
 
-/// patchbay's translator alone (framing + translation into events) over the same chunks.
-fn translate_in_memory(wire: Wire, chunks: &[&[u8]]) -> String {
-    let mut text = String::new();
-    let mut take = |event: Event| {
-        if let Event::TextDelta { text: delta, .. } = event {
-            text.push_str(&delta);
-        }
+/// patchbay's wire alone, driven by core's `Driver` (framing + translation into events, the
+/// path `create_response` runs) over the same chunks in memory, on a current-thread runtime.
+fn translate_in_memory(wire: Wire, chunks: &[&'static [u8]]) -> String {
+    let body = futures::stream::iter(chunks.to_vec().into_iter().map(Ok::<_, ProviderError>));
+    let signal = Signal::new();
+    let events = match wire {
+        Wire::OpenAi => Driver::new(body, patchbay_openrouter::translate::Translator::default(), &signal).into_stream(),
+        Wire::Anthropic => Driver::new(body, patchbay_anthropic::Translator::new(), &signal).into_stream(),
     };
-    match wire {
-        Wire::OpenAi => {
-            let mut translator = patchbay_openrouter::translate::Translator::default();
-            let mut out: Vec<Event> = Vec::new();
-            for chunk in chunks {
-                translator.feed(chunk, &mut out).expect("translates");
-                out.drain(..).for_each(&mut take);
-            }
-            translator.finish(&mut out).expect("finishes");
-            out.drain(..).for_each(&mut take);
-        }
-        Wire::Anthropic => {
-            let mut translator = patchbay_anthropic::StreamTranslator::default();
-            for chunk in chunks {
-                translator.feed(chunk).expect("feeds");
-                while let Some(event) = translator.pull().expect("translates") {
-                    take(event);
-                }
-            }
-            translator.finish().expect("finishes");
-            while let Some(event) = translator.pull().expect("translates") {
-                take(event);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut events = events;
+        let mut text = String::new();
+        while let Some(event) = events.next().await {
+            if let Event::TextDelta { text: delta, .. } = event.expect("translates") {
+                text.push_str(&delta);
             }
         }
-    }
-    text
+        text
+    })
+}
+
+/// The body of `wire`, leaked (once per run) so the driver can take `'static` chunks of it.
+fn leaked_body(wire: Wire, deltas: usize) -> &'static [u8] {
+    let body = match wire {
+        Wire::OpenAi => wire::openai(deltas),
+        Wire::Anthropic => wire::anthropic(deltas),
+    };
+    Box::leak(body.into_bytes().into_boxed_slice())
 }
 
 fn in_memory(options: &Options, expected: &str) {
@@ -351,11 +362,7 @@ fn in_memory(options: &Options, expected: &str) {
     );
     println!("|---|---:|---:|---:|---:|---:|");
     for wire in [Wire::OpenAi, Wire::Anthropic] {
-        let body = match wire {
-            Wire::OpenAi => wire::openai(options.deltas),
-            Wire::Anthropic => wire::anthropic(options.deltas),
-        };
-        let chunks: Vec<&[u8]> = body.as_bytes().chunks(64 * 1024).collect();
+        let chunks: Vec<&'static [u8]> = leaked_body(wire, options.deltas).chunks(64 * 1024).collect();
         assert_eq!(
             parse_in_memory(wire, &chunks),
             expected,
@@ -394,11 +401,7 @@ fn in_memory(options: &Options, expected: &str) {
 
 /// Only patchbay's translator for `wire`, in memory, `rounds` times: a steady loop to sample.
 fn profile(wire: Wire, options: &Options, expected: &str) {
-    let body = match wire {
-        Wire::OpenAi => wire::openai(options.deltas),
-        Wire::Anthropic => wire::anthropic(options.deltas),
-    };
-    let chunks: Vec<&[u8]> = body.as_bytes().chunks(64 * 1024).collect();
+    let chunks: Vec<&'static [u8]> = leaked_body(wire, options.deltas).chunks(64 * 1024).collect();
     for _ in 0..options.rounds {
         assert_eq!(translate_in_memory(wire, &chunks), expected);
     }
