@@ -322,17 +322,17 @@ fn parse_in_memory(wire: Wire, chunks: &[&[u8]]) -> String {
 /// path `create_response` runs) over the same chunks in memory, on a current-thread runtime.
 fn translate_in_memory(wire: Wire, chunks: &[&'static [u8]]) -> String {
     let body = futures::stream::iter(chunks.to_vec().into_iter().map(Ok::<_, ProviderError>));
-    let signal = Signal::new();
-    let events = match wire {
-        Wire::OpenAi => Driver::new(body, patchbay_openrouter::translate::Translator::default(), &signal).into_stream(),
-        Wire::Anthropic => Driver::new(body, patchbay_anthropic::Translator::new(), &signal).into_stream(),
-    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     runtime.block_on(async {
-        let mut events = events;
+        // The driver's timers need the runtime.
+        let signal = Signal::new();
+        let mut events = match wire {
+            Wire::OpenAi => Driver::new(body, patchbay_openrouter::translate::Translator::default(), &signal).into_stream(),
+            Wire::Anthropic => Driver::new(body, patchbay_anthropic::Translator::new(), &signal).into_stream(),
+        };
         let mut text = String::new();
         while let Some(event) = events.next().await {
             if let Event::TextDelta { text: delta, .. } = event.expect("translates") {
