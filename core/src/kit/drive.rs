@@ -225,6 +225,8 @@ pub struct Driver<W, C> {
     body: Option<Body<C>>,
     wire: W,
     framer: Framer,
+    /// The chunk being framed in place ([`Framer::next_frame_in`]), until its last frame is taken.
+    chunk: Option<C>,
     /// A whole JSON body being buffered for [`Wire::whole_body`], when the server did not stream.
     whole: Option<Vec<u8>>,
     signal: Signal,
@@ -237,6 +239,10 @@ pub struct Driver<W, C> {
     finished: bool,
     terminated: bool,
 }
+
+// Nothing of a driver is ever pinned in place (the body and the timers are boxed; a chunk is
+// only read), so it moves freely whatever the chunk type.
+impl<W: Unpin, C> Unpin for Driver<W, C> {}
 
 impl<W, C> Driver<W, C>
 where
@@ -255,6 +261,7 @@ where
             body: Some(Box::pin(body)),
             wire,
             framer,
+            chunk: None,
             whole: None,
             signal: signal.clone(),
             cancelled: Box::pin(signal.token().clone().cancelled_owned()),
@@ -324,15 +331,19 @@ where
     /// Stop reading because of `error` (delivered after the queued events).
     fn fail(&mut self, error: ProviderError) {
         self.body = None;
+        self.chunk = None;
         self.finished = true;
         self.pending.get_or_insert(error);
     }
 
-    /// Take a chunk of the body: into the framer, or into the whole body under the cap.
-    fn take(&mut self, chunk: &[u8]) -> Result<(), ProviderError> {
+    /// Take a chunk of the body: framed where it is (no copy), or into the whole body under
+    /// the cap.
+    fn take(&mut self, chunk: C) -> Result<(), ProviderError> {
         let Some(whole) = &mut self.whole else {
-            return self.framer.feed(chunk);
+            self.chunk = Some(chunk);
+            return Ok(());
         };
+        let chunk = chunk.as_ref();
         let max = self.framer.max_bytes();
         if whole.len() + chunk.len() > max {
             return Err(ProviderError::protocol(format!(
@@ -354,7 +365,8 @@ where
         let frame = if at_end {
             self.framer.end()
         } else {
-            self.framer.next_frame()
+            let chunk = self.chunk.as_ref()?;
+            self.framer.next_frame_in(chunk.as_ref())
         };
         match frame {
             Ok(Some(frame)) => match self.wire.frame(frame) {
@@ -364,7 +376,11 @@ where
                     Some(None)
                 }
             },
-            Ok(None) => None,
+            Ok(None) => {
+                // The chunk is framed to its end (its unfinished tail kept by the framer).
+                self.chunk = None;
+                None
+            }
             Err(error) => {
                 self.fail(error);
                 Some(None)
@@ -400,7 +416,7 @@ where
     type Item = Result<Event, ProviderError>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        // Every field is `Unpin` (the body and the timers are boxed).
+        // The driver is `Unpin` (see the impl above).
         let this = self.get_mut();
         loop {
             if this.terminated {
@@ -437,7 +453,7 @@ where
                     if let Some(read) = &mut this.read {
                         read.activity = true;
                     }
-                    if let Err(error) = this.take(chunk.as_ref()) {
+                    if let Err(error) = this.take(chunk) {
                         this.fail(error);
                     }
                 }

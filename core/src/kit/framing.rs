@@ -1,10 +1,13 @@
 //! One incremental line framer for every byte stream: server-sent events, JSON lines, plain
 //! lines. One buffer, frames sliced out of it, no per-chunk copies, one cap.
 //!
-//! Bytes are appended to one `Vec<u8>`; complete lines are found with `memchr` from where the
-//! last search stopped (a huge line arriving in small pieces is scanned once); a frame is handed
-//! to the caller as a byte slice of the buffer (the JSON parser checks UTF-8). Consumed bytes are
-//! dropped only when a new chunk arrives, so at most the unfinished tail is moved, once per chunk.
+//! Complete lines are found with `memchr` from where the last search stopped (a huge line
+//! arriving in small pieces is scanned once); a frame is handed to the caller as a byte slice
+//! (the JSON parser checks UTF-8). [`Framer::push`] and [`Framer::next_frame_in`] read a chunk
+//! where it is: a frame that lies whole in it is a slice of the chunk, and only what crosses
+//! chunks (the lines that complete a frame begun earlier, the unfinished tail) is copied into
+//! the one `Vec<u8>` buffer. [`Framer::feed`] appends whole chunks to that buffer instead;
+//! consumed bytes are dropped only when a new chunk arrives.
 //!
 //! Lines end with LF or CRLF. In [`Framing::Sse`], `event:`, `id:`, `retry:` and comment lines
 //! are ignored (the payloads name their own types) and several `data:` lines of one frame are
@@ -61,8 +64,10 @@ impl Framing {
 ///
 /// Pull-based: [`feed`](Self::feed) bytes, then take frames with
 /// [`next_frame`](Self::next_frame) until it returns `None`, then feed again; at the end of
-/// input, [`end`](Self::end) delivers what is left. [`push`](Self::push) and
-/// [`finish`](Self::finish) do the same with a callback.
+/// input, [`end`](Self::end) delivers what is left. Or, without copying the chunks, take
+/// frames with [`next_frame_in`](Self::next_frame_in) of each chunk until it returns `None`
+/// (the driver's way), then [`end`](Self::end). [`push`](Self::push) and
+/// [`finish`](Self::finish) do the same with a callback. Do not switch ways within a chunk.
 #[derive(Debug)]
 pub struct Framer {
     buf: Vec<u8>,
@@ -78,8 +83,24 @@ pub struct Framer {
     joined: Vec<u8>,
     /// A frame found by [`has_frame`](Framer::has_frame), not yet taken.
     ready: Option<Frame>,
+    /// How far the chunk given to [`next_frame_in`](Framer::next_frame_in) was read.
+    reading: Reading,
     framing: Framing,
     max_bytes: usize,
+}
+
+/// Where [`Framer::next_frame_in`] is in the chunk it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// No chunk is being read: the next call starts a new one.
+    Idle,
+    /// The chunk was appended whole (a frame found by `has_frame` was waiting).
+    Fed,
+    /// A frame begun in an earlier chunk is being completed: the chunk's lines before this
+    /// offset were appended to the buffer, one at a time.
+    Completing(usize),
+    /// Nothing is buffered: the offsets point into the chunk itself.
+    InPlace,
 }
 
 impl Default for Framer {
@@ -108,6 +129,7 @@ impl Framer {
             data: Vec::new(),
             joined: Vec::new(),
             ready: None,
+            reading: Reading::Idle,
             framing,
             max_bytes: MAX_LINE_BYTES,
         }
@@ -144,7 +166,12 @@ impl Framer {
     /// Whether the unfinished line or frame is past the cap. A last `\r` is not counted: it may
     /// be the first half of a CRLF line end, and the line it ends may be exactly the cap.
     fn unfinished_too_long(&self) -> bool {
-        let end = self.buf.len() - usize::from(self.buf.last() == Some(&b'\r'));
+        self.unfinished_too_long_in(&self.buf)
+    }
+
+    /// [`unfinished_too_long`](Self::unfinished_too_long) with the offsets pointing into `src`.
+    fn unfinished_too_long_in(&self, src: &[u8]) -> bool {
+        let end = src.len() - usize::from(src.last() == Some(&b'\r'));
         end.saturating_sub(self.frame_start) > self.max_bytes
     }
 
@@ -153,7 +180,7 @@ impl Framer {
     pub fn next_frame(&mut self) -> Result<Option<&[u8]>, ProviderError> {
         let frame = match self.ready.take() {
             Some(frame) => frame,
-            None => match self.advance(false) {
+            None => match self.advance_own(false) {
                 Some(frame) => frame,
                 None => return Ok(None),
             },
@@ -165,7 +192,7 @@ impl Framer {
     /// for it; for callers that must decide before borrowing the frame).
     pub fn has_frame(&mut self) -> bool {
         if self.ready.is_none() {
-            self.ready = self.advance(false);
+            self.ready = self.advance_own(false);
         }
         self.ready.is_some()
     }
@@ -177,7 +204,7 @@ impl Framer {
         if let Some(frame) = self.ready.take() {
             return self.slice(frame).map(Some);
         }
-        match self.advance(true) {
+        match self.advance_own(true) {
             Some(frame) => self.slice(frame).map(Some),
             None => Ok(None),
         }
@@ -186,68 +213,133 @@ impl Framer {
     /// Feed bytes; `on_data` gets the data of every frame they complete, in order. The first
     /// error (from the framing or from `on_data`) stops decoding and is returned.
     ///
-    /// In [`Framing::Lines`] and [`Framing::DataLines`], complete lines are handed out straight from `chunk`; only a line
-    /// that crosses chunks is copied (the common case of a large network read).
+    /// Frames are handed out straight from `chunk` (see [`next_frame_in`](Self::next_frame_in)):
+    /// only a frame that crosses chunks, and the unfinished tail, are copied.
     pub fn push<F>(&mut self, chunk: &[u8], mut on_data: F) -> Result<(), ProviderError>
     where
         F: FnMut(&[u8]) -> Result<(), ProviderError>,
     {
-        // Lines mode, and what is pending holds no line end (everything fed was scanned).
-        if self.framing.by_line() && self.ready.is_none() && self.scan.max(self.line_start) == self.buf.len() {
-            return self.push_lines(chunk, on_data);
-        }
-        self.feed(chunk)?;
-        while let Some(frame) = self.next_frame()? {
-            on_data(frame)?;
-        }
-        Ok(())
-    }
-
-    /// [`push`](Self::push) for the line-by-line framings: a pending partial line is completed from
-    /// the chunk's first line, then every complete line comes straight from `chunk`.
-    fn push_lines<F>(&mut self, chunk: &[u8], mut on_data: F) -> Result<(), ProviderError>
-    where
-        F: FnMut(&[u8]) -> Result<(), ProviderError>,
-    {
-        let mut rest = chunk;
-        if self.frame_start < self.buf.len() {
-            let Some(at) = memchr::memchr(b'\n', rest) else {
-                return self.feed_tail(rest);
+        loop {
+            let frame = match self.next_frame_in(chunk) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => return Ok(()),
+                Err(error) => {
+                    self.put_aside(chunk);
+                    return Err(error);
+                }
             };
-            self.compact();
-            self.buf.extend_from_slice(&rest[..at]);
-            let line = self.buf.strip_suffix(b"\r").unwrap_or(&self.buf);
-            if line.len() > self.max_bytes {
-                return Err(line_too_long(self.max_bytes));
+            if let Err(error) = on_data(frame) {
+                self.put_aside(chunk);
+                return Err(error);
             }
-            if let Some(frame) = self.framing.line_frame(line) {
-                on_data(frame)?;
-            }
-            self.buf.clear();
-            (self.frame_start, self.line_start, self.scan) = (0, 0, 0);
-            rest = &rest[at + 1..];
         }
-        while let Some(at) = memchr::memchr(b'\n', rest) {
-            let line = rest[..at].strip_suffix(b"\r").unwrap_or(&rest[..at]);
-            if line.len() > self.max_bytes {
-                return Err(line_too_long(self.max_bytes));
-            }
-            if let Some(frame) = self.framing.line_frame(line) {
-                on_data(frame)?;
-            }
-            rest = &rest[at + 1..];
-        }
-        self.feed_tail(rest)
     }
 
-    /// Append bytes known to hold no line end, and remember that they were scanned.
-    fn feed_tail(&mut self, tail: &[u8]) -> Result<(), ProviderError> {
-        self.feed(tail)?;
-        self.scan = self.buf.len();
-        if self.unfinished_too_long() {
-            return Err(line_too_long(self.max_bytes));
+    /// The data of the next complete frame of what was fed and then `chunk`, read in place: a
+    /// frame that lies whole in `chunk` is a slice of it, not a copy. Pass the same `chunk` until
+    /// this returns `Ok(None)`: by then its unfinished tail is kept (the only bytes copied, with
+    /// the lines that complete a frame begun in an earlier chunk), and the next call starts on
+    /// the next chunk. Fails like [`next_frame`](Self::next_frame), and like
+    /// [`feed`](Self::feed) when the unfinished rest was already past the cap.
+    ///
+    /// The same frames, and the same outcome, as [`feed`](Self::feed) of the chunk and then
+    /// [`next_frame`](Self::next_frame) until `None`.
+    pub fn next_frame_in<'a>(&'a mut self, chunk: &'a [u8]) -> Result<Option<&'a [u8]>, ProviderError> {
+        Ok(match self.find_in(chunk)? {
+            None => None,
+            Some((Frame::Slice(start, end), true)) => Some(&chunk[start..end]),
+            Some((frame, _)) => Some(self.slice(frame)?),
+        })
+    }
+
+    /// The next frame of [`next_frame_in`](Self::next_frame_in), and whether its offsets point
+    /// into `chunk` (else into the buffer).
+    fn find_in(&mut self, chunk: &[u8]) -> Result<Option<(Frame, bool)>, ProviderError> {
+        loop {
+            match self.reading {
+                Reading::Idle => {
+                    if self.ready.is_some() {
+                        // A frame kept by `has_frame` lies in the buffer: append, as `feed` does.
+                        self.feed(chunk)?;
+                        self.reading = Reading::Fed;
+                        continue;
+                    }
+                    self.compact();
+                    if self.unfinished_too_long() {
+                        return Err(line_too_long(self.max_bytes));
+                    }
+                    self.reading = Reading::Completing(0);
+                }
+                Reading::Fed => {
+                    let frame = self.ready.take().or_else(|| self.advance_own(false));
+                    if frame.is_none() {
+                        self.reading = Reading::Idle;
+                    }
+                    return Ok(frame.map(|frame| (frame, false)));
+                }
+                Reading::Completing(at) => {
+                    if let Some(frame) = self.advance_own(false) {
+                        return Ok(Some((frame, false)));
+                    }
+                    if self.frame_start == self.buf.len() {
+                        // Nothing pending: the rest of the chunk is read where it is.
+                        self.buf.clear();
+                        (self.frame_start, self.line_start, self.scan) = (at, at, at);
+                        self.reading = Reading::InPlace;
+                        continue;
+                    }
+                    if at == chunk.len() {
+                        self.reading = Reading::Idle;
+                        return Ok(None);
+                    }
+                    // Complete the pending frame a line at a time: copy no more than it needs.
+                    let next = memchr::memchr(b'\n', &chunk[at..]).map_or(chunk.len(), |i| at + i + 1);
+                    self.buf.extend_from_slice(&chunk[at..next]);
+                    self.reading = Reading::Completing(next);
+                }
+                Reading::InPlace => {
+                    return Ok(match self.advance(chunk, false) {
+                        Some(Frame::TooLong) => {
+                            self.keep_tail(chunk);
+                            Some((Frame::TooLong, false))
+                        }
+                        Some(frame) => Some((frame, true)),
+                        None => {
+                            self.keep_tail(chunk);
+                            self.reading = Reading::Idle;
+                            None
+                        }
+                    });
+                }
+            }
         }
-        Ok(())
+    }
+
+    /// Read in place up to here: the unfinished rest of `chunk` moves into the buffer, the
+    /// offsets with it.
+    fn keep_tail(&mut self, chunk: &[u8]) {
+        let shift = self.frame_start;
+        self.buf.clear();
+        self.buf.extend_from_slice(&chunk[shift..]);
+        self.frame_start = 0;
+        self.line_start -= shift;
+        self.scan = self.scan.saturating_sub(shift);
+        for (start, end) in &mut self.data {
+            *start -= shift;
+            *end -= shift;
+        }
+        self.reading = Reading::Fed;
+    }
+
+    /// Stop reading `chunk` part way (an error): what is left of it is buffered, as if fed.
+    fn put_aside(&mut self, chunk: &[u8]) {
+        match self.reading {
+            Reading::InPlace => self.keep_tail(chunk),
+            Reading::Completing(at) => self.buf.extend_from_slice(&chunk[at..]),
+            Reading::Idle | Reading::Fed => {}
+        }
+        // The chunk is all in the buffer now: the next call starts on the next chunk.
+        self.reading = Reading::Idle;
     }
 
     /// End of input with a callback (see [`end`](Self::end)).
@@ -294,29 +386,38 @@ impl Framer {
         self.frame_start = 0;
     }
 
-    fn advance(&mut self, at_end: bool) -> Option<Frame> {
+    /// [`advance`](Self::advance) over the buffer.
+    fn advance_own(&mut self, at_end: bool) -> Option<Frame> {
+        let buf = std::mem::take(&mut self.buf);
+        let frame = self.advance(&buf, at_end);
+        self.buf = buf;
+        frame
+    }
+
+    /// The next frame in `src` (the buffer, or a chunk read in place) from the offsets on.
+    fn advance(&mut self, src: &[u8], at_end: bool) -> Option<Frame> {
         loop {
             let from = self.scan.max(self.line_start);
-            let (start, next) = match memchr::memchr(b'\n', &self.buf[from..]) {
+            let (start, next) = match memchr::memchr(b'\n', &src[from..]) {
                 Some(offset) => (self.line_start, from + offset + 1),
-                None if at_end && self.line_start < self.buf.len() => (self.line_start, self.buf.len() + 1),
-                None if at_end => return self.take_frame(),
+                None if at_end && self.line_start < src.len() => (self.line_start, src.len() + 1),
+                None if at_end => return self.take_frame(src),
                 None => {
-                    self.scan = self.buf.len();
+                    self.scan = src.len();
                     // Past the cap already: say so now, whatever the next chunk brings.
-                    return self.unfinished_too_long().then_some(Frame::TooLong);
+                    return self.unfinished_too_long_in(src).then_some(Frame::TooLong);
                 }
             };
-            let mut end = (next - 1).min(self.buf.len());
-            if end > start && self.buf[end - 1] == b'\r' {
+            let mut end = (next - 1).min(src.len());
+            if end > start && src[end - 1] == b'\r' {
                 end -= 1;
             }
-            let next = next.min(self.buf.len());
+            let next = next.min(src.len());
             // The cap holds for complete lines too, so chunking never changes the outcome.
             if end - start > self.max_bytes || end - self.frame_start > self.max_bytes {
                 return Some(Frame::TooLong);
             }
-            let line = &self.buf[start..end];
+            let line = &src[start..end];
             if self.framing.by_line() {
                 self.line_start = next;
                 self.frame_start = next;
@@ -331,7 +432,7 @@ impl Framer {
             }
             if line.is_empty() {
                 self.line_start = next;
-                match self.take_frame() {
+                match self.take_frame(src) {
                     Some(frame) => return Some(frame),
                     None => continue,
                 }
@@ -345,7 +446,7 @@ impl Framer {
             if self.framing == Framing::SseOrJsonLines && line[0] == b'{' {
                 if !self.data.is_empty() {
                     // Deliver the pending frame first; this line is read again next time.
-                    return self.take_frame();
+                    return self.take_frame(src);
                 }
                 self.line_start = next;
                 self.frame_start = next;
@@ -359,7 +460,7 @@ impl Framer {
         }
     }
 
-    fn take_frame(&mut self) -> Option<Frame> {
+    fn take_frame(&mut self, src: &[u8]) -> Option<Frame> {
         let frame = match self.data.as_slice() {
             [] => None,
             [(start, end)] => Some(Frame::Slice(*start, *end)),
@@ -369,7 +470,7 @@ impl Framer {
                     if i > 0 {
                         self.joined.push(b'\n');
                     }
-                    self.joined.extend_from_slice(&self.buf[*start..*end]);
+                    self.joined.extend_from_slice(&src[*start..*end]);
                 }
                 Some(Frame::Joined)
             }
