@@ -2,7 +2,8 @@
 //! it (whole, and cut at a fuzzer-chosen point: the same events and error), through
 //! `kit::translate` (the push path: the same again), `Translator::push_value` on the frames
 //! parsed as JSON (no panic), and `kit::replay` (no panic). Whatever the translator emits keeps
-//! the lifecycle rules it owns.
+//! the lifecycle rules it owns. Every frame the parser-free text-delta read
+//! (`wire::text_delta`) accepts parses to the same index and text.
 //!
 //! Input: byte 0 picks SSE or SSE-or-JSON-lines framing for the parsed-events path and whether a
 //! structured-output tool is set, byte 1 the split point; the rest is the body.
@@ -10,6 +11,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use patchbay_anthropic::Translator;
+use patchbay_anthropic::wire::{HotEvent, text_delta};
 use patchbay_core::kit::{self, Framer, Framing};
 use patchbay_fuzz::{TRANSLATOR_RULES, check_lifecycle, drive, outcome, split_at_selector};
 
@@ -19,6 +21,20 @@ fn translator(mode: u8) -> Translator {
         translator.with_output_tool("json_output")
     } else {
         translator
+    }
+}
+
+/// The translator's parser-free read of a text delta gives what the parser gives, or nothing.
+fn check_text_delta(frame: &[u8]) {
+    let Ok(text) = std::str::from_utf8(frame) else {
+        return;
+    };
+    if let Some((index, payload)) = text_delta(text) {
+        let parsed: HotEvent<'_> = serde_json::from_str(text).expect("a fast-read text delta parses");
+        let delta = parsed.delta.expect("with a delta");
+        assert_eq!(parsed.kind, "content_block_delta");
+        assert_eq!(parsed.index, Some(index));
+        assert_eq!((delta.kind.as_ref(), delta.payload.as_ref()), ("text_delta", payload));
     }
 }
 
@@ -47,6 +63,7 @@ fuzz_target!(|data: &[u8]| {
     let mut values = Translator::new();
     let mut error = None;
     let _ = framer.push(body, |frame| {
+        check_text_delta(frame);
         if let Ok(value) = serde_json::from_slice(frame)
             && let Err(e) = values.push_value(&value)
         {

@@ -67,6 +67,31 @@ pub struct HotEvent<'a> {
     pub delta: Option<Delta<'a>>,
 }
 
+/// The hottest payload in the layout the Messages API sends it, read without the JSON parser:
+/// `{"type":"content_block_delta","index":N,"delta":{"type":"text_delta","text":"..."}}`, with
+/// no escape (and no control character) in the text. Gives the index and the text; `None` for
+/// anything else, which the parser then reads ([`HotEvent`]), so this accepts only payloads the
+/// parser would read the same way (the `anthropic` fuzz target checks it on every frame).
+///
+/// ```
+/// use patchbay_anthropic::wire::text_delta;
+/// let payload = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#;
+/// assert_eq!(text_delta(payload), Some((0, "Hi")));
+/// assert_eq!(text_delta(&payload.replace("Hi", r"H\ni")), None);
+/// ```
+pub fn text_delta(payload: &str) -> Option<(u32, &str)> {
+    let rest = payload.strip_prefix(r#"{"type":"content_block_delta","index":"#)?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    // JSON has no leading zeros; nine digits always fit a `u32`.
+    if digits == 0 || digits > 9 || (digits > 1 && rest.starts_with('0')) {
+        return None;
+    }
+    let index = rest[..digits].parse().ok()?;
+    let rest = rest[digits..].strip_prefix(r#","delta":{"type":"text_delta","text":""#)?;
+    let end = rest.bytes().position(|b| b == b'"' || b == b'\\' || b < 0x20)?;
+    (rest.get(end..) == Some(r#""}}"#)).then_some((index, &rest[..end]))
+}
+
 /// A delta: a content block delta (`text_delta`, `input_json_delta`...) or a message delta
 /// (`stop_reason`).
 ///

@@ -41,6 +41,7 @@ mod blocks;
 mod frames;
 mod message;
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 
 use patchbay_core::kit::MetricsRecorder;
@@ -50,7 +51,7 @@ use serde_json::{Value, json};
 
 use crate::NAME;
 use crate::error::stream_error;
-use crate::wire::{HotEvent, StreamEvent};
+use crate::wire::{Delta, HotEvent, StreamEvent, text_delta};
 
 pub use message::finish_reason;
 
@@ -213,9 +214,11 @@ impl Translator {
         Ok(())
     }
 
-    /// Translate one payload. A content block delta (nearly all the traffic) is parsed into the
-    /// small [`HotEvent`] and its event returned directly, bypassing the queue; anything else is
-    /// parsed again as a full [`StreamEvent`] (a handful per message) and queues its events.
+    /// Translate one payload. A text delta in the API's own layout (nearly all the traffic) is
+    /// read without the parser ([`text_delta`]); any other content block delta is parsed into
+    /// the small [`HotEvent`]; both return their event directly, bypassing the queue. Anything
+    /// else is parsed again as a full [`StreamEvent`] (a handful per message) and queues its
+    /// events.
     pub(crate) fn step(&mut self, data: &[u8]) -> Result<Option<Event>, ProviderError> {
         if self.done {
             return Ok(None);
@@ -226,6 +229,18 @@ impl Translator {
             self.done = true;
             return Err(Self::protocol("an SSE data payload is not valid UTF-8"));
         };
+        if let Some((index, payload)) = text_delta(text) {
+            let delta = Delta {
+                kind: Cow::Borrowed("text_delta"),
+                payload: Cow::Borrowed(payload),
+                ..Delta::default()
+            };
+            let result = self.delta(index as usize, delta, RawEvent::Json(data));
+            if result.is_err() {
+                self.done = true;
+            }
+            return result;
+        }
         let hot: HotEvent<'_> = serde_json::from_str(text).map_err(|e| self.fail_json(e, data))?;
         if hot.kind == "content_block_delta" {
             let result = match hot.index {
