@@ -25,6 +25,15 @@ impl EventBuffer for VecDeque<Event> {
     }
 }
 
+/// A payload parsed after one UTF-8 check of the whole of it (serde_json's slice reader checks
+/// every string, keys included, one call each); invalid UTF-8 gets the slice reader's own error.
+fn parse<'a, T: serde::Deserialize<'a>>(payload: &'a [u8]) -> Result<T, serde_json::Error> {
+    match std::str::from_utf8(payload) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(payload),
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BlockKind {
     Text,
@@ -117,12 +126,12 @@ impl State {
             return self.end(true, out);
         }
         if self.started {
-            match serde_json::from_slice::<Chunk<'_, IgnoredAny>>(payload) {
+            match parse::<Chunk<'_, IgnoredAny>>(payload) {
                 Ok(chunk) => self.chunk(chunk, None, out),
                 Err(error) => self.bad_payload(payload, error),
             }
         } else {
-            match serde_json::from_slice::<Chunk<'_, Str<'_>>>(payload) {
+            match parse::<Chunk<'_, Str<'_>>>(payload) {
                 Ok(mut chunk) => {
                     let head = (chunk.id.take(), chunk.model.take());
                     self.chunk(chunk, Some(head), out)

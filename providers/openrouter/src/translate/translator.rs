@@ -6,7 +6,7 @@ use patchbay_core::kit::{ErrorResponse, Framer, Framing, Wire};
 use patchbay_core::{Event, ProviderError, Warning};
 use serde_json::Value;
 
-use super::state::State;
+use super::state::{EventBuffer, State};
 use crate::api_error;
 
 /// The translator. See the [module docs](super) for what it does with the wire.
@@ -65,15 +65,36 @@ impl Translator {
 
     /// One payload into the state; an error ends the stream.
     fn payload(&mut self, payload: &[u8]) -> Result<(), ProviderError> {
+        Self::payload_into(&mut self.state, payload, &mut self.queue)
+    }
+
+    fn payload_into(state: &mut State, payload: &[u8], out: &mut impl EventBuffer) -> Result<(), ProviderError> {
         let payload = payload.trim_ascii();
-        if self.state.ended || payload.is_empty() {
+        if state.ended || payload.is_empty() {
             return Ok(());
         }
-        let result = self.state.payload(payload, &mut self.queue);
+        let result = state.payload(payload, out);
         if result.is_err() {
-            self.state.ended = true;
+            state.ended = true;
         }
         result
+    }
+}
+
+/// The events of one frame: the first handed back directly (a text chunk's one event never
+/// touches the queue), the rest queued after it.
+struct FirstThenQueue<'a> {
+    first: Option<Event>,
+    queue: &'a mut VecDeque<Event>,
+}
+
+impl EventBuffer for FirstThenQueue<'_> {
+    fn push_event(&mut self, event: Event) {
+        if self.first.is_none() && self.queue.is_empty() {
+            self.first = Some(event);
+        } else {
+            self.queue.push_back(event);
+        }
     }
 }
 
@@ -83,7 +104,20 @@ impl Wire for Translator {
     }
 
     fn frame(&mut self, data: &[u8]) -> Result<Option<Event>, ProviderError> {
-        self.payload(data).map(|()| None)
+        let mut out = FirstThenQueue {
+            first: None,
+            queue: &mut self.queue,
+        };
+        match Self::payload_into(&mut self.state, data, &mut out) {
+            Ok(()) => Ok(out.first),
+            Err(error) => {
+                // The events before the error are delivered before it: all of them queued.
+                if let Some(first) = out.first {
+                    self.queue.push_front(first);
+                }
+                Err(error)
+            }
+        }
     }
 
     /// Close the stream: `Finish`, or a `Protocol` error if the response never finished.
