@@ -1,7 +1,8 @@
 //! The OpenAI chat-completions wire (`patchbay_openrouter::translate::Translator`) on raw bytes,
 //! driven as the driver drives it: the same events and error whole, cut at a fuzzer-chosen point,
 //! and through `kit::translate` (the push path); the lifecycle rules it owns (unique tool call ids
-//! included: it makes them unique), and `kit::replay` without a panic.
+//! included: it makes them unique), and `kit::replay` without a panic; every frame the
+//! parser-free read of plain text chunks takes, it reads as serde does.
 //!
 //! Input: byte 0 picks SSE or JSON-lines framing, byte 1 the split point; the rest is the body.
 #![no_main]
@@ -10,7 +11,7 @@ use libfuzzer_sys::fuzz_target;
 use patchbay_core::kit::{self, Framing};
 use patchbay_core::validate::Rule;
 use patchbay_fuzz::{TRANSLATOR_RULES, check_lifecycle, drive, outcome, split_at_selector};
-use patchbay_openrouter::translate::Translator;
+use patchbay_openrouter::translate::{self, Translator};
 
 fuzz_target!(|data: &[u8]| {
     let [mode, split, body @ ..] = data else {
@@ -37,6 +38,12 @@ fuzz_target!(|data: &[u8]| {
 
     let (events, error) = kit::translate(wire(), [body]).into_parts();
     assert_eq!(whole, outcome(events, error.as_ref()), "kit::translate");
+
+    // The parser-free read of plain text chunks reads every frame it takes as serde does.
+    let _ = kit::Framer::new(framing).push(body, |frame| {
+        translate::check_fast_read(frame);
+        Ok(())
+    });
 
     for response in kit::replay(Translator::default, [body]) {
         check_lifecycle(&response.events, response.error.as_ref(), &rules);

@@ -110,6 +110,9 @@
 // wire: the typed views of a stream payload; uses nothing.
 mod wire;
 
+// fast: the parser-free read of a plain text chunk; uses wire.
+mod fast;
+
 // error: the crate's `Error`; uses nothing.
 mod error;
 
@@ -122,7 +125,7 @@ mod config;
 // request: the request body; uses config (its `Dialect`).
 mod request;
 
-// translate: the wire translator (translator -> state -> convert); uses wire, api_error.
+// translate: the wire translator (translator -> state -> convert); uses wire, fast, api_error.
 pub mod translate;
 
 // provider: `OpenRouterProvider`, the I/O around the rest; uses config, error, request, translate,

@@ -68,3 +68,6 @@ mod state;
 mod translator;
 
 pub use translator::Translator;
+
+#[doc(hidden)]
+pub use crate::fast::check as check_fast_read;

@@ -10,7 +10,7 @@ use super::convert::{ToolCalls, convert_usage, detail_json, finish_reason, non_e
 use super::sources::Sources;
 use crate::NAME;
 use crate::api_error::from_error_object;
-use crate::wire::{Choice, Chunk, Content, ContentPart, Delta, IgnoredAny, ReasoningDetail, Str, boxed_text};
+use crate::wire::{Choice, Chunk, Content, ContentPart, Delta, ReasoningDetail, Str, boxed_text};
 
 /// Where the state appends the events it makes: the translator's queue, which the driver
 /// empties from the front.
@@ -126,7 +126,11 @@ impl State {
             return self.end(true, out);
         }
         if self.started {
-            match parse::<Chunk<'_, IgnoredAny>>(payload) {
+            let parsed = match std::str::from_utf8(payload) {
+                Ok(text) => crate::fast::chunk(text).map_or_else(|| serde_json::from_str(text), Ok),
+                Err(_) => serde_json::from_slice(payload),
+            };
+            match parsed {
                 Ok(chunk) => self.chunk(chunk, None, out),
                 Err(error) => self.bad_payload(payload, error),
             }
