@@ -17,7 +17,7 @@
 
 use std::borrow::Cow;
 
-use crate::wire::{Chunk, Choice, Content, Delta, IgnoredAny, Str};
+use crate::wire::{Choice, Chunk, Content, Delta, IgnoredAny, Str};
 
 /// A plain text chunk read without the JSON parser, or `None` (see the module docs).
 pub(crate) fn chunk(text: &str) -> Option<Chunk<'_, IgnoredAny>> {
@@ -103,7 +103,9 @@ impl<'a> Reader<'a> {
     }
 
     fn literal(&mut self, literal: &str) -> Option<()> {
-        self.text[self.at..].starts_with(literal).then(|| self.at += literal.len())
+        self.text[self.at..]
+            .starts_with(literal)
+            .then(|| self.at += literal.len())
     }
 
     fn at_end(&self) -> bool {
@@ -300,7 +302,11 @@ pub fn check(payload: &[u8]) {
     };
     if let Some(fast) = chunk(text) {
         let parsed: Chunk<'_, IgnoredAny> = serde_json::from_str(text).expect("serde reads what the fast read takes");
-        assert_eq!(format!("{fast:?}"), format!("{parsed:?}"), "the fast read differs on {text:?}");
+        assert_eq!(
+            format!("{fast:?}"),
+            format!("{parsed:?}"),
+            "the fast read differs on {text:?}"
+        );
     }
 }
 
