@@ -330,7 +330,9 @@ fn translate_in_memory(wire: Wire, chunks: &[&'static [u8]]) -> String {
         // The driver's timers need the runtime.
         let signal = Signal::new();
         let mut events = match wire {
-            Wire::OpenAi => Driver::new(body, patchbay_openrouter::translate::Translator::default(), &signal).into_stream(),
+            Wire::OpenAi => {
+                Driver::new(body, patchbay_openrouter::translate::Translator::default(), &signal).into_stream()
+            }
             Wire::Anthropic => Driver::new(body, patchbay_anthropic::Translator::new(), &signal).into_stream(),
         };
         let mut text = String::new();
