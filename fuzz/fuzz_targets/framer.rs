@@ -79,7 +79,12 @@ fuzz_target!(|data: &[u8]| {
     let [kind, cap, split, piece, body @ ..] = data else {
         return;
     };
-    let framing = [Framing::Sse, Framing::SseOrJsonLines, Framing::Lines][usize::from(*kind % 3)];
+    let framing = [
+        Framing::Sse,
+        Framing::SseOrJsonLines,
+        Framing::Lines,
+        Framing::DataLines,
+    ][usize::from(*kind % 4)];
     let max = match cap {
         0 => MAX_LINE_BYTES,
         n => usize::from(*n),
@@ -91,9 +96,12 @@ fuzz_target!(|data: &[u8]| {
             "a frame of {} bytes passed a cap of {max}",
             frame.len()
         );
-        if framing == Framing::Lines {
+        if matches!(framing, Framing::Lines | Framing::DataLines) {
             assert!(!frame.is_empty(), "an empty line was delivered");
             assert!(!frame.contains(&b'\n'), "a line holds a line end");
+        }
+        if framing == Framing::DataLines {
+            assert_eq!(frame.trim_ascii(), &frame[..], "a data line's value is trimmed");
         }
     }
     if let Some((kind, limit)) = whole.1 {
