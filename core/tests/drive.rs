@@ -90,3 +90,40 @@ async fn keepalives_after_content_hit_the_content_timeout_at_its_setting() {
         "fired {elapsed:?} after the last event, limit {limit:?}"
     );
 }
+
+/// One `TextDelta` per SSE frame (trimmed, as a JSON parser would read it): a wire whose own
+/// framing is SSE.
+struct SseEcho(bool);
+
+impl Wire for SseEcho {
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+    fn frame(&mut self, data: &[u8]) -> Result<Option<Event>, ProviderError> {
+        Ok(Some(Event::TextDelta {
+            index: 0,
+            text: String::from_utf8_lossy(data.trim_ascii()).into_owned(),
+        }))
+    }
+    fn end(&mut self) -> Result<(), ProviderError> {
+        self.0 = true;
+        Ok(())
+    }
+    fn next_event(&mut self) -> Option<Event> {
+        None
+    }
+    fn is_done(&self) -> bool {
+        self.0
+    }
+}
+
+#[test]
+fn a_recording_of_json_lines_replays_as_json_lines_however_it_is_cut() {
+    let body: &[u8] = b"\n  {\"a\":1}\n{\"b\":2}\n";
+    for at in 0..body.len() {
+        let (head, tail) = body.split_at(at);
+        let recordings = patchbay_core::kit::replay(|| SseEcho(false), [head, tail]);
+        assert_eq!(recordings.len(), 1, "cut at {at}");
+        assert_eq!(recordings[0].text(), "{\"a\":1}{\"b\":2}", "cut at {at}");
+    }
+}

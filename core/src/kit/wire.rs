@@ -304,17 +304,14 @@ where
     W: Wire,
     I: IntoIterator<Item = &'a [u8]>,
 {
-    let mut chunks = chunks.into_iter().peekable();
+    let chunks: Vec<&[u8]> = chunks.into_iter().collect();
     let wire = new_wire();
-    let json_lines = chunks
-        .peek()
-        .and_then(|first| {
-            first
-                .split(|&b| b == b'\n')
-                .map(<[u8]>::trim_ascii)
-                .find(|l| !l.is_empty())
-        })
-        .is_some_and(|line| line.starts_with(b"{"));
+    // The first byte that is not white space, however the body was cut.
+    let first = chunks
+        .iter()
+        .flat_map(|chunk| chunk.iter())
+        .find(|b| !b.is_ascii_whitespace());
+    let json_lines = first == Some(&b'{');
     let framing = if json_lines { Framing::Lines } else { wire.framing() };
     let mut framer = Framer::new(framing);
     let mut replay = Replayer {
