@@ -2,8 +2,8 @@
 //! the warnings for what Ollama cannot take. No I/O.
 
 use patchbay_core::{
-    ContentBlock, ErrorKind, ImageSource, Message, ProviderError, RequestContext, Role, context::ToolChoice, tool::ToolContent,
-    ToolSet, Warning,
+    ContentBlock, ErrorKind, ImageSource, Message, ProviderError, RequestContext, Role, ToolSet, Warning,
+    context::ToolChoice, tool::ToolContent,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};

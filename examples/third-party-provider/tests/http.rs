@@ -9,8 +9,8 @@ use patchbay_conformance::hardening::{HttpWire, check_hardening};
 use patchbay_conformance::mock::{MockServer, Serve};
 use patchbay_conformance::raw::{RawServer, Step};
 use patchbay_core::{
-    ContentBlock, ErrorKind, ImageSource, Message, Provider, RequestContext, Role, context::Sampling, Signal, ToolResult,
-    ToolSet,
+    ContentBlock, ErrorKind, ImageSource, Message, Provider, RequestContext, Role, Signal, ToolResult, ToolSet,
+    context::Sampling,
 };
 use patchbay_ollama::mock::OllamaWire;
 use patchbay_ollama::{OllamaConfig, OllamaProvider};
