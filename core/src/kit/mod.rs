@@ -52,7 +52,7 @@ pub use redact::{redact_serde_message, redact_url, redirect_error};
 pub use secret::Secret;
 pub(crate) use span::observed;
 pub use span::{in_span, record_error, request_span, request_span_for};
-pub use wire::{ErrorResponse, Recording, Wire, replay, request_id, translate};
+pub use wire::{ErrorResponse, Recording, Wire, frame_head, replay, request_id, translate};
 
 pub use content::ContentBuilder;
 pub use conversation::check_conversation;

@@ -173,6 +173,15 @@ impl ErrorResponse<'_> {
     }
 }
 
+/// The start of a frame for an error message that quotes it: its first 80 characters (read
+/// from at most 120 bytes, invalid UTF-8 replaced).
+pub fn frame_head(data: &[u8]) -> String {
+    String::from_utf8_lossy(&data[..data.len().min(120)])
+        .chars()
+        .take(80)
+        .collect()
+}
+
 /// A response's request id: `request-id`, else `x-request-id` (behind proxies).
 pub fn request_id(headers: &HeaderMap) -> Option<String> {
     ["request-id", "x-request-id"]

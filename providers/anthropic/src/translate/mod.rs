@@ -270,10 +270,7 @@ impl Translator {
 
     fn fail_json(&mut self, error: serde_json::Error, data: &[u8]) -> ProviderError {
         self.done = true;
-        let head: String = String::from_utf8_lossy(&data[..data.len().min(120)])
-            .chars()
-            .take(80)
-            .collect();
+        let head = patchbay_core::kit::frame_head(data);
         ProviderError::protocol(format!(
             "an SSE data payload is not a valid stream event ({error}): {head:?}"
         ))

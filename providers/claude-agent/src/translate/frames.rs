@@ -14,10 +14,7 @@ impl Wire for Translator {
 
     fn frame(&mut self, data: &[u8]) -> Result<Option<Event>, ProviderError> {
         let value: Value = serde_json::from_slice(data).map_err(|e| {
-            let head: String = String::from_utf8_lossy(&data[..data.len().min(120)])
-                .chars()
-                .take(80)
-                .collect();
+            let head = patchbay_core::kit::frame_head(data);
             self.fail(ProviderError::protocol(format!(
                 "the CLI wrote a line that is not JSON ({e}): {head:?}"
             )))
