@@ -313,6 +313,7 @@ impl Provider for Runtime {
                 name: "echo".into(),
                 input: json!({"text": "hi"}),
                 executed_by: ExecutedBy::Provider,
+                signature: None,
             },
             Event::ToolResult {
                 id: "r1".into(),

@@ -259,9 +259,17 @@ impl Normalizer {
                 name,
                 input,
                 executed_by,
-            } => json!({
-                "type": "tool_call", "id": self.call_id(id), "name": name, "input": input, "executed_by": executed_by,
-            }),
+                signature,
+            } => {
+                let mut call = json!({
+                    "type": "tool_call", "id": self.call_id(id), "name": name, "input": input, "executed_by": executed_by,
+                });
+                // Only a wire that signs calls (Gemini) has one; the shared goldens have none.
+                if let Some(signature) = signature {
+                    call["signature"] = json!(summarize(signature));
+                }
+                call
+            }
             Event::ToolResult { id, name, result } => json!({
                 "type": "tool_result", "id": self.call_id(id), "name": name,
                 "status": result.status, "content": result.content, "metadata": result.metadata,

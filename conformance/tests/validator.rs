@@ -105,6 +105,7 @@ async fn tool_call_emitted_before_its_input_ended_is_caught() {
             name: "get_weather".into(),
             input: json!({"city": "Par"}),
             executed_by: ExecutedBy::Host,
+            signature: None,
         }),
         // ...and then receives the rest of the input.
         Ok(Event::ToolCallDelta {
@@ -134,6 +135,7 @@ async fn tool_call_whose_input_differs_from_its_deltas_is_caught() {
             name: "get_weather".into(),
             input: json!({"city": "Paris"}),
             executed_by: ExecutedBy::Host,
+            signature: None,
         }),
         Ok(finish(FinishReason::ToolUse)),
     ])

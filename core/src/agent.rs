@@ -412,6 +412,7 @@ impl RunState {
                 name,
                 input,
                 executed_by: ExecutedBy::Host,
+                signature,
             } if !self.runs_tools => {
                 turn.host_calls.push((id.clone(), name.clone(), input.clone()));
                 Event::ToolCall {
@@ -419,6 +420,7 @@ impl RunState {
                     name,
                     input,
                     executed_by: ExecutedBy::Host,
+                    signature,
                 }
             }
             other => other,

@@ -201,7 +201,10 @@ pub enum Event {
         /// The new reasoning text.
         text: String,
     },
-    /// The signature of reasoning block `index`; keep it for the round trip.
+    /// The signature of block `index`; keep it for the round trip. Usually a reasoning block's;
+    /// on Gemini, whose every part may carry a `thoughtSignature`, also a text block's (the
+    /// signature then belongs to that text, [`ContentBlock::Text`](crate::ContentBlock::Text)'s
+    /// `signature`), or a block of its own when it came on an empty text part.
     ReasoningSignature {
         /// Content block index.
         index: usize,
@@ -241,6 +244,10 @@ pub enum Event {
         input: Value,
         /// Who runs it.
         executed_by: ExecutedBy,
+        /// The signature the call came with (Gemini's `thoughtSignature`); keep it for the
+        /// round trip.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
     },
     /// A tool call finished (run by the host loop or by the provider), or a started call was
     /// abandoned before its input was complete (status `Aborted`, no `ToolCall` before it).

@@ -50,6 +50,10 @@ pub enum ContentBlock {
         /// Prompt-caching marker.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
+        /// The signature the text came with (Gemini's `thoughtSignature` on a text part); send
+        /// it back unchanged.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
     },
     /// An image.
     Image {
@@ -85,6 +89,10 @@ pub enum ContentBlock {
         /// Who ran (or will run) the call.
         #[serde(default, skip_serializing_if = "ExecutedBy::is_host")]
         executed_by: ExecutedBy,
+        /// The signature the call came with (Gemini's `thoughtSignature` on a function call,
+        /// which Gemini 3 requires back on the next turn); send it back unchanged.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
     },
     /// The result of a tool call.
     ToolResult {
@@ -115,6 +123,7 @@ impl ContentBlock {
             text: text.into(),
             citations: Vec::new(),
             cache_control: None,
+            signature: None,
         }
     }
 
@@ -125,6 +134,7 @@ impl ContentBlock {
             name: name.into(),
             input,
             executed_by: ExecutedBy::Host,
+            signature: None,
         }
     }
 

@@ -132,6 +132,7 @@ fn content_builder_keeps_signatures_ids_and_opaque_blocks() {
             name: "search".into(),
             input: json!({"q": 1}),
             executed_by: ExecutedBy::Provider,
+            signature: None,
         },
         Event::ToolResult {
             id: "t1".into(),
@@ -225,6 +226,7 @@ fn messages_round_trip_through_json_with_cache_markers() {
                 text: "cached".into(),
                 citations: vec![],
                 cache_control: Some(CacheControl::ephemeral()),
+                signature: None,
             },
             ContentBlock::RedactedThinking { data: "opaque".into() },
         ],

@@ -209,6 +209,7 @@ mod tests {
             name: "get_weather".into(),
             input,
             executed_by: ExecutedBy::Host,
+            signature: None,
         }
     }
 

@@ -8,7 +8,8 @@ use crate::message::ContentBlock;
 use crate::tool::ExecutedBy;
 
 /// Builds assistant content blocks from events: consecutive deltas of one block are joined,
-/// signatures attach to their thinking block, complete tool calls become `ToolUse` blocks,
+/// signatures attach to their thinking block (or to the open text block of their index: Gemini
+/// signs text parts), complete tool calls become `ToolUse` blocks with their signature,
 /// and a `Source` citing a text block joins that block's `citations` (its wire object, so the
 /// answer goes back to its API unchanged; a source of a server tool's result block is already
 /// inside that block).
@@ -40,6 +41,7 @@ impl ContentBuilder {
                         text: String::new(),
                         citations: early.into_iter().map(|(_, data)| data).collect(),
                         cache_control: None,
+                        signature: None,
                     });
                     self.open = Some((BlockKind::Text, *index));
                 }
@@ -51,6 +53,11 @@ impl ContentBuilder {
                 self.open_thinking(*index);
                 if let Some(ContentBlock::Thinking { text: acc, .. }) = self.blocks.last_mut() {
                     acc.push_str(text);
+                }
+            }
+            Event::ReasoningSignature { index, signature } if self.open == Some((BlockKind::Text, *index)) => {
+                if let Some(ContentBlock::Text { signature: sig, .. }) = self.blocks.last_mut() {
+                    *sig = Some(signature.clone());
                 }
             }
             Event::ReasoningSignature { index, signature } => {
@@ -68,6 +75,7 @@ impl ContentBuilder {
                 name,
                 input,
                 executed_by,
+                signature,
             } => {
                 self.open = None;
                 self.blocks.push(ContentBlock::ToolUse {
@@ -75,6 +83,7 @@ impl ContentBuilder {
                     name: name.clone(),
                     input: input.clone(),
                     executed_by: *executed_by,
+                    signature: signature.clone(),
                 });
             }
             Event::ToolResult { id, result, .. } => {

@@ -103,6 +103,7 @@ impl SpanRecorder {
                 name,
                 input,
                 executed_by,
+                ..
             } => {
                 self.first_chunk();
                 if let (Some(tools), false) = (&mut self.tools, executed_by.is_host()) {

@@ -192,6 +192,7 @@ impl OllamaTranslator {
             name: function.name,
             input,
             executed_by: ExecutedBy::Host,
+            signature: None,
         });
         Ok(())
     }

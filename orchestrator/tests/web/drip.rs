@@ -200,6 +200,7 @@ impl DripTurn {
                 name: "read".into(),
                 input,
                 executed_by: ExecutedBy::Host,
+                signature: None,
             });
         }
         let usage = Usage {

@@ -444,6 +444,7 @@ fn map_content(index: usize, message: &Message, warnings: &mut Vec<Warning>) -> 
                 text,
                 citations,
                 cache_control,
+                ..
             } => out.extend(text_block(text, citations, cache_control.as_ref())),
             ContentBlock::Image {
                 media_type,
@@ -463,6 +464,7 @@ fn map_content(index: usize, message: &Message, warnings: &mut Vec<Warning>) -> 
                 name,
                 input,
                 executed_by,
+                ..
             } => {
                 if executed_by.is_host() {
                     out.push(json!({ "type": "tool_use", "id": id, "name": name, "input": input }));

@@ -131,6 +131,7 @@ fn other_wires_citations_are_not_sent_to_the_messages_api() {
                 json!({"type": "web_search_result_location", "url": "https://example.com", "cited_text": "x"}),
             ],
             cache_control: None,
+            signature: None,
         }],
     );
     let messages = [Message::user("Where?"), answer, Message::user("Thanks.")];

@@ -64,6 +64,7 @@ fn every_block_kind() -> (Vec<Message>, ToolSet, RequestContext) {
                     text: "Look at these.".into(),
                     citations: vec![],
                     cache_control: cached.clone(),
+                    signature: None,
                 },
                 ContentBlock::Image {
                     media_type: "image/png".into(),
@@ -101,6 +102,7 @@ fn every_block_kind() -> (Vec<Message>, ToolSet, RequestContext) {
                     name: "web_search".into(),
                     input: json!({"query": "paris"}),
                     executed_by: ExecutedBy::Provider,
+                    signature: None,
                 },
                 ContentBlock::Opaque {
                     provider: "anthropic".into(),

@@ -520,6 +520,7 @@ fn push_part_events(events: &mut Vec<Event>, index: usize, part: &Part, sources:
                 name: name.clone(),
                 input: input.clone(),
                 executed_by: ExecutedBy::Host,
+                signature: None,
             });
         }
     }

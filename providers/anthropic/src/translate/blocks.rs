@@ -213,6 +213,7 @@ impl Translator {
                         name,
                         input,
                         executed_by,
+                        signature: None,
                     });
                     self.emit(Event::Opaque {
                         index,
@@ -225,6 +226,7 @@ impl Translator {
                         name,
                         input,
                         executed_by,
+                        signature: None,
                     });
                 }
             }

@@ -84,6 +84,7 @@ impl Translator {
                 name,
                 input,
                 executed_by,
+                ..
             } => {
                 let (name, by) = if executed_by == ExecutedBy::Host {
                     self.map_tool_name(&name)
@@ -115,6 +116,7 @@ impl Translator {
             name,
             input,
             executed_by: by,
+            signature: None,
         });
     }
 

@@ -525,6 +525,7 @@ impl State {
                             name,
                             input,
                             executed_by: ExecutedBy::Host,
+                            signature: None,
                         },
                     );
                     self.tool_calls_made = true;
