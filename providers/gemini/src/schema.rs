@@ -1,0 +1,1 @@
+//! JSON Schema to the OpenAPI subset Gemini's function declarations take.
