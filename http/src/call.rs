@@ -66,6 +66,7 @@ pub struct Call<'a> {
     limits: StreamLimits,
     recorder: Option<&'a Recorder>,
     user_last: bool,
+    system: Option<&'static str>,
 }
 
 impl<'a> Call<'a> {
@@ -87,6 +88,7 @@ impl<'a> Call<'a> {
             limits: StreamLimits::default(),
             recorder: None,
             user_last: false,
+            system: None,
         }
     }
 
@@ -100,6 +102,14 @@ impl<'a> Call<'a> {
     /// Use these limits for the headers, the body and an error body.
     pub fn with_limits(mut self, limits: StreamLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Name the span's `gen_ai.provider.name` this way instead of by the patchbay provider
+    /// (the semantic conventions' well-known value: `gcp.gemini` or `gcp.vertex_ai` for the
+    /// Gemini provider); errors keep the patchbay name.
+    pub fn with_system(mut self, system: &'static str) -> Self {
+        self.system = Some(system);
         self
     }
 
@@ -126,7 +136,7 @@ impl<'a> Call<'a> {
             return Err(ProviderError::cancelled().with_provider(provider));
         }
         let Prepared { request, body, wire } = prepare().map_err(|e| e.with_provider(provider))?;
-        let span = kit::request_span_for(provider, self.model, self.messages, self.context);
+        let span = kit::request_span_for(self.system.unwrap_or(provider), self.model, self.messages, self.context);
         tracing::debug!(parent: &span, bytes = body.len(), "sending the request");
         let tape = Tape::start(self.recorder, self.model);
         let response = send(

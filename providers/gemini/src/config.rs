@@ -452,6 +452,7 @@ impl GeminiConfig {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -510,10 +511,10 @@ mod tests {
                 origin: "the `base_url` option"
             }
         ));
-        let error = GeminiConfig::from_options_in(&json!({"api_key": 5}), &env(&[]))
+        let error = GeminiConfig::from_options_in(&json!({"headers": "AIza-secret"}), &env(&[]))
             .err()
             .unwrap();
-        assert!(!error.to_string().contains('5'), "{error}");
+        assert!(!error.to_string().contains("AIza-secret"), "{error}");
         let error = GeminiConfig::from_options_in(
             &json!({"backend": "vertex", "project": "p", "token_command": []}),
             &env(&[]),

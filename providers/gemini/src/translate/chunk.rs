@@ -1,0 +1,119 @@
+//! Typed views of one streamed `GenerateContentResponse` (the JSON of a `data:` line). Text is
+//! borrowed where it has no escapes; what patchbay keeps verbatim (grounding, ratings, parts it
+//! has no event for) stays a `Value`.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One chunk of the stream.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Chunk<'a> {
+    #[serde(default, borrow)]
+    pub(crate) candidates: Vec<Candidate<'a>>,
+    pub(crate) prompt_feedback: Option<Value>,
+    pub(crate) usage_metadata: Option<UsageMetadata>,
+    #[serde(borrow)]
+    pub(crate) model_version: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) response_id: Option<Cow<'a, str>>,
+    /// An error after the stream started (`{"error": {"code", "message", "status"}}`).
+    pub(crate) error: Option<Value>,
+}
+
+/// One candidate (patchbay asks for one; others are not translated).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Candidate<'a> {
+    #[serde(borrow)]
+    pub(crate) content: Option<Content<'a>>,
+    #[serde(borrow)]
+    pub(crate) finish_reason: Option<Cow<'a, str>>,
+    pub(crate) finish_message: Option<String>,
+    pub(crate) safety_ratings: Option<Value>,
+    pub(crate) citation_metadata: Option<Value>,
+    pub(crate) grounding_metadata: Option<Value>,
+    pub(crate) url_context_metadata: Option<Value>,
+    #[serde(default)]
+    pub(crate) index: u32,
+}
+
+/// A candidate's content.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Content<'a> {
+    #[serde(default, borrow)]
+    pub(crate) parts: Vec<Part<'a>>,
+}
+
+/// One part: exactly one of its data fields is set, plus the thought flag and signature.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Part<'a> {
+    #[serde(borrow)]
+    pub(crate) text: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub(crate) thought: bool,
+    #[serde(borrow)]
+    pub(crate) thought_signature: Option<Cow<'a, str>>,
+    pub(crate) function_call: Option<FunctionCall>,
+    pub(crate) executable_code: Option<Value>,
+    pub(crate) code_execution_result: Option<CodeExecutionResult>,
+    pub(crate) inline_data: Option<Value>,
+    pub(crate) file_data: Option<Value>,
+    pub(crate) function_response: Option<Value>,
+    pub(crate) video_metadata: Option<Value>,
+    pub(crate) part_metadata: Option<Value>,
+}
+
+/// A function call, whole (the Gemini API does not stream arguments).
+#[derive(Debug, Deserialize)]
+pub(crate) struct FunctionCall {
+    pub(crate) id: Option<String>,
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) args: Option<Value>,
+}
+
+/// The result of code the model ran.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CodeExecutionResult {
+    pub(crate) outcome: Option<String>,
+    pub(crate) output: Option<String>,
+}
+
+/// Token counts, cumulative within a response (they can also go down between chunks).
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct UsageMetadata {
+    pub(crate) prompt_token_count: Option<u64>,
+    pub(crate) candidates_token_count: Option<u64>,
+    pub(crate) thoughts_token_count: Option<u64>,
+    pub(crate) cached_content_token_count: Option<u64>,
+    pub(crate) tool_use_prompt_token_count: Option<u64>,
+}
+
+impl UsageMetadata {
+    /// As patchbay's usage: `input` without the cached tokens (reported as `cache_read`) but
+    /// with the tool-use prompt (search results the model read), `output` with the thoughts.
+    pub(crate) fn usage(&self) -> patchbay_core::Usage {
+        let cached = self.cached_content_token_count;
+        let input = self.prompt_token_count.map(|prompt| {
+            prompt
+                .saturating_sub(cached.unwrap_or(0))
+                .saturating_add(self.tool_use_prompt_token_count.unwrap_or(0))
+        });
+        let output = match (self.candidates_token_count, self.thoughts_token_count) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+        };
+        patchbay_core::Usage {
+            input,
+            output,
+            cache_read: cached,
+            reasoning: self.thoughts_token_count,
+            ..Default::default()
+        }
+    }
+}
