@@ -31,6 +31,10 @@ pub use patchbay_anthropic as anthropic;
 #[cfg(feature = "openrouter")]
 pub use patchbay_openrouter as openrouter;
 
+/// The Google Gemini provider, Gemini API and Vertex AI (feature `gemini`).
+#[cfg(feature = "gemini")]
+pub use patchbay_gemini as gemini;
+
 /// The Claude Code CLI agent-runtime provider (feature `claude-agent`).
 #[cfg(feature = "claude-agent")]
 pub use patchbay_claude_agent as claude_agent;

@@ -6,11 +6,12 @@ use patchbay_core::{Provider, ProviderError, ProviderFactory};
 use serde_json::Value;
 
 /// The providers patchbay ships: registry name and the facade's cargo feature that compiles it in.
-pub const KNOWN_PROVIDERS: [(&str, &str); 4] = [
+pub const KNOWN_PROVIDERS: [(&str, &str); 5] = [
     ("scripted", "scripted"),
     ("anthropic", "anthropic"),
     ("openrouter", "openrouter"),
     ("claude-agent", "claude-agent"),
+    ("gemini", "gemini"),
 ];
 
 /// Providers by name. [`Registry::compiled`] holds every provider whose cargo feature is on;
@@ -47,6 +48,8 @@ impl Registry {
         registry.register(patchbay_openrouter::factory());
         #[cfg(feature = "claude-agent")]
         registry.register(patchbay_claude_agent::factory());
+        #[cfg(feature = "gemini")]
+        registry.register(patchbay_gemini::factory());
         registry
     }
 

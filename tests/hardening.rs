@@ -45,7 +45,15 @@ const OPENROUTER: Http = Http {
     data_prefix: "data: {\"id\":\"r1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"",
 };
 
-static PROVIDERS: [Http; 2] = [ANTHROPIC, OPENROUTER];
+const GEMINI: Http = Http {
+    name: "gemini",
+    start: "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Hi\"}]},\"index\":0}],\
+            \"responseId\":\"r1\",\"modelVersion\":\"m\"}\r\n\r\n",
+    keepalive: ": keep-alive\r\n\r\n",
+    data_prefix: "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"",
+};
+
+static PROVIDERS: [Http; 3] = [ANTHROPIC, OPENROUTER, GEMINI];
 
 impl Http {
     /// The entry of `name`.
@@ -59,7 +67,7 @@ impl Http {
     /// The provider pointed at `base` with a recognisable key and `options` on top.
     fn build(&self, base: &str, options: Value) -> Arc<dyn Provider> {
         let mut all = match self.name {
-            "anthropic" => json!({ "base_url": base, "api_key": "sk-HARDENING-KEY" }),
+            "anthropic" | "gemini" => json!({ "base_url": base, "api_key": "sk-HARDENING-KEY" }),
             _ => json!({ "base_url": format!("{base}/v1"), "api_key": "sk-HARDENING-KEY", "dialect": "generic" }),
         };
         if let (Value::Object(all), Value::Object(extra)) = (&mut all, options) {
@@ -136,6 +144,12 @@ async fn absurd_usage_numbers_cost_their_value_not_the_stream() {
              \"completion_tokens\":-5,\"prompt_tokens_details\":{\"cached_tokens\":18446744073709551616}}}\n\n\
              data: [DONE]\n\n",
         ),
+        (
+            GEMINI,
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hi\"}]},\"finishReason\":\"STOP\"}],\
+             \"usageMetadata\":{\"promptTokenCount\":1e30,\"candidatesTokenCount\":-5,\
+             \"cachedContentTokenCount\":18446744073709551616,\"thoughtsTokenCount\":\"many\"}}\r\n\r\n",
+        ),
     ];
     for (http, body) in bodies {
         let server = RawServer::start(vec![http.stream_head(), Step::send(body)]).await;
@@ -159,6 +173,13 @@ async fn absurd_usage_numbers_cost_their_value_not_the_stream() {
         // Past u64::MAX saturates, negative is 0, a string is unknown.
         if http.name == "anthropic" {
             assert_eq!(usage.output, Some(u64::MAX), "{usage:?}");
+        } else if http.name == "gemini" {
+            // The prompt minus the cached count: both saturated.
+            assert_eq!(
+                (usage.cache_read, usage.output, usage.reasoning),
+                (Some(u64::MAX), Some(0), None),
+                "{usage:?}"
+            );
         } else {
             assert_eq!((usage.cache_read, usage.output), (Some(u64::MAX), Some(0)), "{usage:?}");
         }

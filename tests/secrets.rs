@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use futures::StreamExt;
 use patchbay::anthropic::{AnthropicConfig, AnthropicProvider};
 use patchbay::claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
+use patchbay::gemini::{GeminiConfig, GeminiProvider};
 use patchbay::mcp::{McpClientSet, ToolServer};
 use patchbay::openrouter::{OpenRouterConfig, OpenRouterProvider};
 use patchbay::{
@@ -116,6 +117,31 @@ fn configs_providers_and_errors_never_show_a_secret() {
     );
     assert_error_clean("openrouter options error quoting a value", &error);
 
+    // Gemini: the API key, a Vertex token, a token command's arguments, header values.
+    let config = GeminiConfig::new(url_with_credentials("http://127.0.0.1:9/v1beta"))
+        .with_api_key(secret("gemini"))
+        .with_header("x-extra", secret("gemini-header"));
+    assert_debug_clean("GeminiConfig", &config);
+    assert_debug_clean("GeminiProvider", &GeminiProvider::new(config).expect("builds"));
+    let vertex = GeminiConfig::vertex("p", "global").with_access_token(secret("vertex-token"));
+    assert_debug_clean("GeminiConfig (Vertex token)", &vertex);
+    assert_debug_clean(
+        "GeminiProvider (Vertex token)",
+        &GeminiProvider::new(vertex).expect("builds"),
+    );
+    let command = GeminiConfig::vertex("p", "global").with_token_command(["print-token", &secret("command-arg")]);
+    assert_debug_clean("GeminiConfig (token command)", &command);
+    let error = patchbay::gemini::factory()
+        .build(&json!({ "base_url": format!("ftp://u:{}@h", secret("g")), "api_key": secret("gemini") }))
+        .err()
+        .expect("not http");
+    assert_error_clean("gemini options error", &error);
+    let error = patchbay::gemini::factory()
+        .build(&json!({ "api_key": secret("gemini"), "headers": secret("misplaced") }))
+        .err()
+        .expect("not an object");
+    assert_error_clean("gemini options error quoting a value", &error);
+
     // Claude agent runtime.
     let config = ClaudeAgentConfig::new()
         .with_env("ANTHROPIC_API_KEY", secret("claude-env"))
@@ -199,6 +225,31 @@ async fn traced_calls() {
             .with_api_key(secret("openrouter"))
             .with_header("x-extra", secret("openrouter-header"));
         let provider = OpenRouterProvider::new(config).expect("builds");
+        drain(&provider, Some(&context())).await;
+    }
+    let gemini_ok =
+        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"x\"}]},\"finishReason\":\"STOP\"}]}\r\n\r\n";
+    let gemini_unauthorized = || {
+        Step::send(
+            "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: 71\r\nconnection: close\r\n\r\n\
+             {\"error\":{\"code\":401,\"message\":\"bad token\",\"status\":\"UNAUTHENTICATED\"}}",
+        )
+    };
+    for (steps, vertex) in [
+        (vec![sse(), Step::send(gemini_ok)], false),
+        (vec![gemini_unauthorized()], true),
+        (vec![redirect()], false),
+    ] {
+        let server = RawServer::start(steps).await;
+        let mut config = GeminiConfig::new(url_with_credentials(&format!("{}/v1beta", server.url())))
+            .with_api_key(secret("gemini"))
+            .with_header("x-extra", secret("gemini-header"));
+        if vertex {
+            config = config
+                .with_backend(patchbay::gemini::Backend::VertexAi)
+                .with_access_token(secret("vertex-token"));
+        }
+        let provider = GeminiProvider::new(config).expect("builds");
         drain(&provider, Some(&context())).await;
     }
     // An MCP client reaching a token-protected tool server, and one refused by it.

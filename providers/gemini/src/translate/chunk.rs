@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use patchbay_core::kit::token_count;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -83,14 +84,20 @@ pub(crate) struct CodeExecutionResult {
     pub(crate) output: Option<String>,
 }
 
-/// Token counts, cumulative within a response (they can also go down between chunks).
+/// Token counts, cumulative within a response (they can also go down between chunks), each
+/// read leniently: a broken count costs its value, never the stream.
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct UsageMetadata {
+    #[serde(default, deserialize_with = "token_count")]
     pub(crate) prompt_token_count: Option<u64>,
+    #[serde(default, deserialize_with = "token_count")]
     pub(crate) candidates_token_count: Option<u64>,
+    #[serde(default, deserialize_with = "token_count")]
     pub(crate) thoughts_token_count: Option<u64>,
+    #[serde(default, deserialize_with = "token_count")]
     pub(crate) cached_content_token_count: Option<u64>,
+    #[serde(default, deserialize_with = "token_count")]
     pub(crate) tool_use_prompt_token_count: Option<u64>,
 }
 
