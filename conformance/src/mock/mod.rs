@@ -36,6 +36,8 @@ use crate::snapshot::split_randomly;
 /// as the family's `retry-after` (seconds). The provider under test then has to produce the
 /// events of the shared goldens from it. Every POST gets the next turn, so the
 /// path and the request body do not matter; [`MockServer::requests`] keeps them for goldens.
+/// The `model` given to [`render_response`](WireFormat::render_response) is the request body's
+/// `model`, else the path's `models/{model}` (as Gemini asks), else `mock-model`.
 ///
 /// ```
 /// use patchbay_conformance::mock::WireFormat;
@@ -197,7 +199,8 @@ pub struct RecordedRequest {
     pub method: String,
     /// Path and query (`/v1/messages?beta=true`).
     pub path: String,
-    /// Headers, lowercase names; `authorization` and `x-api-key` values are redacted.
+    /// Headers, lowercase names; the values of `authorization`, `x-api-key`, `api-key` and
+    /// `x-goog-api-key` are redacted.
     pub headers: Vec<(String, String)>,
     /// The body parsed as JSON (`Value::Null` if it was not JSON).
     pub body: Value,
@@ -344,7 +347,7 @@ impl Drop for MockServer {
 
 fn redact(name: &str, value: &HeaderValue) -> String {
     match name {
-        "authorization" | "x-api-key" | "api-key" => "[redacted]".into(),
+        "authorization" | "x-api-key" | "api-key" | "x-goog-api-key" => "[redacted]".into(),
         _ => String::from_utf8_lossy(value.as_bytes()).into_owned(),
     }
 }
@@ -374,11 +377,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
         Err(_) => Value::Null,
     };
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("mock-model")
-        .to_string();
+    let model = model_of(&body, &path);
     if let Ok(mut requests) = shared.requests.lock() {
         requests.push(RecordedRequest {
             method: method.to_string(),
@@ -401,6 +400,23 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         )
             .into_response(),
     }
+}
+
+/// The model a request asks for: the body's `model`, else the path's `models/{model}` segment
+/// (Gemini's `/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`), else
+/// `mock-model`.
+fn model_of(body: &Value, path: &str) -> String {
+    if let Some(model) = body.get("model").and_then(Value::as_str) {
+        return model.to_string();
+    }
+    let path = path.split('?').next().unwrap_or_default();
+    path.split('/')
+        .skip_while(|segment| *segment != "models")
+        .nth(1)
+        .map(|segment| segment.split(':').next().unwrap_or(segment))
+        .filter(|model| !model.is_empty())
+        .unwrap_or("mock-model")
+        .to_string()
 }
 
 /// Pauses inside a body: before write `.0`, wait `.1`.
@@ -476,21 +492,32 @@ fn respond(
     body_response(status, headers, chunks, end, pauses, shared)
 }
 
-/// Split a body after each blank line (SSE frame) or newline (JSON lines).
+/// Split a body after each blank line (SSE frame, `\n\n` or `\r\n\r\n`) or, in a body without
+/// one, after each newline (JSON lines).
 fn split_frames(body: Bytes) -> Vec<Bytes> {
+    let bytes = body.as_ref();
+    // Whether the line ending at `i` (a `\n`) is blank.
+    let blank = |i: usize| match i {
+        0 => false,
+        _ if bytes[i - 1] == b'\n' => true,
+        1 => false,
+        _ => bytes[i - 1] == b'\r' && bytes[i - 2] == b'\n',
+    };
+    let newlines = || {
+        bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, byte)| **byte == b'\n')
+            .map(|(i, _)| i)
+    };
+    let sse = newlines().any(blank);
     let mut chunks = Vec::new();
     let mut start = 0;
-    let bytes = body.as_ref();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\n' && (bytes.get(i + 1) == Some(&b'\n') || !bytes.windows(2).any(|w| w == b"\n\n")) {
-            let stop = if bytes.get(i + 1) == Some(&b'\n') { i + 2 } else { i + 1 };
-            chunks.push(body.slice(start..stop));
-            start = stop;
-            i = stop;
-            continue;
+    for i in newlines() {
+        if !sse || blank(i) {
+            chunks.push(body.slice(start..i + 1));
+            start = i + 1;
         }
-        i += 1;
     }
     if start < bytes.len() {
         chunks.push(body.slice(start..));
@@ -550,4 +577,41 @@ fn body_response(
         }
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_comes_from_the_body_else_from_a_gemini_path() {
+        let path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+        assert_eq!(model_of(&serde_json::json!({ "model": "m" }), path), "m");
+        assert_eq!(model_of(&Value::Null, path), "gemini-2.5-flash");
+        assert_eq!(model_of(&Value::Null, "/v1beta/models/gemini-pro"), "gemini-pro");
+        assert_eq!(model_of(&Value::Null, "/v1/chat/completions"), "mock-model");
+        assert_eq!(model_of(&Value::Null, "/v1beta/models/"), "mock-model");
+    }
+
+    #[test]
+    fn frames_split_after_blank_lines_of_either_ending() {
+        let split = |body: &'static str| -> Vec<Bytes> { split_frames(Bytes::from(body)) };
+        assert_eq!(split("data: a\n\ndata: b\n\n"), ["data: a\n\n", "data: b\n\n"]);
+        assert_eq!(
+            split("data: a\r\n\r\ndata: b\r\n\r\n"),
+            ["data: a\r\n\r\n", "data: b\r\n\r\n"]
+        );
+        assert_eq!(
+            split("event: x\ndata: a\n\ndata: b"),
+            ["event: x\ndata: a\n\n", "data: b"]
+        );
+        assert_eq!(split("{\"a\":1}\n{\"b\":2}\n"), ["{\"a\":1}\n", "{\"b\":2}\n"]);
+    }
+
+    #[test]
+    fn a_gemini_key_is_redacted() {
+        let value = HeaderValue::from_static("AIza-secret");
+        assert_eq!(redact("x-goog-api-key", &value), "[redacted]");
+        assert_eq!(redact("x-other", &value), "AIza-secret");
+    }
 }
