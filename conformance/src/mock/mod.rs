@@ -2,9 +2,12 @@
 //! streams, inject faults, and log every request.
 //!
 //! A [`WireFormat`] renders a scripted turn into SSE frames (or an HTTP error); [`MockServer`]
-//! serves a queue of [`Serve`] items, one per POST, with a chosen [`Chunking`].
+//! serves a queue of [`Serve`] items, one per POST, with a chosen [`Chunking`]. Three families
+//! ship: [`anthropic`] (Messages), [`openai`] (chat completions) and [`gemini`] (Google
+//! `streamGenerateContent`).
 
 pub mod anthropic;
+pub mod gemini;
 pub mod openai;
 
 use std::collections::VecDeque;
@@ -33,8 +36,9 @@ use crate::snapshot::split_randomly;
 /// Render what a real server of the family would send for it: the same ids, the same order of
 /// frames, the family's own finish reasons and error bodies. Stream text in [`deltas`] pieces
 /// (word-sized, a huge text as one piece on one wire line) and give a scripted `retry_after_ms`
-/// as the family's `retry-after` (seconds). The provider under test then has to produce the
-/// events of the shared goldens from it. Every POST gets the next turn, so the
+/// the way the family gives a wait: a `retry-after` header (seconds) for most, a body detail
+/// where that is the family's way (Gemini's `RetryInfo`). The provider under test then has to
+/// produce the events of the shared goldens from it. Every POST gets the next turn, so the
 /// path and the request body do not matter; [`MockServer::requests`] keeps them for goldens.
 /// The `model` given to [`render_response`](WireFormat::render_response) is the request body's
 /// `model`, else the path's `models/{model}` (as Gemini asks), else `mock-model`.
@@ -69,7 +73,7 @@ use crate::snapshot::split_randomly;
 /// }
 /// ```
 pub trait WireFormat: Send + Sync + 'static {
-    /// The family name (`anthropic`, `openai`).
+    /// The family name (`anthropic`, `openai`, `gemini`).
     fn name(&self) -> &'static str;
 
     /// The `content-type` of a streamed response (default `text/event-stream`; JSON-lines
