@@ -55,16 +55,16 @@ pub struct GeminiWire;
 
 /// The Gemini `finishReason` of a finish reason: `Stop`, `ToolUse` and `Cancelled` are `STOP`
 /// (Gemini has no tool-use finish: a provider infers it from the function calls), `Length` is
-/// `MAX_TOKENS`, `ContentFilter` is `SAFETY`, and `Refusal` is `PROHIBITED_CONTENT` (Gemini has
-/// no refusal finish; that is the reason it gives for declining on policy grounds, kept apart
-/// from the safety filter). `Other` keeps a raw reason that is a Gemini name (upper case, as
+/// `MAX_TOKENS`, `ContentFilter` is `SAFETY`, and `Refusal` is `STOP` (Gemini has no refusal
+/// finish: a model that declines says so in text and stops; `PROHIBITED_CONTENT` is a filter of
+/// Google's, not the model refusing, so a provider reads it as a content filter). `Other` keeps a raw reason that is a Gemini name (upper case, as
 /// `RECITATION` or `MALFORMED_FUNCTION_CALL`); any other raw reason is `OTHER`.
 pub fn finish_reason_name(reason: &FinishReason) -> String {
     match reason {
         FinishReason::Stop | FinishReason::ToolUse | FinishReason::Cancelled => "STOP".into(),
         FinishReason::Length => "MAX_TOKENS".into(),
         FinishReason::ContentFilter => "SAFETY".into(),
-        FinishReason::Refusal => "PROHIBITED_CONTENT".into(),
+        FinishReason::Refusal => "STOP".into(),
         FinishReason::Other(raw) if is_gemini_name(raw) => raw.clone(),
         FinishReason::Other(_) => "OTHER".into(),
     }
@@ -504,7 +504,7 @@ mod tests {
             (FinishReason::Cancelled, "STOP"),
             (FinishReason::Length, "MAX_TOKENS"),
             (FinishReason::ContentFilter, "SAFETY"),
-            (FinishReason::Refusal, "PROHIBITED_CONTENT"),
+            (FinishReason::Refusal, "STOP"),
             (FinishReason::Other("RECITATION".into()), "RECITATION"),
             (FinishReason::Other("pause_turn".into()), "OTHER"),
             (FinishReason::Other(String::new()), "OTHER"),

@@ -89,14 +89,11 @@ pub(crate) fn grounding(metadata: &Value, index: usize, ids: &mut SourceIds, out
             .first()
             .and_then(|support| support.get("segment"))
             .and_then(span_of);
-        let cited_text = citing
-            .first()
-            .and_then(|support| support.get("segment"))
-            .and_then(|segment| str_of(segment, "text"))
-            .map(str::to_string);
         let data = json!({ "groundingChunk": chunk, "groundingSupports": citing });
         let mut source = source(ids, index, url, str_of(target, "title"), span, data);
-        source.cited_text = cited_text.or_else(|| str_of(target, "text").map(str::to_string));
+        // The passage of the source: a retrieved context's text (a support's `segment.text` is
+        // the answer's own words, not the source's).
+        source.cited_text = str_of(target, "text").map(str::to_string);
         out.push(source);
     }
 }

@@ -243,7 +243,14 @@ fn grounding_becomes_sources_with_their_spans_and_the_metadata_is_kept() {
         Some(patchbay_core::source::Span { start: 0, end: 20 })
     );
     assert_eq!(sources[0].title.as_deref(), Some("example.com"));
-    assert_eq!(sources[0].cited_text.as_deref(), Some("Spain won Euro 2024"));
+    assert_eq!(
+        sources[0].cited_text, None,
+        "the segment is the answer's text, not the source's"
+    );
+    assert_eq!(
+        sources[0].data["groundingSupports"][0]["segment"]["text"],
+        "Spain won Euro 2024"
+    );
     assert_eq!(sources[0].index, 0);
     assert_eq!(sources[2].data["urlRetrievalStatus"], "URL_RETRIEVAL_STATUS_SUCCESS");
     assert!(recording.events.iter().any(
