@@ -64,3 +64,14 @@ async fn a_recorded_openrouter_call_replays_to_the_live_events() {
     let provider = OpenRouterProvider::new(config).expect("a provider");
     record_and_replay(&provider, dir.path(), "openai").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_gemini_call_replays_to_the_live_events() {
+    let server = mock(patchbay_conformance::mock::gemini::GeminiWire).await;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let config = patchbay_gemini::GeminiConfig::new(format!("{}/v1beta", server.url()))
+        .with_api_key("AIza-replay-test")
+        .with_record_dir(dir.path());
+    let provider = patchbay_gemini::GeminiProvider::new(config).expect("a provider");
+    record_and_replay(&provider, dir.path(), "gemini").await;
+}
