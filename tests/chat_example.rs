@@ -164,6 +164,10 @@ pub(crate) mod against_mocks {
                 "OPENAI_API_KEY",
                 "OPENAI_BASE_URL",
                 "OPENROUTER_API_KEY",
+                "GEMINI_API_KEY",
+                "GOOGLE_API_KEY",
+                "GOOGLE_GEMINI_BASE_URL",
+                "GOOGLE_GENAI_USE_VERTEXAI",
             ] {
                 command.env_remove(key);
             }
@@ -195,6 +199,16 @@ pub(crate) mod against_mocks {
             ("OPENAI_BASE_URL", "{url}/v1".to_string()),
         ];
         chat_against(OpenAiWire, "openrouter", &env).await;
+    }
+
+    /// The Gemini wire, reached the way Google's SDKs are pointed at another server.
+    #[cfg(feature = "gemini")]
+    pub(crate) async fn chat_runs_on_gemini_against_the_mock() {
+        let env = [
+            ("GEMINI_API_KEY", "dummy".to_string()),
+            ("GOOGLE_GEMINI_BASE_URL", "{url}/v1beta".to_string()),
+        ];
+        chat_against(patchbay_conformance::mock::gemini::GeminiWire, "gemini", &env).await;
     }
 }
 

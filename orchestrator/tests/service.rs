@@ -883,3 +883,42 @@ async fn shutdown_cancels_a_running_job_with_the_reason(backend: Backend) -> Tes
     assert!(matches!(error, OrchestratorError::ShuttingDown), "{error:?}");
     h.stop().await
 }
+
+/// A blueprint may name any compiled-in provider: one on `gemini`, pointed at the Gemini wire
+/// mock by its options, runs to its answer like a scripted one (SQLite is enough: the store
+/// does not care which provider answered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_blueprint_on_the_gemini_provider_runs_against_its_wire() -> TestResult {
+    use patchbay::scripted::{Part, Response};
+    use patchbay_conformance::mock::{MockServer, gemini::GeminiWire};
+    let server = MockServer::builder(GeminiWire)
+        .script(&Script::new(vec![Turn::Respond(
+            Response::new(vec![Part::text("Hello from Gemini.")]).with_usage(12, 4),
+        )]))
+        .start()
+        .await?;
+    let blueprint = patchbay_orchestrator::blueprint::Blueprint {
+        provider: "gemini".to_owned(),
+        model: "gemini-2.5-flash".to_owned(),
+        provider_options: serde_json::json!({ "base_url": format!("{}/v1beta", server.url()), "api_key": "AIza-test" }),
+        ..scripted("gemini-agent", serde_json::json!({}))
+    };
+    let Some(h) = Harness::start_on(Backend::Sqlite, vec![blueprint], 1).await? else {
+        return Ok(());
+    };
+    let report = ended(
+        within(
+            "sync start",
+            h.orchestrator.start_session(start_on("g1", "gemini-agent", "hi")),
+        )
+        .await??,
+    )?;
+    assert_eq!(report.result.as_deref(), Some("Hello from Gemini."), "{report:?}");
+    let request = &server.requests()[0];
+    assert!(
+        request.path.contains("/models/gemini-2.5-flash:streamGenerateContent"),
+        "{}",
+        request.path
+    );
+    Ok(())
+}
