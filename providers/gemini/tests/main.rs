@@ -1,1 +1,6 @@
-//! The integration tests of patchbay-gemini, one binary.
+//! Integration tests of patchbay-gemini (one binary, one module per area).
+
+mod common;
+mod metrics;
+mod provider;
+mod retry;
