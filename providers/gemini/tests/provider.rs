@@ -181,7 +181,7 @@ async fn vertex_sends_the_command_token_and_fetches_a_new_one_after_a_401() {
             Serve::sse(frame(
                 json!({"candidates": [{"content": {"parts": [{"text": "one"}]}, "finishReason": "STOP"}]}),
             )),
-            Serve::status(401, &unauthorized.to_string(), None),
+            Serve::status(401, unauthorized.to_string(), None),
             Serve::sse(frame(
                 json!({"candidates": [{"content": {"parts": [{"text": "three"}]}, "finishReason": "STOP"}]}),
             )),

@@ -22,7 +22,7 @@ fn quota_exceeded(delay: &str) -> Serve {
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}
         ]
     }});
-    Serve::status(429, &body.to_string(), None)
+    Serve::status(429, body.to_string(), None)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
