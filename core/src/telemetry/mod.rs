@@ -25,7 +25,9 @@
 //! Decisions:
 //! - `gen_ai.provider.name` is the patchbay provider's name (`anthropic`, `openrouter`,
 //!   `claude-agent`, ...): the OpenAI-compatible provider may talk to vLLM or Ollama, so naming
-//!   it `openai` would be wrong.
+//!   it `openai` would be wrong. A provider whose server is exactly one of the conventions'
+//!   well-known systems names that one instead (`patchbay_http::Call::with_system`): the Gemini
+//!   provider records `gcp.gemini` or `gcp.vertex_ai`.
 //! - `gen_ai.usage.input_tokens` counts every input token, cache reads and writes included (as
 //!   the conventions ask); patchbay's [`Usage::input`](crate::Usage) leaves them out.
 //! - `gen_ai.response.finish_reasons` and `gen_ai.request.stop_sequences` are string arrays in
