@@ -223,3 +223,37 @@ async fn vertex_sends_the_command_token_and_fetches_a_new_one_after_a_401() {
         );
     }
 }
+
+/// The call's span names the semantic conventions' system: `gcp.gemini` on the Gemini API,
+/// `gcp.vertex_ai` on Vertex AI.
+#[test]
+fn the_span_names_the_google_system() {
+    for (backend, system) in [(Backend::GeminiApi, "gcp.gemini"), (Backend::VertexAi, "gcp.vertex_ai")] {
+        let capture = patchbay_conformance::logs::LogCapture::new();
+        tracing::subscriber::with_default(capture.subscriber(), || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async {
+                let body = frame(json!({"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}));
+                let server = MockServer::builder(GeminiWire)
+                    .serve([Serve::sse(body)])
+                    .start()
+                    .await
+                    .expect("mock starts");
+                let mut config = GeminiConfig::new(format!("{}/v1beta", server.url()))
+                    .with_backend(backend)
+                    .with_api_key("AIza-test");
+                if backend == Backend::VertexAi {
+                    config = config.with_access_token("ya29.test");
+                }
+                let provider = GeminiProvider::new(config).expect("builds");
+                let recording = call(&provider, &[Message::user("hi")], &ToolSet::new(), None).await;
+                assert_eq!(recording.text(), "hi");
+            });
+        });
+        let logged = capture.text();
+        assert!(logged.contains(&format!("gen_ai.provider.name={system}")), "{logged}");
+    }
+}
