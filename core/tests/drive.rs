@@ -127,3 +127,43 @@ fn a_recording_of_json_lines_replays_as_json_lines_however_it_is_cut() {
         assert_eq!(recordings[0].text(), "{\"a\":1}{\"b\":2}", "cut at {at}");
     }
 }
+
+/// A wire whose whole-body answer is the body's text, once.
+struct WholeEcho(Option<Event>);
+
+impl Wire for WholeEcho {
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+    fn frame(&mut self, _: &[u8]) -> Result<Option<Event>, ProviderError> {
+        Err(ProviderError::protocol("framed"))
+    }
+    fn end(&mut self) -> Result<(), ProviderError> {
+        Ok(())
+    }
+    fn next_event(&mut self) -> Option<Event> {
+        self.0.take()
+    }
+    fn is_done(&self) -> bool {
+        true
+    }
+    fn whole_body(&mut self, body: &[u8]) -> Result<(), ProviderError> {
+        self.0 = Some(Event::TextDelta {
+            index: 0,
+            text: String::from_utf8_lossy(body).into_owned(),
+        });
+        Ok(())
+    }
+}
+
+#[test]
+fn a_recording_of_a_json_array_is_one_whole_answer_however_it_is_cut() {
+    let body: &[u8] = b"\n[{\"a\":1}\n,\r\n{\"b\":2}\n]";
+    for at in 0..body.len() {
+        let (head, tail) = body.split_at(at);
+        let recordings = patchbay_core::kit::replay(|| WholeEcho(None), [head, tail]);
+        assert_eq!(recordings.len(), 1, "cut at {at}");
+        assert_eq!(recordings[0].text().as_bytes(), body, "cut at {at}");
+        assert!(recordings[0].error.is_none());
+    }
+}

@@ -304,7 +304,9 @@ where
 /// [`Recording`] per response.
 ///
 /// The framing is the wire's, or one JSON payload per line when the first non-blank line
-/// starts with `{` (raw captures). After a response ends, frames are skipped until one
+/// starts with `{` (raw captures). A body that starts with `[` is one JSON answer (Gemini's
+/// stream without `alt=sse` is a JSON array of chunks): it goes to [`Wire::whole_body`] whole,
+/// one recording. After a response ends, frames are skipped until one
 /// [starts another](Wire::starts_response); a frame that starts another response while one is
 /// failing closes the failed one and starts the next. A framing error (a line past the cap)
 /// ends the recording.
@@ -320,6 +322,17 @@ where
         .iter()
         .flat_map(|chunk| chunk.iter())
         .find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'[') {
+        let mut wire = wire;
+        let body = chunks.concat();
+        let mut recording = Recording::default();
+        let result = wire.whole_body(&body);
+        while let Some(event) = wire.next_event() {
+            recording.events.push(event);
+        }
+        recording.error = result.err();
+        return vec![recording];
+    }
     let json_lines = first == Some(&b'{');
     let framing = if json_lines { Framing::Lines } else { wire.framing() };
     let mut framer = Framer::new(framing);

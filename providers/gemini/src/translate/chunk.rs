@@ -68,13 +68,30 @@ pub(crate) struct Part<'a> {
     pub(crate) part_metadata: Option<Value>,
 }
 
-/// A function call, whole (the Gemini API does not stream arguments).
-#[derive(Debug, Deserialize)]
+/// A function call: whole, or (Vertex AI's `streamFunctionCallArguments`) a start with
+/// `willContinue`, pieces of its arguments by JSON path, and an empty closer.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct FunctionCall {
     pub(crate) id: Option<String>,
-    pub(crate) name: String,
-    #[serde(default)]
+    pub(crate) name: Option<String>,
     pub(crate) args: Option<Value>,
+    #[serde(default)]
+    pub(crate) will_continue: bool,
+    #[serde(default)]
+    pub(crate) partial_args: Vec<PartialArg>,
+}
+
+/// One piece of a streamed argument: the value at a JSON path (`$.recipe.steps[4]`), a string
+/// arriving in pieces until one without `willContinue`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PartialArg {
+    pub(crate) json_path: String,
+    pub(crate) string_value: Option<String>,
+    pub(crate) number_value: Option<serde_json::Number>,
+    pub(crate) bool_value: Option<bool>,
+    pub(crate) null_value: Option<Value>,
 }
 
 /// The result of code the model ran.

@@ -9,6 +9,7 @@
 //! | `thoughtSignature` on a thought part | `ReasoningSignature` of that reasoning block |
 //! | `thoughtSignature` on a text part (also an empty one) | `ReasoningSignature` of the open text block (core keeps it on the text); with no text block open, a block of its own (an empty thinking block that goes back as `{"text": "", "thoughtSignature"}`) |
 //! | `functionCall` | `ToolCallStart`, one `ToolCallDelta` (the whole `args`), `ToolCall` with the part's signature; id the wire's, else `call_N` numbered on from the calls in the conversation |
+//! | `functionCall` with `willContinue` (Vertex AI's streamed arguments), then parts with `partialArgs` | `ToolCallStart` at once; the pieces build the input by JSON path (string pieces appended); `ToolCallDelta` and `ToolCall` when a part without `willContinue` (the empty closer `{}`) comes, or any other part, the finish or the end |
 //! | `executableCode`, then `codeExecutionResult` | a provider-run `code_execution` `ToolCall` (`{language, code}`), then its `ToolResult` (the output; an error unless `OUTCOME_OK`; `metadata.outcome` the raw outcome) |
 //! | other parts (`inlineData`, `fileData`...) | `Opaque` with the part as sent |
 //! | `groundingMetadata`, `urlContextMetadata`, `citationMetadata` | `Source`s of the last text block (see [`sources`]), and the grounding metadata itself as `Opaque` (`{"groundingMetadata": ..}`: its `searchEntryPoint` is what Google asks hosts to show) |
@@ -22,6 +23,7 @@
 //! Only candidate 0 is translated (patchbay never asks for more).
 
 mod chunk;
+mod path;
 pub mod sources;
 
 use std::collections::{HashSet, VecDeque};
@@ -31,7 +33,8 @@ use patchbay_core::tool::{ExecutedBy, ToolResult, ToolStatus};
 use patchbay_core::{ContentBlock, Event, FinishReason, Message, ProviderError, Usage, Warning};
 use serde_json::{Value, json};
 
-use self::chunk::{Candidate, Chunk, Part};
+use self::chunk::{Candidate, Chunk, FunctionCall, Part};
+use self::path::Piece;
 use self::sources::SourceIds;
 use crate::{NAME, api_error};
 
@@ -43,6 +46,15 @@ pub const CODE_EXECUTION: &str = "code_execution";
 enum Open {
     Text(usize),
     Thought(usize),
+}
+
+/// A call whose arguments are still streaming (`willContinue`).
+#[derive(Debug)]
+struct StreamingCall {
+    id: String,
+    name: String,
+    args: Value,
+    signature: Option<String>,
 }
 
 /// The translator: one response's state. See the [module docs](self).
@@ -63,6 +75,7 @@ pub struct Translator {
     host_calls: usize,
     /// The id of the last `executableCode` call, which the next `codeExecutionResult` answers.
     code_call: Option<String>,
+    streaming: Option<StreamingCall>,
     finish: Option<String>,
     finish_details: Option<Value>,
     blocked: Option<Value>,
@@ -97,6 +110,7 @@ impl Translator {
             next_call: 1,
             host_calls: 0,
             code_call: None,
+            streaming: None,
             finish: None,
             finish_details: None,
             blocked: None,
@@ -223,6 +237,7 @@ impl Translator {
             }
         }
         if let Some(reason) = candidate.finish_reason {
+            self.close_streaming();
             let reason = reason.into_owned();
             if !matches!(reason.as_str(), "STOP" | "MAX_TOKENS") {
                 let mut details = json!({ "finishReason": reason });
@@ -241,6 +256,10 @@ impl Translator {
 
     fn part(&mut self, part: Part<'_>) -> Result<(), ProviderError> {
         let signature = part.thought_signature.map(|s| s.into_owned());
+        if let Some(call) = part.function_call {
+            return self.function_call(call, signature);
+        }
+        self.close_streaming();
         if let Some(text) = part.text {
             let index = match (part.thought, self.open) {
                 (true, Some(Open::Thought(index))) => index,
@@ -280,27 +299,7 @@ impl Translator {
             return Ok(());
         }
         self.open = None;
-        if let Some(call) = part.function_call {
-            let id = self.call_id(call.id.as_deref());
-            let input = call.args.unwrap_or_else(|| json!({}));
-            self.host_calls += 1;
-            self.next_index += 1;
-            self.emit(Event::ToolCallStart {
-                id: id.clone(),
-                name: call.name.clone(),
-            });
-            self.emit(Event::ToolCallDelta {
-                id: id.clone(),
-                partial_json: input.to_string(),
-            });
-            self.emit(Event::ToolCall {
-                id,
-                name: call.name,
-                input,
-                executed_by: ExecutedBy::Host,
-                signature,
-            });
-        } else if let Some(code) = part.executable_code {
+        if let Some(code) = part.executable_code {
             let id = self.call_id(None);
             self.next_index += 1;
             self.code_call = Some(id.clone());
@@ -364,10 +363,89 @@ impl Translator {
         Ok(())
     }
 
+    /// A `functionCall` part: a whole call, the start of a streamed one, a piece of its
+    /// arguments, or its closer.
+    fn function_call(&mut self, call: FunctionCall, signature: Option<String>) -> Result<(), ProviderError> {
+        self.open = None;
+        let Some(name) = call.name else {
+            let Some(streaming) = self.streaming.as_mut() else {
+                if call.partial_args.is_empty() && call.args.is_none() {
+                    return Ok(()); // A closer with nothing open (`{}` after a whole call).
+                }
+                return Err(Self::protocol("function call arguments without the call they belong to"));
+            };
+            if streaming.signature.is_none() {
+                streaming.signature = signature;
+            }
+            if let Some(Value::Object(args)) = call.args {
+                if let Value::Object(open) = &mut streaming.args {
+                    open.extend(args);
+                }
+            }
+            for piece in call.partial_args {
+                let value = match (piece.string_value, piece.number_value, piece.bool_value, piece.null_value) {
+                    (Some(text), ..) => Piece::Text(text),
+                    (None, Some(number), ..) => Piece::Whole(Value::Number(number)),
+                    (None, None, Some(flag), _) => Piece::Whole(Value::Bool(flag)),
+                    _ => Piece::Whole(Value::Null),
+                };
+                path::put(&mut streaming.args, &piece.json_path, value).map_err(Self::protocol)?;
+            }
+            if !call.will_continue {
+                self.close_streaming();
+            }
+            return Ok(());
+        };
+        self.close_streaming();
+        let id = self.call_id(call.id.as_deref());
+        self.host_calls += 1;
+        self.next_index += 1;
+        self.emit(Event::ToolCallStart {
+            id: id.clone(),
+            name: name.clone(),
+        });
+        let input = call.args.unwrap_or_else(|| json!({}));
+        if call.will_continue {
+            self.streaming = Some(StreamingCall {
+                id,
+                name,
+                args: input,
+                signature,
+            });
+            return Ok(());
+        }
+        self.finish_call(id, name, input, signature);
+        Ok(())
+    }
+
+    /// A call's input is complete: its one `ToolCallDelta` (the whole input) and `ToolCall`.
+    fn finish_call(&mut self, id: String, name: String, input: Value, signature: Option<String>) {
+        self.emit(Event::ToolCallDelta {
+            id: id.clone(),
+            partial_json: input.to_string(),
+        });
+        self.emit(Event::ToolCall {
+            id,
+            name,
+            input,
+            executed_by: ExecutedBy::Host,
+            signature,
+        });
+    }
+
+    /// End the call whose arguments were streaming, if any (its closer, another part, the
+    /// finish or the end of the body).
+    fn close_streaming(&mut self) {
+        if let Some(call) = self.streaming.take() {
+            self.finish_call(call.id, call.name, call.args, call.signature);
+        }
+    }
+
     /// The end of the body: sources, the finish details, usage and `Finish`, or a `Protocol`
     /// error when the response never finished.
     fn close(&mut self) -> Result<(), ProviderError> {
         self.done = true;
+        self.close_streaming();
         let reason = match (&self.finish, &self.blocked) {
             (Some(raw), _) => map_finish(raw, self.host_calls > 0),
             (None, Some(_)) => FinishReason::Refusal,

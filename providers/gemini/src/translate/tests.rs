@@ -356,3 +356,56 @@ fn other_parts_are_kept_verbatim() {
         if data["inlineData"]["mimeType"] == "image/png" && data["thoughtSignature"] == "c2ln"))
     );
 }
+
+#[test]
+fn streamed_arguments_are_built_by_path_until_the_closer() {
+    let call = |value: Value| parts(json!([{"functionCall": value}]));
+    let recording = run(&[
+        parts(json!([{"functionCall": {"name": "cookRecipe", "willContinue": true}, "thoughtSignature": "c2ln"}])),
+        call(json!({"partialArgs": [{"jsonPath": "$.recipe.steps[0]", "stringValue": "Preheat", "willContinue": true}], "willContinue": true})),
+        call(json!({"partialArgs": [{"jsonPath": "$.recipe.steps[0]", "stringValue": " the oven.", "willContinue": true}], "willContinue": true})),
+        call(json!({"partialArgs": [{"jsonPath": "$.recipe.steps[0]", "stringValue": ""}], "willContinue": true})),
+        call(json!({"willContinue": true})),
+        call(json!({"partialArgs": [{"jsonPath": "$.recipe.serves", "numberValue": 4}], "willContinue": true})),
+        call(json!({})),
+        call(json!({"name": "writeItems", "willContinue": true})),
+        call(json!({"partialArgs": [{"jsonPath": "$.operations[1].price", "numberValue": 0.3}]})),
+        last(json!([{"text": ""}]), "STOP", json!({})),
+    ]);
+    let calls: Vec<(String, Value, Option<String>)> = recording
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::ToolCall { name, input, signature, .. } => Some((name.clone(), input.clone(), signature.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("cookRecipe".into(), json!({"recipe": {"steps": ["Preheat the oven."], "serves": 4}}), Some("c2ln".into())),
+            ("writeItems".into(), json!({"operations": [null, {"price": 0.3}]}), None),
+        ]
+    );
+    assert_eq!(finish(&recording).0, FinishReason::ToolUse);
+}
+
+#[test]
+fn a_call_still_streaming_at_the_finish_is_closed_there() {
+    let recording = run(&[
+        parts(json!([{"functionCall": {"name": "f", "willContinue": true}}])),
+        last(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "x", "willContinue": true}], "willContinue": true}}]), "STOP", json!({})),
+    ]);
+    assert!(recording.events.iter().any(|e| matches!(e, Event::ToolCall { input, .. } if input == &json!({"a": "x"}))));
+    let orphan = translate(Translator::new("m"), [sse(&[parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "numberValue": 1}]}}]))]).as_slice()]);
+    assert_eq!(orphan.error.map(|e| e.kind()), Some(ErrorKind::Protocol));
+    let bad_path = translate(
+        Translator::new("m"),
+        [sse(&[
+            parts(json!([{"functionCall": {"name": "f", "willContinue": true}}])),
+            parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$[123456789]", "numberValue": 1}]}}])),
+        ])
+        .as_slice()],
+    );
+    assert_eq!(bad_path.error.map(|e| e.kind()), Some(ErrorKind::Protocol));
+}
