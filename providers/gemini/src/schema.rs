@@ -67,7 +67,6 @@ fn keyword_type(key: &str) -> Option<&'static str> {
 /// "what at #/path"; keywords and property names only, no values).
 ///
 /// The root is always an object schema (`{}` becomes `{"type": "object"}`).
-#[cfg_attr(not(test), allow(dead_code, reason = "request.rs, the next commit, calls it"))]
 pub(crate) fn to_gemini(schema: &Value) -> (Value, Vec<String>) {
     let mut converter = Converter {
         root: schema,
