@@ -24,6 +24,10 @@
 //! | `max_error_body_bytes` | integer | `65536` | - |
 //! | `record_dir` | path, `""`: off | none | `PATCHBAY_RECORD_DIR` |
 //!
+//! How messages, tools and the call options (`context.provider_options("gemini")`: server
+//! tools, thinking, safety settings, cached content...) are sent is in [`request`]; how the
+//! stream is read is in [`translate`].
+//!
 //! # Decisions
 //! - **One wire, two backends** ([`Backend`]): the Gemini API and Vertex AI stream the same
 //!   `GenerateContentResponse` chunks; only the URL and the credentials differ. The span's
@@ -78,8 +82,9 @@ mod config;
 // schema: JSON Schema to the subset Gemini's function declarations take; uses nothing.
 mod schema;
 
-// request: the request body; uses config, schema.
-mod request;
+// request: the request body; uses config, schema. Public for its docs (the mapping of every
+// block and every call option); nothing in it is public.
+pub mod request;
 
 // api_error: Google's `google.rpc.Status` errors as `ProviderError`s; uses nothing.
 mod api_error;

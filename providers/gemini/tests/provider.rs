@@ -111,27 +111,32 @@ async fn a_two_turn_tool_conversation_sends_every_signature_back_byte_for_byte()
     );
 }
 
-/// The conversation an agent run ends with, taken from its events.
+/// The conversation an agent run ends with, taken from its events (a step's tool results
+/// follow its assistant message, whenever the loop reported them).
 fn agent_messages(events: &[Event]) -> Vec<Message> {
     let mut builder = patchbay_core::kit::ContentBuilder::default();
     let mut messages = vec![Message::user("Weather in Paris?")];
+    let mut results = Vec::new();
     for event in events {
         match event {
             Event::StepFinished { .. } => {
                 messages.push(Message::new(patchbay_core::Role::Assistant, builder.take()));
             }
-            Event::ToolResult { id, result, .. } => {
-                messages.push(Message::new(
-                    patchbay_core::Role::User,
-                    vec![patchbay_core::ContentBlock::ToolResult {
-                        tool_use_id: id.clone(),
-                        content: result.content.clone(),
-                        is_error: result.is_error(),
-                        cache_control: None,
-                    }],
-                ));
-            }
+            Event::ToolResult { id, result, .. } => results.push(patchbay_core::ContentBlock::ToolResult {
+                tool_use_id: id.clone(),
+                content: result.content.clone(),
+                is_error: result.is_error(),
+                cache_control: None,
+            }),
             other => builder.push(other),
+        }
+        if matches!(event, Event::StepFinished { .. } | Event::ToolResult { .. })
+            && messages
+                .last()
+                .is_some_and(|m| m.role == patchbay_core::Role::Assistant)
+            && !results.is_empty()
+        {
+            messages.push(Message::new(patchbay_core::Role::User, std::mem::take(&mut results)));
         }
     }
     messages.push(Message::new(patchbay_core::Role::Assistant, builder.finish()));
@@ -236,7 +241,8 @@ fn the_span_names_the_google_system() {
                 .build()
                 .expect("runtime");
             runtime.block_on(async {
-                let body = frame(json!({"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}));
+                let body =
+                    frame(json!({"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}));
                 let server = MockServer::builder(GeminiWire)
                     .serve([Serve::sse(body)])
                     .start()

@@ -372,18 +372,23 @@ impl Translator {
                 if call.partial_args.is_empty() && call.args.is_none() {
                     return Ok(()); // A closer with nothing open (`{}` after a whole call).
                 }
-                return Err(Self::protocol("function call arguments without the call they belong to"));
+                return Err(Self::protocol(
+                    "function call arguments without the call they belong to",
+                ));
             };
             if streaming.signature.is_none() {
                 streaming.signature = signature;
             }
-            if let Some(Value::Object(args)) = call.args {
-                if let Value::Object(open) = &mut streaming.args {
-                    open.extend(args);
-                }
+            if let (Some(Value::Object(args)), Value::Object(open)) = (call.args, &mut streaming.args) {
+                open.extend(args);
             }
             for piece in call.partial_args {
-                let value = match (piece.string_value, piece.number_value, piece.bool_value, piece.null_value) {
+                let value = match (
+                    piece.string_value,
+                    piece.number_value,
+                    piece.bool_value,
+                    piece.null_value,
+                ) {
                     (Some(text), ..) => Piece::Text(text),
                     (None, Some(number), ..) => Piece::Whole(Value::Number(number)),
                     (None, None, Some(flag), _) => Piece::Whole(Value::Bool(flag)),

@@ -40,7 +40,10 @@ fn parse(path: &str) -> Result<Vec<Step>, String> {
                 at = end;
             }
             b'[' => {
-                let close = rest[at..].find(']').map(|offset| at + offset).ok_or("has an unclosed `[`")?;
+                let close = rest[at..]
+                    .find(']')
+                    .map(|offset| at + offset)
+                    .ok_or("has an unclosed `[`")?;
                 let inside = &rest[at + 1..close];
                 let quoted = inside
                     .strip_prefix('\'')
@@ -83,14 +86,18 @@ pub(crate) fn put(root: &mut Value, path: &str, piece: Piece) -> Result<(), Stri
                 if !slot.is_object() {
                     *slot = Value::Object(Map::new());
                 }
-                let Value::Object(map) = slot else { unreachable!("made an object") };
+                let Value::Object(map) = slot else {
+                    unreachable!("made an object")
+                };
                 map.entry(key).or_insert(Value::Null)
             }
             Step::Index(index) => {
                 if !slot.is_array() {
                     *slot = Value::Array(Vec::new());
                 }
-                let Value::Array(items) = slot else { unreachable!("made an array") };
+                let Value::Array(items) = slot else {
+                    unreachable!("made an array")
+                };
                 if items.len() <= index {
                     items.resize(index + 1, Value::Null);
                 }

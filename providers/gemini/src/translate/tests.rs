@@ -362,8 +362,12 @@ fn streamed_arguments_are_built_by_path_until_the_closer() {
     let call = |value: Value| parts(json!([{"functionCall": value}]));
     let recording = run(&[
         parts(json!([{"functionCall": {"name": "cookRecipe", "willContinue": true}, "thoughtSignature": "c2ln"}])),
-        call(json!({"partialArgs": [{"jsonPath": "$.recipe.steps[0]", "stringValue": "Preheat", "willContinue": true}], "willContinue": true})),
-        call(json!({"partialArgs": [{"jsonPath": "$.recipe.steps[0]", "stringValue": " the oven.", "willContinue": true}], "willContinue": true})),
+        call(
+            json!({"partialArgs": [{"jsonPath": "$.recipe.steps[0]", "stringValue": "Preheat", "willContinue": true}], "willContinue": true}),
+        ),
+        call(
+            json!({"partialArgs": [{"jsonPath": "$.recipe.steps[0]", "stringValue": " the oven.", "willContinue": true}], "willContinue": true}),
+        ),
         call(json!({"partialArgs": [{"jsonPath": "$.recipe.steps[0]", "stringValue": ""}], "willContinue": true})),
         call(json!({"willContinue": true})),
         call(json!({"partialArgs": [{"jsonPath": "$.recipe.serves", "numberValue": 4}], "willContinue": true})),
@@ -376,14 +380,20 @@ fn streamed_arguments_are_built_by_path_until_the_closer() {
         .events
         .iter()
         .filter_map(|event| match event {
-            Event::ToolCall { name, input, signature, .. } => Some((name.clone(), input.clone(), signature.clone())),
+            Event::ToolCall {
+                name, input, signature, ..
+            } => Some((name.clone(), input.clone(), signature.clone())),
             _ => None,
         })
         .collect();
     assert_eq!(
         calls,
         vec![
-            ("cookRecipe".into(), json!({"recipe": {"steps": ["Preheat the oven."], "serves": 4}}), Some("c2ln".into())),
+            (
+                "cookRecipe".into(),
+                json!({"recipe": {"steps": ["Preheat the oven."], "serves": 4}}),
+                Some("c2ln".into())
+            ),
             ("writeItems".into(), json!({"operations": [null, {"price": 0.3}]}), None),
         ]
     );
@@ -394,10 +404,25 @@ fn streamed_arguments_are_built_by_path_until_the_closer() {
 fn a_call_still_streaming_at_the_finish_is_closed_there() {
     let recording = run(&[
         parts(json!([{"functionCall": {"name": "f", "willContinue": true}}])),
-        last(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "x", "willContinue": true}], "willContinue": true}}]), "STOP", json!({})),
+        last(
+            json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "x", "willContinue": true}], "willContinue": true}}]),
+            "STOP",
+            json!({}),
+        ),
     ]);
-    assert!(recording.events.iter().any(|e| matches!(e, Event::ToolCall { input, .. } if input == &json!({"a": "x"}))));
-    let orphan = translate(Translator::new("m"), [sse(&[parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "numberValue": 1}]}}]))]).as_slice()]);
+    assert!(
+        recording
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCall { input, .. } if input == &json!({"a": "x"})))
+    );
+    let orphan = translate(
+        Translator::new("m"),
+        [sse(&[parts(
+            json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "numberValue": 1}]}}]),
+        )])
+        .as_slice()],
+    );
     assert_eq!(orphan.error.map(|e| e.kind()), Some(ErrorKind::Protocol));
     let bad_path = translate(
         Translator::new("m"),
