@@ -10,7 +10,7 @@
 //! | `thoughtSignature` on a text part (also an empty one) | `ReasoningSignature` of the open text block (core keeps it on the text); with no text block open, a block of its own (an empty thinking block that goes back as `{"text": "", "thoughtSignature"}`) |
 //! | `functionCall` | `ToolCallStart`, one `ToolCallDelta` (the whole `args`), `ToolCall` with the part's signature; id the wire's, else `call_N` numbered on from the calls in the conversation |
 //! | `functionCall` with `willContinue` (Vertex AI's streamed arguments), then parts with `partialArgs` | `ToolCallStart` at once; the pieces build the input by JSON path (string pieces appended); `ToolCallDelta` and `ToolCall` when a part without `willContinue` (the empty closer `{}`) comes, or any other part, the finish or the end |
-//! | `executableCode`, then `codeExecutionResult` | a provider-run `code_execution` `ToolCall` (`{language, code}`), then its `ToolResult` (the output; an error unless `OUTCOME_OK`; `metadata.outcome` the raw outcome) |
+//! | `executableCode`, then `codeExecutionResult`s | a provider-run `code_execution` `ToolCall` (`{language, code}`), then a `ToolResult` per result part (the output; an error unless `OUTCOME_OK`; `metadata.outcome` the raw outcome): code that prints and then fails has two |
 //! | other parts (`inlineData`, `fileData`...) | `Opaque` with the part as sent |
 //! | `groundingMetadata`, `urlContextMetadata`, `citationMetadata` | `Source`s of the last text block (see [`sources`]), and the grounding metadata itself as `Opaque` (`{"groundingMetadata": ..}`: its `searchEntryPoint` is what Google asks hosts to show) |
 //! | `usageMetadata` (the last one wins: counts change between chunks and can go down) | one `Usage` before `Finish`: `input` = prompt - cached + tool-use prompt, `output` = candidates + thoughts, `cache_read`, `reasoning` |
@@ -73,7 +73,7 @@ pub struct Translator {
     used_ids: HashSet<String>,
     next_call: usize,
     host_calls: usize,
-    /// The id of the last `executableCode` call, which the next `codeExecutionResult` answers.
+    /// The id of the last `executableCode` call, which the `codeExecutionResult`s after it answer.
     code_call: Option<String>,
     streaming: Option<StreamingCall>,
     finish: Option<String>,
@@ -315,7 +315,9 @@ impl Translator {
                 signature,
             });
         } else if let Some(result) = part.code_execution_result {
-            let Some(id) = self.code_call.take() else {
+            // Code that prints and then fails has one result per outcome: each answers the
+            // same call, in order (they go back as they came).
+            let Some(id) = self.code_call.clone() else {
                 return Err(Self::protocol(
                     "a `codeExecutionResult` without the `executableCode` it answers",
                 ));
