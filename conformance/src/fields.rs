@@ -272,6 +272,13 @@ pub struct AuditSummary {
 /// Each payload of a recording in order: SSE `data:` frames or JSON lines.
 fn frames_of(path: &Path) -> Vec<String> {
     let body = std::fs::read(path).unwrap_or_default();
+    // A whole JSON answer: an array of chunks (Gemini's stream without `alt=sse`) is a frame per
+    // chunk, one object (pretty-printed over many lines) is one frame.
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Array(items)) => return items.iter().map(Value::to_string).collect(),
+        Ok(value @ Value::Object(_)) => return vec![value.to_string()],
+        _ => {}
+    }
     let mut frames = Vec::new();
     let mut framer = Framer::new(Framing::SseOrJsonLines);
     // JSON frames are written again as serde_json writes them, so that a perturbed frame

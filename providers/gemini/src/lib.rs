@@ -99,6 +99,10 @@ mod token;
 // token.
 mod provider;
 
+// fields: documentation only, the table `tests/fields.rs` proves against every recording.
+#[doc = include_str!("../FIELDS.md")]
+pub mod fields {}
+
 pub use api_error::ApiError;
 pub use config::{Backend, DEFAULT_TOKEN_COMMAND, GEMINI_BASE_URL, GeminiConfig, vertex_base_url};
 pub use error::Error;

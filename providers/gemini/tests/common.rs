@@ -54,14 +54,20 @@ pub(crate) fn replay_recorded(chunks: &[&[u8]]) -> Vec<Recording> {
     let whole: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
     let mut recordings = match whole {
         Some(value) if value.get("error").is_some() && value.get("candidates").is_none() => {
-            let status = value["error"]["code"].as_u64().and_then(|c| u16::try_from(c).ok()).unwrap_or(500);
+            let status = value["error"]["code"]
+                .as_u64()
+                .and_then(|c| u16::try_from(c).ok())
+                .unwrap_or(500);
             let headers = reqwest::header::HeaderMap::new();
             let error = Translator::default().error_response(ErrorResponse {
                 status,
                 headers: &headers,
                 body: &body,
             });
-            vec![Recording { events: Vec::new(), error: Some(error) }]
+            vec![Recording {
+                events: Vec::new(),
+                error: Some(error),
+            }]
         }
         Some(serde_json::Value::Object(_)) => {
             let mut wire = Translator::default();

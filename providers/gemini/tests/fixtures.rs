@@ -30,7 +30,11 @@ fn recorded_error_bodies_are_typed_with_their_details() {
     let read = |name: &str| std::fs::read(root.join(name)).expect("the recording");
     let quota = replay_recorded(&[&read("ai/google-429-retry-info.json")]).remove(0);
     let error = quota.error.expect("an error");
-    assert_eq!((error.kind(), error.status()), (ErrorKind::RateLimited, Some(429)), "{error:?}");
+    assert_eq!(
+        (error.kind(), error.status()),
+        (ErrorKind::RateLimited, Some(429)),
+        "{error:?}"
+    );
     assert!(error.retry_after().is_some(), "{error:?}");
     let invalid = replay_recorded(&[&read("ai/issue-8943-gemini-2.5-flash-error.json")]).remove(0);
     assert_eq!(invalid.error.map(|e| e.kind()), Some(ErrorKind::InvalidRequest));

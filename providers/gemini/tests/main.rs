@@ -1,6 +1,7 @@
 //! Integration tests of patchbay-gemini (one binary, one module per area).
 
 mod common;
+mod fields;
 mod fixtures;
 mod metrics;
 mod provider;
