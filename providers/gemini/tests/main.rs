@@ -5,4 +5,5 @@ mod fields;
 mod fixtures;
 mod metrics;
 mod provider;
+mod requests;
 mod retry;
