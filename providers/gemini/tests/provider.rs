@@ -263,3 +263,46 @@ fn the_span_names_the_google_system() {
         assert!(logged.contains(&format!("gen_ai.provider.name={system}")), "{logged}");
     }
 }
+
+/// A forecast, as structured output asks for it.
+#[derive(Debug, PartialEq, Deserialize, schemars::JsonSchema)]
+struct Forecast {
+    /// The city.
+    city: String,
+    /// Degrees Celsius.
+    celsius: f64,
+}
+
+/// `generate_object` asks with `responseMimeType` and `responseJsonSchema` and reads the JSON
+/// the model streamed as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generate_object_asks_for_a_json_schema_and_reads_the_answer() {
+    use patchbay_core::ProviderExt;
+    let body = [
+        frame(json!({"candidates": [{"content": {"parts": [{"text": "{\"city\": \"Paris\", "}]}}]})),
+        frame(
+            json!({"candidates": [{"content": {"parts": [{"text": "\"celsius\": 21.5}"}]}, "finishReason": "STOP"}]}),
+        ),
+    ]
+    .concat();
+    let (server, provider) = mock(vec![Serve::sse(body)]).await;
+    let forecast: Forecast = provider
+        .generate_object(
+            &[Message::user("Weather in Paris?")],
+            "gemini-2.5-flash",
+            &Signal::new(),
+            None,
+        )
+        .await
+        .expect("an object");
+    assert_eq!(
+        forecast,
+        Forecast {
+            city: "Paris".into(),
+            celsius: 21.5
+        }
+    );
+    let config = &server.requests()[0].body["generationConfig"];
+    assert_eq!(config["responseMimeType"], "application/json");
+    assert_eq!(config["responseJsonSchema"]["required"], json!(["city", "celsius"]));
+}

@@ -46,7 +46,13 @@ async fn golden_requests_of_the_shared_scenarios() {
 async fn a_bad_call_option_is_refused_before_any_request() {
     let (server, provider) = mock(Vec::new()).await;
     let context = RequestContext::new().with_provider_options(NAME, json!({ "safety_settings": "sk-CANARY" }));
-    let recording = call(provider.as_ref(), &[Message::user("hi")], &ToolSet::new(), Some(&context)).await;
+    let recording = call(
+        provider.as_ref(),
+        &[Message::user("hi")],
+        &ToolSet::new(),
+        Some(&context),
+    )
+    .await;
     let error = recording.error.expect("refused");
     assert_eq!(error.kind(), ErrorKind::InvalidRequest);
     assert!(error.to_string().contains("safety_settings") && !format!("{error:?}").contains("CANARY"));
