@@ -111,6 +111,20 @@ pub fn client_builder() -> reqwest::ClientBuilder {
         .redirect(reqwest::redirect::Policy::none())
 }
 
+/// A configured header value (a key, a token, a host's extra header) marked sensitive, so no
+/// log or `Debug` of a request shows it; `None` when HTTP does not allow it (a newline...).
+///
+/// ```
+/// let value = patchbay_http::sensitive_header("sk-secret").unwrap();
+/// assert!(value.is_sensitive());
+/// assert!(patchbay_http::sensitive_header("a\nb").is_none());
+/// ```
+pub fn sensitive_header(value: &str) -> Option<reqwest::header::HeaderValue> {
+    let mut value = reqwest::header::HeaderValue::from_str(value).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
 type WantsVerifier = rustls::ConfigBuilder<ClientConfig, rustls::WantsVerifier>;
 
 fn builder() -> WantsVerifier {

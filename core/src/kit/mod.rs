@@ -46,7 +46,7 @@ mod wire;
 pub use counts::token_count;
 pub use drive::{Driver, StreamLimits, read_error_body, within};
 pub use framing::{Framer, Framing, MAX_LINE_BYTES};
-pub use options::{OptionsError, read_options};
+pub use options::{OptionsError, env_var, read_options};
 pub use pdeathsig::{ParentDeathSignal, find_program};
 pub use redact::{redact_serde_message, redact_url, redirect_error};
 pub use secret::Secret;

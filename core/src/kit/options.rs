@@ -108,3 +108,19 @@ fn key_at_fault<T: DeserializeOwned>(map: &Map<String, Value>) -> Option<String>
         })
         .map(|(key, _)| key.clone())
 }
+
+/// One variable of the process environment as a provider's `from_env` reads it: unset or
+/// blank is `None`; a value that is not Unicode is `Err` with the reason (`"not valid
+/// Unicode"`), for the crate's `Error::Env { name, reason }`, which never quotes the value.
+///
+/// ```
+/// assert_eq!(patchbay_core::kit::env_var("PATCHBAY_SURELY_UNSET_VARIABLE"), Ok(None));
+/// ```
+pub fn env_var(name: &str) -> Result<Option<String>, &'static str> {
+    match std::env::var(name) {
+        Ok(value) if value.trim().is_empty() => Ok(None),
+        Ok(value) => Ok(Some(value)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err("not valid Unicode"),
+    }
+}

@@ -42,9 +42,7 @@ impl fmt::Debug for GeminiProvider {
 }
 
 fn sensitive(value: &str, name: &str) -> Result<HeaderValue, Error> {
-    let mut value = HeaderValue::from_str(value).map_err(|_| Error::Header { name: name.to_string() })?;
-    value.set_sensitive(true);
-    Ok(value)
+    patchbay_http::sensitive_header(value).ok_or_else(|| Error::Header { name: name.to_string() })
 }
 
 /// The HTTP client: the API key and the extra headers on every request (marked sensitive, so
@@ -130,10 +128,9 @@ impl GeminiProvider {
             return Ok(None);
         };
         let token: Secret = source.token(signal).await?;
-        let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
+        let value = patchbay_http::sensitive_header(&format!("Bearer {}", token.expose())).ok_or_else(|| {
             ProviderError::new(ErrorKind::Auth, "the token is not valid in a header").with_provider(NAME)
         })?;
-        value.set_sensitive(true);
         Ok(Some(value))
     }
 }

@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use patchbay_core::kit::{Secret, StreamLimits, read_options, redact_url};
+use patchbay_core::kit::{Secret, StreamLimits, env_var, read_options, redact_url};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -152,17 +152,13 @@ impl Options {
 /// Where variables are read: the process environment, or a map in tests.
 type Vars<'a> = &'a dyn Fn(&str) -> Result<Option<String>, Error>;
 
-/// One variable of the process environment: unset or blank is `None`; not Unicode is an error.
+/// One variable of the process environment ([`env_var`]): unset or blank is `None`; not Unicode
+/// is [`Error::Env`].
 fn process_var(name: &str) -> Result<Option<String>, Error> {
-    match std::env::var(name) {
-        Ok(value) if value.trim().is_empty() => Ok(None),
-        Ok(value) => Ok(Some(value)),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => Err(Error::Env {
-            name: name.to_string(),
-            reason: "not valid Unicode",
-        }),
-    }
+    env_var(name).map_err(|reason| Error::Env {
+        name: name.to_string(),
+        reason,
+    })
 }
 
 /// The variable holding the key for a dialect.

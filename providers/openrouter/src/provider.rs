@@ -40,9 +40,7 @@ impl fmt::Debug for OpenRouterProvider {
 }
 
 fn sensitive(value: &str, name: &str) -> Result<HeaderValue, Error> {
-    let mut value = HeaderValue::from_str(value).map_err(|_| Error::Header { name: name.to_string() })?;
-    value.set_sensitive(true);
-    Ok(value)
+    patchbay_http::sensitive_header(value).ok_or_else(|| Error::Header { name: name.to_string() })
 }
 
 /// The HTTP client: the key, OpenRouter's headers and the extra headers on every request (all
