@@ -1,6 +1,25 @@
 //! The conversation as `contents`: each block as the part the translator reads back.
 
-use super::*;
+use std::collections::HashMap;
+
+use patchbay_core::{ContentBlock, ExecutedBy, ImageSource, Message, ProviderError, Role, Warning, tool::ToolContent};
+use serde_json::{Value, json};
+
+use crate::NAME;
+
+/// The name of the provider-run tool whose calls are `executableCode` parts.
+pub(super) const CODE_EXECUTION: &str = "code_execution";
+
+/// The keys that make a `gemini` `Opaque` block a part (sent back verbatim).
+const PART_KEYS: [&str; 7] = [
+    "text",
+    "inlineData",
+    "fileData",
+    "functionCall",
+    "functionResponse",
+    "executableCode",
+    "codeExecutionResult",
+];
 
 /// A call seen in an assistant message: its name and who ran it.
 pub(super) struct Call<'a> {

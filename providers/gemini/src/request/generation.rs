@@ -1,6 +1,9 @@
 //! `generationConfig`: sampling, thinking, structured output and the option's keys.
 
-use super::*;
+use patchbay_core::{RequestContext, Warning};
+use serde_json::{Map, Value, json};
+
+use super::options::CallOptions;
 
 /// An `f32` as the decimal it was written as (`0.9`, not `0.8999999761581421`).
 pub(super) fn decimal(value: f32) -> Value {

@@ -85,19 +85,10 @@
 //! | `cached_content` | non-empty string (`cachedContents/...`) | `cachedContent`; the cache holds its own system prompt and tools, which Gemini refuses to get again: send neither with it |
 //! | `labels` | object of strings | `labels` on Vertex AI (billing labels); on the Gemini API not sent, with an `unsupported_option` warning |
 
-use std::collections::{BTreeMap, HashMap};
-
-use patchbay_core::kit::{OptionsError, read_options};
-use patchbay_core::{
-    ContentBlock, ExecutedBy, ImageSource, Message, ProviderError, RequestContext, Role, ToolSet, ToolSpec, Warning,
-    context::Session, context::ToolChoice, tool::ToolContent,
-};
-use serde::Deserialize;
+use patchbay_core::{ContentBlock, Message, ProviderError, RequestContext, ToolSet, Warning, context::Session};
 use serde_json::{Map, Value, json};
 
-use crate::NAME;
 use crate::config::Backend;
-use crate::schema;
 
 // The body's parts, each a module: options (read first), contents, tools, generation.
 mod contents;
@@ -107,7 +98,7 @@ mod tools;
 
 use self::contents::contents;
 use self::generation::generation_config;
-use self::options::{CallOptions, ServerTool};
+use self::options::CallOptions;
 use self::tools::{tool_config, wire_tools};
 
 /// The body of one call and the warnings `Started` carries.
@@ -115,23 +106,6 @@ pub(crate) struct Built {
     pub(crate) body: Value,
     pub(crate) warnings: Vec<Warning>,
 }
-
-/// The name of the provider-run tool whose calls are `executableCode` parts.
-const CODE_EXECUTION: &str = "code_execution";
-
-/// The keys that make a `gemini` `Opaque` block a part (sent back verbatim).
-const PART_KEYS: [&str; 7] = [
-    "text",
-    "inlineData",
-    "fileData",
-    "functionCall",
-    "functionResponse",
-    "executableCode",
-    "codeExecutionResult",
-];
-
-/// How many schema notes one warning lists before "and N more".
-const MAX_NOTES: usize = 8;
 
 /// Build the generateContent body. `model` goes in the URL, not the body; `backend` decides
 /// what only Vertex AI takes (`labels`).

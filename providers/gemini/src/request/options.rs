@@ -1,6 +1,13 @@
 //! The call options (`context.provider_options("gemini")`), read and checked before any I/O.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use patchbay_core::kit::{OptionsError, read_options};
+use patchbay_core::{ProviderError, RequestContext};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::NAME;
 
 /// A server tool option: on, off, or on with this config.
 #[derive(Deserialize)]

@@ -1,6 +1,13 @@
 //! `tools` (host functions, server tools, raw tools) and `toolConfig`.
 
-use super::*;
+use patchbay_core::{ToolSet, ToolSpec, Warning, context::ToolChoice};
+use serde_json::{Map, Value, json};
+
+use super::options::{CallOptions, ServerTool};
+use crate::schema;
+
+/// How many schema notes one warning lists before "and N more".
+const MAX_NOTES: usize = 8;
 
 /// The `tools` list: host functions, server tools from the options, raw tools from the options.
 pub(super) fn wire_tools(tools: &ToolSet, options: &CallOptions, warnings: &mut Vec<Warning>) -> Vec<Value> {

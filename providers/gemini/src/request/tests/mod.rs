@@ -1,6 +1,11 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use std::collections::BTreeMap;
+
+use patchbay_core::{ExecutedBy, ImageSource, Role, ToolSpec, context::ToolChoice, tool::ToolContent};
+
+use crate::NAME;
 use async_trait::async_trait;
 use patchbay_core::context::{McpServerConfig, McpTransport, Sampling};
 use patchbay_core::{CacheControl, ErrorKind, OutputSchema, Tool, ToolContext, ToolResult};
