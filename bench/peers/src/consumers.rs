@@ -5,7 +5,9 @@
 //!   once with serde_json into a small borrowed struct (the least a typed Rust reader does);
 //! - patchbay's providers through `Provider::create_response` (HTTP, SSE framing, translation,
 //!   events, the provider's span and limits: the full path a user takes);
-//! - async-openai, genai and rig-core through their streaming chat calls.
+//! - async-openai, genai and rig-core through their streaming chat calls (genai and rig-core
+//!   on every wire, with their OpenAI, Anthropic and Gemini clients; async-openai on the OpenAI
+//!   wire only).
 //!
 //! The baseline and patchbay readers take a `gate`: a future awaited once, right after the
 //! first text arrives (the many-streams bench holds every stream open there); the translation
@@ -17,6 +19,7 @@ use std::future::Future;
 use futures::StreamExt;
 use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
 use patchbay_core::{Event, Message, Provider, Signal, ToolSet};
+use patchbay_gemini::{GeminiConfig, GeminiProvider};
 use patchbay_openrouter::{OpenRouterConfig, OpenRouterProvider};
 use serde::Deserialize;
 
@@ -30,22 +33,52 @@ pub enum Wire {
     OpenAi,
     /// Anthropic Messages.
     Anthropic,
+    /// Gemini `streamGenerateContent?alt=sse`.
+    Gemini,
 }
 
+/// The model every Gemini reader asks for (the path names it: `models/{MODEL}:…`).
+pub const GEMINI_MODEL: &str = "gemini-bench";
+
 impl Wire {
+    /// Every wire, in table order.
+    pub const ALL: [Wire; 3] = [Wire::OpenAi, Wire::Anthropic, Wire::Gemini];
+
     /// Column name.
     pub fn name(self) -> &'static str {
         match self {
             Wire::OpenAi => "OpenAI wire",
             Wire::Anthropic => "Anthropic wire",
+            Wire::Gemini => "Gemini wire",
         }
     }
 
-    /// The path a raw reader posts to.
+    /// The path (and query) a raw reader posts to.
     pub fn path(self) -> &'static str {
         match self {
             Wire::OpenAi => "/v1/chat/completions",
             Wire::Anthropic => "/v1/messages",
+            Wire::Gemini => "/v1beta/models/gemini-bench:streamGenerateContent?alt=sse",
+        }
+    }
+
+    /// The request body a raw reader sends (the server reads and drops it).
+    pub fn request(self) -> &'static str {
+        match self {
+            Wire::OpenAi | Wire::Anthropic => {
+                r#"{"model":"bench","max_tokens":1024,"messages":[{"role":"user","content":"bench"}],"stream":true}"#
+            }
+            Wire::Gemini => r#"{"contents":[{"role":"user","parts":[{"text":"bench"}]}]}"#,
+        }
+    }
+
+    /// Parse a wire's name on the command line: `openai`, `anthropic` or `gemini`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "openai" => Some(Wire::OpenAi),
+            "anthropic" => Some(Wire::Anthropic),
+            "gemini" => Some(Wire::Gemini),
+            _ => None,
         }
     }
 }
@@ -103,7 +136,32 @@ struct AnthropicDelta<'a> {
     text: Option<Cow<'a, str>>,
 }
 
-/// Append the text of one `data:` payload (the baseline's parse).
+#[derive(Deserialize)]
+struct GeminiChunk<'a> {
+    #[serde(borrow, default)]
+    candidates: Vec<GeminiCandidate<'a>>,
+}
+
+#[derive(Deserialize)]
+struct GeminiCandidate<'a> {
+    #[serde(borrow, default)]
+    content: Option<GeminiContent<'a>>,
+}
+
+#[derive(Deserialize)]
+struct GeminiContent<'a> {
+    #[serde(borrow, default)]
+    parts: Vec<GeminiPart<'a>>,
+}
+
+#[derive(Deserialize)]
+struct GeminiPart<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+/// Append the text of one `data:` payload (the baseline's parse). A Gemini line still ends in
+/// the `\r` of its `\r\n`: JSON whitespace, which serde_json skips.
 pub fn baseline_line(wire: Wire, data: &[u8], text: &mut String) -> Result<(), Failure> {
     match wire {
         Wire::OpenAi => {
@@ -125,6 +183,16 @@ pub fn baseline_line(wire: Wire, data: &[u8], text: &mut String) -> Result<(), F
                 text.push_str(&delta);
             }
         }
+        Wire::Gemini => {
+            let chunk: GeminiChunk<'_> = serde_json::from_slice(data)?;
+            for candidate in chunk.candidates {
+                for part in candidate.content.into_iter().flat_map(|content| content.parts) {
+                    if let Some(delta) = part.text {
+                        text.push_str(&delta);
+                    }
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -140,7 +208,7 @@ pub async fn baseline<F: Future<Output = ()>>(
     let mut response = http
         .post(format!("{base}{}", wire.path()))
         .header("content-type", "application/json")
-        .body(r#"{"model":"bench","max_tokens":1024,"messages":[{"role":"user","content":"bench"}],"stream":true}"#)
+        .body(wire.request())
         .send()
         .await?
         .error_for_status()?;
@@ -167,12 +235,14 @@ pub async fn baseline<F: Future<Output = ()>>(
 // ---------------------------------------------------------------------------------------------
 // patchbay
 
-/// Both patchbay providers for the server at `base`.
+/// patchbay's providers for the server at `base`, one per wire.
 pub struct Patchbay {
     /// `patchbay-openrouter` (OpenAI-compatible chat completions).
     pub openrouter: OpenRouterProvider,
     /// `patchbay-anthropic`.
     pub anthropic: AnthropicProvider,
+    /// `patchbay-gemini` (the Gemini API, `{base}/v1beta`).
+    pub gemini: GeminiProvider,
 }
 
 impl Patchbay {
@@ -183,6 +253,8 @@ impl Patchbay {
                 .expect("openrouter provider"),
             anthropic: AnthropicProvider::new(AnthropicConfig::new("bench").with_base_url(base))
                 .expect("anthropic provider"),
+            gemini: GeminiProvider::new(GeminiConfig::new(format!("{base}/v1beta")).with_api_key("bench"))
+                .expect("gemini provider"),
         }
     }
 
@@ -191,6 +263,7 @@ impl Patchbay {
         match wire {
             Wire::OpenAi => provider_text(&self.openrouter, "bench", gate).await,
             Wire::Anthropic => provider_text(&self.anthropic, "claude-bench", gate).await,
+            Wire::Gemini => provider_text(&self.gemini, GEMINI_MODEL, gate).await,
         }
     }
 }
@@ -223,15 +296,24 @@ pub struct Peers {
     async_openai: async_openai::Client<async_openai::config::OpenAIConfig>,
     genai_openai: genai::Client,
     genai_anthropic: genai::Client,
+    genai_gemini: genai::Client,
     rig_openai: rig_core::Model<rig_core::providers::openai::wire::Chat>,
     rig_anthropic: rig_core::Model<rig_core::providers::anthropic::wire::Messages>,
+    rig_gemini: rig_core::Model<rig_core::providers::gemini::completion::GenerateContent>,
 }
 
 /// The peer libraries, by name and version (as locked in Cargo.lock).
 pub const PEERS: [&str; 3] = ["async-openai 0.43.0", "genai 0.7.2", "rig-core 0.44.0"];
 
+/// A genai client whose every target is the server at `base`: `{base}/v1/` for the OpenAI and
+/// Anthropic adapters, `{base}/v1beta/` for Gemini's (its path is `models/{model}:…`).
 fn genai_client(base: &str, kind: genai::adapter::AdapterKind) -> genai::Client {
-    let endpoint = format!("{base}/v1/");
+    let version = if kind == genai::adapter::AdapterKind::Gemini {
+        "v1beta"
+    } else {
+        "v1"
+    };
+    let endpoint = format!("{base}/{version}/");
     let resolver = genai::resolver::ServiceTargetResolver::from_resolver_fn(
         move |target: genai::ServiceTarget| -> Result<genai::ServiceTarget, genai::resolver::Error> {
             Ok(genai::ServiceTarget {
@@ -250,7 +332,7 @@ fn genai_client(base: &str, kind: genai::adapter::AdapterKind) -> genai::Client 
 impl Peers {
     /// Clients for `base` (`http://127.0.0.1:PORT`).
     pub fn new(base: &str) -> Self {
-        use rig_core::providers::{anthropic, openai};
+        use rig_core::providers::{anthropic, gemini, openai};
         let async_openai = async_openai::Client::with_config(
             async_openai::config::OpenAIConfig::new()
                 .with_api_base(format!("{base}/v1"))
@@ -260,6 +342,7 @@ impl Peers {
             async_openai,
             genai_openai: genai_client(base, genai::adapter::AdapterKind::OpenAI),
             genai_anthropic: genai_client(base, genai::adapter::AdapterKind::Anthropic),
+            genai_gemini: genai_client(base, genai::adapter::AdapterKind::Gemini),
             rig_openai: openai::OpenAIConfig::new("bench")
                 .with_base_url(format!("{base}/v1"))
                 .client()
@@ -268,6 +351,10 @@ impl Peers {
                 .with_base_url(base)
                 .client()
                 .completion("claude-bench"),
+            rig_gemini: gemini::GeminiConfig::new("bench")
+                .with_base_url(base)
+                .client()
+                .completion(GEMINI_MODEL),
         }
     }
 
@@ -293,12 +380,13 @@ impl Peers {
         Ok(text)
     }
 
-    /// genai's `exec_chat_stream` with its OpenAI or Anthropic adapter.
+    /// genai's `exec_chat_stream` with its OpenAI, Anthropic or Gemini adapter.
     pub async fn genai(&self, wire: Wire) -> Result<String, Failure> {
         use genai::chat::{ChatMessage, ChatRequest, ChatStreamEvent};
         let (client, model) = match wire {
             Wire::OpenAi => (&self.genai_openai, "bench"),
             Wire::Anthropic => (&self.genai_anthropic, "claude-bench"),
+            Wire::Gemini => (&self.genai_gemini, GEMINI_MODEL),
         };
         let request = ChatRequest::new(vec![ChatMessage::user("bench")]);
         let mut stream = client.exec_chat_stream(model, request, None).await?.stream;
@@ -311,7 +399,7 @@ impl Peers {
         Ok(text)
     }
 
-    /// rig-core's `Model::stream` on its chat-completions or Messages wire.
+    /// rig-core's `Model::stream` on its chat-completions, Messages or GenerateContent wire.
     pub async fn rig(&self, wire: Wire) -> Result<String, Failure> {
         use rig_core::completion::CompletionRequest;
         use rig_core::streaming::{Item, StreamEvent};
@@ -319,6 +407,7 @@ impl Peers {
         let mut stream = match wire {
             Wire::OpenAi => self.rig_openai.stream(request)?,
             Wire::Anthropic => self.rig_anthropic.stream(request)?,
+            Wire::Gemini => self.rig_gemini.stream(request)?,
         };
         let mut text = String::new();
         while let Some(item) = stream.next().await {

@@ -1,8 +1,8 @@
 //! A loopback HTTP/1.1 server that answers every POST with a prepared SSE body, cut into writes
 //! decided in advance, so each consumer reads the very same bytes in the very same writes.
 //!
-//! `…/messages` gets the Anthropic body, `…/chat/completions` the OpenAI one; anything else a
-//! 404. Responses use chunked transfer encoding, as the real APIs do; the status line and
+//! `…/messages` gets the Anthropic body, `…/chat/completions` the OpenAI one,
+//! `…:streamGenerateContent` (any query) the Gemini one; anything else a 404. Responses use chunked transfer encoding, as the real APIs do; the status line and
 //! headers go out in the same write as the first piece of the body. Connections are kept alive.
 //! The request body is read and dropped: every consumer is asked the same question.
 
@@ -88,18 +88,34 @@ impl Prepared {
     }
 }
 
-/// Split after each blank line.
+/// Split after each blank line (`\n\n`, or `\r\n\r\n` as the Gemini API ends its frames).
 fn frames(body: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();
     let mut start = 0;
-    while let Some(at) = memchr::memmem::find(&body[start..], b"\n\n") {
-        out.push(&body[start..start + at + 2]);
-        start += at + 2;
+    while let Some(end) = blank_line_end(&body[start..]) {
+        out.push(&body[start..start + end]);
+        start += end;
     }
     if start < body.len() {
         out.push(&body[start..]);
     }
     out
+}
+
+/// Where the first blank line of `bytes` ends: after `\n\n` or `\n\r\n`.
+fn blank_line_end(bytes: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(at) = memchr::memchr(b'\n', &bytes[from..]) {
+        let rest = &bytes[from + at + 1..];
+        if rest.starts_with(b"\n") {
+            return Some(from + at + 2);
+        }
+        if rest.starts_with(b"\r\n") {
+            return Some(from + at + 3);
+        }
+        from += at + 1;
+    }
+    None
 }
 
 /// What the server answers.
@@ -109,14 +125,17 @@ pub struct Routes {
     pub openai: Prepared,
     /// For `…/messages`.
     pub anthropic: Prepared,
+    /// For `…/models/{model}:streamGenerateContent` (`?alt=sse`, and rig's `&key=`).
+    pub gemini: Prepared,
 }
 
 impl Routes {
-    /// Both bodies of `deltas` deltas, cut by `chunking`.
+    /// Every body of `deltas` deltas, cut by `chunking`.
     pub fn new(deltas: usize, chunking: Chunking) -> Self {
         Routes {
             openai: Prepared::new(&crate::wire::openai(deltas), chunking),
             anthropic: Prepared::new(&crate::wire::anthropic(deltas), chunking),
+            gemini: Prepared::new(&crate::wire::gemini(deltas), chunking),
         }
     }
 
@@ -126,6 +145,8 @@ impl Routes {
             Some(&self.anthropic)
         } else if path.ends_with("/chat/completions") {
             Some(&self.openai)
+        } else if path.ends_with(":streamGenerateContent") {
+            Some(&self.gemini)
         } else {
             None
         }
@@ -289,6 +310,34 @@ mod tests {
         let first = &prepared.writes[0];
         assert!(first.starts_with(HEAD));
         assert!(prepared.writes.last().expect("a write").ends_with(b"\r\n0\r\n\r\n"));
+    }
+
+    #[test]
+    fn gemini_frames_end_after_their_crlf_blank_line() {
+        let body = crate::wire::gemini(10);
+        let prepared = Prepared::new(&body, Chunking::PerFrame);
+        assert_eq!(prepared.writes(), 10);
+        let pieces = frames(body.as_bytes());
+        assert!(pieces.iter().all(|piece| piece.ends_with(b"}\r\n\r\n")));
+        assert_eq!(pieces.concat(), body.as_bytes());
+    }
+
+    #[test]
+    fn routes_pick_by_path_whatever_the_query() {
+        let routes = Routes::new(2, Chunking::PerFrame);
+        let gemini = routes.pick("/v1beta/models/gemini-bench:streamGenerateContent?alt=sse&key=bench");
+        assert!(gemini.is_some_and(|p| Arc::ptr_eq(&p.writes, &routes.gemini.writes)));
+        assert!(
+            routes
+                .pick("/v1/messages")
+                .is_some_and(|p| Arc::ptr_eq(&p.writes, &routes.anthropic.writes))
+        );
+        assert!(
+            routes
+                .pick("/v1/chat/completions")
+                .is_some_and(|p| Arc::ptr_eq(&p.writes, &routes.openai.writes))
+        );
+        assert!(routes.pick("/v1beta/models/gemini-bench:generateContent").is_none());
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The streams every consumer reads: one OpenAI chat-completions body and one Anthropic Messages
-//! body carrying the same text, and that text, which every consumer must give back.
+//! The streams every consumer reads: one OpenAI chat-completions body, one Anthropic Messages
+//! body and one Gemini `streamGenerateContent?alt=sse` body carrying the same text, and that
+//! text, which every consumer must give back.
 //!
 //! Every chunk is complete for the strictest reader (async-openai wants `id`, `object`,
 //! `created` and `model` on each chunk, `total_tokens` in the usage). One delta in a hundred
@@ -61,6 +62,30 @@ pub fn openai(deltas: usize) -> String {
     body
 }
 
+/// A Gemini `streamGenerateContent?alt=sse` body: `deltas` chunks (`GenerateContentResponse`s)
+/// of one text part each, as the Gemini API streams them: one candidate (`index` 0, `content`
+/// with `role` `model`), `usageMetadata` on every chunk with the output count growing,
+/// `modelVersion` and `responseId` on every chunk, `finishReason` `STOP` on the last; frames end
+/// in `\r\n\r\n` (the API's separator); no `event:` lines, no `[DONE]`.
+pub fn gemini(deltas: usize) -> String {
+    let mut body = String::with_capacity(deltas * 240 + 1024);
+    for i in 0..deltas {
+        let finish = if i + 1 == deltas {
+            r#","finishReason":"STOP""#
+        } else {
+            ""
+        };
+        let _ = write!(
+            body,
+            "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":{}}}],\"role\":\"model\"}}{finish},\"index\":0}}],\"usageMetadata\":{{\"promptTokenCount\":5,\"candidatesTokenCount\":{},\"totalTokenCount\":{}}},\"modelVersion\":\"gemini-bench\",\"responseId\":\"resp-bench\"}}\r\n\r\n",
+            json(&delta(i)),
+            i + 1,
+            i + 6
+        );
+    }
+    body
+}
+
 /// An Anthropic Messages SSE body: `message_start`, one text block of `deltas` deltas,
 /// `message_delta` with the stop reason and usage, `message_stop`.
 pub fn anthropic(deltas: usize) -> String {
@@ -88,12 +113,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn both_bodies_carry_the_text_escaped() {
+    fn every_body_carries_the_text_escaped() {
         let text = text(300);
         assert!(text.contains('\n') && text.contains('é'));
         assert!(openai(300).contains(r#""content":"tok7 \n""#));
         assert!(anthropic(300).contains(r#""text":"tok107 \n""#));
+        assert!(gemini(300).contains(r#""text":"tok207 \n""#));
         assert_eq!(openai(300).matches("\n\n").count(), 300 + 4);
         assert_eq!(anthropic(300).matches("\n\n").count(), 300 + 5);
+        assert_eq!(gemini(300).matches("\r\n\r\n").count(), 300);
+    }
+
+    #[test]
+    fn the_gemini_body_is_json_chunks_finished_on_the_last() {
+        let body = gemini(3);
+        let chunks: Vec<serde_json::Value> = body
+            .split("\r\n\r\n")
+            .filter(|frame| !frame.is_empty())
+            .map(|frame| serde_json::from_str(frame.strip_prefix("data: ").expect("a data line")).expect("JSON"))
+            .collect();
+        assert_eq!(chunks.len(), 3);
+        let texts: String = chunks
+            .iter()
+            .map(|chunk| {
+                chunk["candidates"][0]["content"]["parts"][0]["text"]
+                    .as_str()
+                    .expect("text")
+            })
+            .collect();
+        assert_eq!(texts, super::text(3));
+        assert!(chunks[1]["candidates"][0].get("finishReason").is_none());
+        assert_eq!(chunks[2]["candidates"][0]["finishReason"], "STOP");
+        assert_eq!(chunks[2]["usageMetadata"]["candidatesTokenCount"], 3);
     }
 }

@@ -4,8 +4,8 @@
 //! patchbay provider times `create_response` up to its first `Event` (`Started`), then up to
 //! its first `TextDelta`. The server writes the response head together with the first SSE
 //! frame, then one frame per write (20 deltas), on kept-alive connections. Requests are
-//! interleaved (raw OpenAI, patchbay-openrouter, raw Anthropic, patchbay-anthropic, starting
-//! one further along each round), after 100 warm-up rounds; p50 and p99 of each reader and the
+//! interleaved (raw OpenAI, patchbay-openrouter, raw Anthropic, patchbay-anthropic, raw Gemini,
+//! patchbay-gemini, starting one further along each round), after 100 warm-up rounds; p50 and p99 of each reader and the
 //! difference and ratio to the raw reader of the same wire.
 //!
 //! `cargo run --release --bin first_event [-- --requests N]` (default 2000 per reader).
@@ -35,7 +35,7 @@ async fn raw(http: &reqwest::Client, base: &str, wire: Wire) -> (Timing, String)
     let mut response = http
         .post(format!("{base}{}", wire.path()))
         .header("content-type", "application/json")
-        .body(r#"{"model":"bench","max_tokens":1024,"messages":[{"role":"user","content":"bench"}],"stream":true}"#)
+        .body(wire.request())
         .send()
         .await
         .expect("sends");
@@ -94,11 +94,13 @@ enum Reader {
 }
 
 impl Reader {
-    const ALL: [Reader; 4] = [
+    const ALL: [Reader; 6] = [
         Reader::Raw(Wire::OpenAi),
         Reader::Patchbay(Wire::OpenAi),
         Reader::Raw(Wire::Anthropic),
         Reader::Patchbay(Wire::Anthropic),
+        Reader::Raw(Wire::Gemini),
+        Reader::Patchbay(Wire::Gemini),
     ];
 }
 
@@ -165,6 +167,7 @@ fn main() {
                     Reader::Raw(wire) => raw(&http, &base, wire).await,
                     Reader::Patchbay(Wire::OpenAi) => ours(&patchbay.openrouter, "bench").await,
                     Reader::Patchbay(Wire::Anthropic) => ours(&patchbay.anthropic, "claude-bench").await,
+                    Reader::Patchbay(Wire::Gemini) => ours(&patchbay.gemini, consumers::GEMINI_MODEL).await,
                 }
             });
             assert_eq!(text, expected, "every request reads the whole text");
@@ -182,7 +185,7 @@ fn main() {
         "| measured up to | wire | raw p50 | patchbay p50 | raw p99 | patchbay p99 | added at p50 | added at p99 |"
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
-    for (raw_slot, ours_slot, wire) in [(0, 1, Wire::OpenAi), (2, 3, Wire::Anthropic)] {
+    for (raw_slot, ours_slot, wire) in [(0, 1, Wire::OpenAi), (2, 3, Wire::Anthropic), (4, 5, Wire::Gemini)] {
         row(
             "first body bytes (raw) / first Event (patchbay)",
             wire,

@@ -1,5 +1,6 @@
 //! Many streams: 10,000 concurrent streams in one client process against a loopback server in
-//! another process, for the typed serde baseline and patchbay's two providers. Every stream
+//! another process, for the typed serde baseline and patchbay's three providers (OpenAI,
+//! Anthropic and Gemini wires). Every stream
 //! stops after its first text delta until all 10,000 have one (so all are open at once, each
 //! with its connection, buffers and reader state), then reads to the end and must give back the
 //! exact text. Measured per reader, each in a fresh client process: the peak resident memory
@@ -10,8 +11,8 @@
 //! this binary with `--client NAME`; the default mode runs them all, interleaving the readers
 //! over rounds, and prints a Markdown table.
 //!
-//! `cargo run --release --bin many [-- --streams N --deltas N --rounds N]`
-//! (defaults 10000, 200, 3).
+//! `cargo run --release --bin many [-- --streams N --deltas N --rounds N --wires a,b]`
+//! (defaults 10000, 200, 3, every wire: `openai,anthropic,gemini`).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -23,11 +24,13 @@ use patchbay_peers_bench::consumers::{self, Patchbay, Wire};
 use patchbay_peers_bench::server::{self, Chunking, Routes};
 use patchbay_peers_bench::{machine, status_kib, wire};
 
-const READERS: [(&str, Wire); 4] = [
+const READERS: [(&str, Wire); 6] = [
     ("baseline-openai", Wire::OpenAi),
     ("patchbay-openrouter", Wire::OpenAi),
     ("baseline-anthropic", Wire::Anthropic),
     ("patchbay-anthropic", Wire::Anthropic),
+    ("baseline-gemini", Wire::Gemini),
+    ("patchbay-gemini", Wire::Gemini),
 ];
 
 #[derive(Debug, Clone)]
@@ -36,6 +39,7 @@ struct Options {
     deltas: usize,
     rounds: usize,
     base: String,
+    wires: Vec<Wire>,
 }
 
 fn options(args: &[String]) -> Options {
@@ -44,6 +48,7 @@ fn options(args: &[String]) -> Options {
         deltas: 200,
         rounds: 3,
         base: String::new(),
+        wires: Wire::ALL.to_vec(),
     };
     for pair in args.chunks(2) {
         let value = pair.get(1).cloned().unwrap_or_default();
@@ -52,6 +57,12 @@ fn options(args: &[String]) -> Options {
             "--deltas" => options.deltas = value.parse().expect("--deltas N"),
             "--rounds" => options.rounds = value.parse().expect("--rounds N"),
             "--base" => options.base = value,
+            "--wires" => {
+                options.wires = value
+                    .split(',')
+                    .map(|name| Wire::parse(name).unwrap_or_else(|| panic!("--wires: no wire {name}")))
+                    .collect()
+            }
             other => panic!("unknown option {other}"),
         }
     }
@@ -319,15 +330,20 @@ fn median(values: &mut [f64]) -> f64 {
 fn orchestrate(mut options: Options) {
     let (_server, base) = start_server(&options);
     options.base = base;
-    let mut runs: Vec<Vec<Run>> = READERS.iter().map(|_| Vec::new()).collect();
+    let readers: Vec<(&str, Wire)> = READERS
+        .iter()
+        .copied()
+        .filter(|(_, wire)| options.wires.contains(wire))
+        .collect();
+    let mut runs: Vec<Vec<Run>> = readers.iter().map(|_| Vec::new()).collect();
     for round in 0..options.rounds {
-        for i in 0..READERS.len() {
-            let slot = (i + round) % READERS.len();
-            let run = run_client(READERS[slot].0, &options);
+        for i in 0..readers.len() {
+            let slot = (i + round) % readers.len();
+            let run = run_client(readers[slot].0, &options);
             eprintln!(
                 "round {}: {}: {:.1} KiB/stream peak, {} failures, {} held, {:.1} s",
                 round + 1,
-                READERS[slot].0,
+                readers[slot].0,
                 run.per_stream_kib,
                 run.failures,
                 run.held,
@@ -354,7 +370,7 @@ fn orchestrate(mut options: Options) {
     let mut all_ok = true;
     let mut base_peak = 0.0;
     let mut base_held = 0.0;
-    for (slot, (name, wire)) in READERS.iter().enumerate() {
+    for (slot, (name, wire)) in readers.iter().enumerate() {
         let runs = &runs[slot];
         let peak = median(&mut runs.iter().map(|r| r.per_stream_kib).collect::<Vec<_>>());
         let at_hold = median(&mut runs.iter().map(|r| r.held_per_stream_kib).collect::<Vec<_>>());

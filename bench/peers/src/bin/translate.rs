@@ -1,7 +1,8 @@
 //! Stream translation, side by side: one loopback server serves the same 50,000-delta streams
-//! (an OpenAI chat-completions body and an Anthropic Messages body; 64 KiB writes, then one
-//! SSE frame per write) to the typed serde baseline, patchbay's two providers, async-openai,
-//! genai and rig-core. Every read must give back the exact text (checked on every run).
+//! (an OpenAI chat-completions body, an Anthropic Messages body and a Gemini
+//! `streamGenerateContent?alt=sse` body; 64 KiB writes, then one SSE frame per write) to the
+//! typed serde baseline, patchbay's three providers, async-openai (OpenAI wire only), genai
+//! and rig-core. Every read must give back the exact text (checked on every run).
 //! Rounds are interleaved (each round runs every reader once, starting one further along), and
 //! the table shows min and median of each reader and its ratio to the baseline of the same wire,
 //! by wall clock and by the CPU time of the client thread (every reader runs on one
@@ -11,8 +12,9 @@
 //! on the bytes in memory.
 //!
 //! `cargo run --release --bin translate [-- --rounds N --deltas N]` (defaults 15, 50000).
-//! `--profile openai|anthropic` runs only that translator in memory, `--rounds` times, for a
-//! sampling profiler (`perf record -g`). `--quick` measures only the baseline and patchbay.
+//! `--profile openai|anthropic|gemini` runs only that translator in memory, `--rounds` times,
+//! for a sampling profiler (`perf record -g`). `--quick` measures only the baseline and
+//! patchbay. `--wires gemini` (or `openai,anthropic`...) measures only those wires.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -49,6 +51,7 @@ impl Reader {
             (Reader::Baseline, _) => "baseline (reqwest + serde)",
             (Reader::Patchbay, Wire::OpenAi) => "patchbay-openrouter",
             (Reader::Patchbay, Wire::Anthropic) => "patchbay-anthropic",
+            (Reader::Patchbay, Wire::Gemini) => "patchbay-gemini",
             (Reader::AsyncOpenai, _) => consumers::PEERS[0],
             (Reader::Genai, _) => consumers::PEERS[1],
             (Reader::Rig, _) => consumers::PEERS[2],
@@ -57,7 +60,7 @@ impl Reader {
 
     /// async-openai speaks only the OpenAI wire.
     fn reads(self, wire: Wire) -> bool {
-        !(self == Reader::AsyncOpenai && wire == Wire::Anthropic)
+        !(self == Reader::AsyncOpenai && wire != Wire::OpenAi)
     }
 }
 
@@ -84,11 +87,13 @@ impl Readers {
 struct Options {
     rounds: usize,
     deltas: usize,
-    /// `--profile openai|anthropic`: only run that translator in memory, `rounds` times (for
-    /// `perf record`).
+    /// `--profile openai|anthropic|gemini`: only run that translator in memory, `rounds` times
+    /// (for `perf record`).
     profile: Option<Wire>,
     /// `--quick`: only the baseline and patchbay (no peers), for a fast run while working.
     quick: bool,
+    /// `--wires a,b`: only these wires (default all).
+    wires: Vec<Wire>,
 }
 
 fn options() -> Options {
@@ -97,6 +102,7 @@ fn options() -> Options {
         deltas: 50_000,
         profile: None,
         quick: false,
+        wires: Wire::ALL.to_vec(),
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<String> = args
@@ -110,12 +116,15 @@ fn options() -> Options {
     for pair in args.chunks(2) {
         let value = pair.get(1).and_then(|v| v.parse().ok());
         match (pair[0].as_str(), pair.get(1).map(String::as_str)) {
-            ("--profile", Some("openai")) => {
-                options.profile = Some(Wire::OpenAi);
+            ("--profile", Some(name)) if Wire::parse(name).is_some() => {
+                options.profile = Wire::parse(name);
                 continue;
             }
-            ("--profile", Some("anthropic")) => {
-                options.profile = Some(Wire::Anthropic);
+            ("--wires", Some(names)) => {
+                options.wires = names
+                    .split(',')
+                    .map(|name| Wire::parse(name).unwrap_or_else(|| panic!("--wires: no wire {name}")))
+                    .collect();
                 continue;
             }
             _ => {}
@@ -123,7 +132,9 @@ fn options() -> Options {
         match (pair[0].as_str(), value) {
             ("--rounds", Some(n)) => options.rounds = n,
             ("--deltas", Some(n)) => options.deltas = n,
-            _ => panic!("usage: translate [--rounds N] [--deltas N] [--profile openai|anthropic] [--quick]"),
+            _ => panic!(
+                "usage: translate [--rounds N] [--deltas N] [--profile openai|anthropic|gemini] [--wires openai,anthropic,gemini] [--quick]"
+            ),
         }
     }
     options
@@ -155,10 +166,12 @@ impl Runs {
     }
 }
 
-/// Every (reader, wire) pair, the baseline first (`quick`: the baseline and patchbay only).
-fn pairs(quick: bool) -> Vec<Key> {
-    [Wire::OpenAi, Wire::Anthropic]
-        .into_iter()
+/// Every (reader, wire) pair of `wires`, the baseline first (`quick`: the baseline and patchbay
+/// only).
+fn pairs(wires: &[Wire], quick: bool) -> Vec<Key> {
+    wires
+        .iter()
+        .copied()
         .flat_map(|wire| {
             Reader::ALL
                 .into_iter()
@@ -182,7 +195,7 @@ fn measure(chunking: Chunking, options: &Options, expected: &str) -> Vec<(Key, R
         peers: Peers::new(&base),
         base,
     };
-    let pairs = pairs(options.quick);
+    let pairs = pairs(&options.wires, options.quick);
     let mut samples: Vec<(Key, Runs)> = pairs.iter().map(|&key| (key, Runs::default())).collect();
     let run = |(reader, wire): Key| -> Sample {
         let (started, thread, process) = (Instant::now(), thread_cpu(), process_cpu());
@@ -221,7 +234,7 @@ fn measure(chunking: Chunking, options: &Options, expected: &str) -> Vec<(Key, R
     samples
 }
 
-fn table(chunking: Chunking, samples: &[(Key, Runs)]) {
+fn table(chunking: Chunking, wires: &[Wire], samples: &[(Key, Runs)]) {
     println!(
         "\n#### {} ({} interleaved rounds)\n",
         chunking.name(),
@@ -231,7 +244,7 @@ fn table(chunking: Chunking, samples: &[(Key, Runs)]) {
         "| reader | wire | min | min / baseline | median | median / baseline | client CPU min | CPU min / baseline | other threads' CPU (median) |"
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
-    for wire in [Wire::OpenAi, Wire::Anthropic] {
+    for &wire in wires {
         let base = &samples
             .iter()
             .find(|((r, w), _)| *r == Reader::Baseline && *w == wire)
@@ -257,7 +270,7 @@ fn table(chunking: Chunking, samples: &[(Key, Runs)]) {
 /// The targets: patchbay within 1.2x of the baseline (wall-clock min) and faster than
 /// every peer (wall-clock min and median), per wire; the client-CPU ratios beside them, since
 /// they are what load on a shared machine disturbs least. Returns whether all held.
-fn verdict(chunking: Chunking, samples: &[(Key, Runs)]) -> bool {
+fn verdict(chunking: Chunking, wires: &[Wire], samples: &[(Key, Runs)]) -> bool {
     let get = |reader: Reader, wire: Wire| {
         samples
             .iter()
@@ -266,7 +279,7 @@ fn verdict(chunking: Chunking, samples: &[(Key, Runs)]) -> bool {
     };
     let mark = |ok: bool| if ok { "PASS" } else { "FAIL" };
     let mut all = true;
-    for wire in [Wire::OpenAi, Wire::Anthropic] {
+    for &wire in wires {
         let (Some(base), Some(ours)) = (get(Reader::Baseline, wire), get(Reader::Patchbay, wire)) else {
             continue;
         };
@@ -334,6 +347,9 @@ fn translate_in_memory(wire: Wire, chunks: &[&'static [u8]]) -> String {
                 Driver::new(body, patchbay_openrouter::translate::Translator::default(), &signal).into_stream()
             }
             Wire::Anthropic => Driver::new(body, patchbay_anthropic::Translator::new(), &signal).into_stream(),
+            Wire::Gemini => {
+                Driver::new(body, patchbay_gemini::Translator::new(consumers::GEMINI_MODEL), &signal).into_stream()
+            }
         };
         let mut text = String::new();
         while let Some(event) = events.next().await {
@@ -350,6 +366,7 @@ fn leaked_body(wire: Wire, deltas: usize) -> &'static [u8] {
     let body = match wire {
         Wire::OpenAi => wire::openai(deltas),
         Wire::Anthropic => wire::anthropic(deltas),
+        Wire::Gemini => wire::gemini(deltas),
     };
     Box::leak(body.into_bytes().into_boxed_slice())
 }
@@ -363,7 +380,7 @@ fn in_memory(options: &Options, expected: &str) {
         "| wire | baseline parse min | patchbay translator min | ratio (min) | ratio (median) | ratio (CPU min) |"
     );
     println!("|---|---:|---:|---:|---:|---:|");
-    for wire in [Wire::OpenAi, Wire::Anthropic] {
+    for &wire in &options.wires {
         let chunks: Vec<&'static [u8]> = leaked_body(wire, options.deltas).chunks(64 * 1024).collect();
         assert_eq!(
             parse_in_memory(wire, &chunks),
@@ -428,13 +445,13 @@ fn main() {
     let mut verdicts = Vec::new();
     for chunking in [Chunking::Kib64, Chunking::PerFrame] {
         let samples = measure(chunking, &options, &expected);
-        table(chunking, &samples);
+        table(chunking, &options.wires, &samples);
         verdicts.push((chunking, samples));
     }
     in_memory(&options, &expected);
     println!("\n#### Targets\n");
     for (chunking, samples) in &verdicts {
-        passed &= verdict(*chunking, samples);
+        passed &= verdict(*chunking, &options.wires, samples);
     }
     println!("\nAll targets met: {}", if passed { "yes" } else { "no" });
 }
