@@ -63,21 +63,22 @@ pub fn openai(deltas: usize) -> String {
 }
 
 /// A Gemini `streamGenerateContent?alt=sse` body: `deltas` chunks (`GenerateContentResponse`s)
-/// of one text part each, as the Gemini API streams them: one candidate (`index` 0, `content`
-/// with `role` `model`), `usageMetadata` on every chunk with the output count growing,
-/// `modelVersion` and `responseId` on every chunk, `finishReason` `STOP` on the last; frames end
-/// in `\r\n\r\n` (the API's separator); no `event:` lines, no `[DONE]`.
+/// of one text part each, printed as the Gemini API prints them (a space after each colon, none
+/// after commas): one candidate (`content` with `role` `model`, `index` 0), `usageMetadata` on
+/// every chunk (the output count growing, `promptTokensDetails` beside), `modelVersion` and
+/// `responseId` on every chunk, `finishReason` `STOP` on the last; frames end in `\r\n\r\n`
+/// (the API's separator); no `event:` lines, no `[DONE]`.
 pub fn gemini(deltas: usize) -> String {
-    let mut body = String::with_capacity(deltas * 240 + 1024);
+    let mut body = String::with_capacity(deltas * 330 + 1024);
     for i in 0..deltas {
         let finish = if i + 1 == deltas {
-            r#","finishReason":"STOP""#
+            r#""finishReason": "STOP","#
         } else {
             ""
         };
         let _ = write!(
             body,
-            "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":{}}}],\"role\":\"model\"}}{finish},\"index\":0}}],\"usageMetadata\":{{\"promptTokenCount\":5,\"candidatesTokenCount\":{},\"totalTokenCount\":{}}},\"modelVersion\":\"gemini-bench\",\"responseId\":\"resp-bench\"}}\r\n\r\n",
+            "data: {{\"candidates\": [{{\"content\": {{\"parts\": [{{\"text\": {}}}],\"role\": \"model\"}},{finish}\"index\": 0}}],\"usageMetadata\": {{\"promptTokenCount\": 5,\"candidatesTokenCount\": {},\"totalTokenCount\": {},\"promptTokensDetails\": [{{\"modality\": \"TEXT\",\"tokenCount\": 5}}]}},\"modelVersion\": \"gemini-bench\",\"responseId\": \"bR3nchMarkRespOnse1d23x\"}}\r\n\r\n",
             json(&delta(i)),
             i + 1,
             i + 6
@@ -118,7 +119,7 @@ mod tests {
         assert!(text.contains('\n') && text.contains('é'));
         assert!(openai(300).contains(r#""content":"tok7 \n""#));
         assert!(anthropic(300).contains(r#""text":"tok107 \n""#));
-        assert!(gemini(300).contains(r#""text":"tok207 \n""#));
+        assert!(gemini(300).contains(r#""text": "tok207 \n""#));
         assert_eq!(openai(300).matches("\n\n").count(), 300 + 4);
         assert_eq!(anthropic(300).matches("\n\n").count(), 300 + 5);
         assert_eq!(gemini(300).matches("\r\n\r\n").count(), 300);
@@ -133,6 +134,13 @@ mod tests {
             .map(|frame| serde_json::from_str(frame.strip_prefix("data: ").expect("a data line")).expect("JSON"))
             .collect();
         assert_eq!(chunks.len(), 3);
+        assert!(body.starts_with(
+            r#"data: {"candidates": [{"content": {"parts": [{"text": "tok0 "}],"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": 5,"candidatesTokenCount": 1,"#
+        ));
+        assert!(body.ends_with(concat!(
+            r#"}],"role": "model"},"finishReason": "STOP","index": 0}],"usageMetadata": {"promptTokenCount": 5,"candidatesTokenCount": 3,"totalTokenCount": 8,"promptTokensDetails": [{"modality": "TEXT","tokenCount": 5}]},"modelVersion": "gemini-bench","responseId": "bR3nchMarkRespOnse1d23x"}"#,
+            "\r\n\r\n"
+        )));
         let texts: String = chunks
             .iter()
             .map(|chunk| {

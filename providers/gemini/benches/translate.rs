@@ -6,9 +6,10 @@
 //! HTTP, on the body in 64 KiB pieces in memory, and on one chunk whose single text part is
 //! 64 KiB.
 //!
-//! Each chunk is what the Gemini API streams for one piece of text: one candidate with one text
-//! part, `usageMetadata` with a growing output count, `modelVersion` and `responseId`; the last
-//! carries `finishReason`; frames end in `\r\n\r\n`.
+//! Each chunk is what the Gemini API streams for one piece of text, printed as it prints it (a
+//! space after each colon, none after commas): one candidate with one text part, `usageMetadata`
+//! with a growing output count and `promptTokensDetails`, `modelVersion` and `responseId`; the
+//! last carries `finishReason`; frames end in `\r\n\r\n`.
 //!
 //! `cargo bench -p patchbay-gemini --bench translate`; the ratios (patchbay / baseline, minimum
 //! of interleaved runs) are printed after criterion's groups.
@@ -32,10 +33,10 @@ const MODEL: &str = "gemini-bench";
 
 /// One streamed chunk of one text part (`finish`: the last chunk's `finishReason`).
 fn chunk(out: &mut String, text: &str, k: usize, finish: bool) {
-    let finish = if finish { r#","finishReason":"STOP""# } else { "" };
+    let finish = if finish { r#""finishReason": "STOP","# } else { "" };
     let _ = write!(
         out,
-        "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":{}}}],\"role\":\"model\"}}{finish},\"index\":0}}],\"usageMetadata\":{{\"promptTokenCount\":5,\"candidatesTokenCount\":{k},\"totalTokenCount\":{}}},\"modelVersion\":\"{MODEL}\",\"responseId\":\"resp-bench\"}}\r\n\r\n",
+        "data: {{\"candidates\": [{{\"content\": {{\"parts\": [{{\"text\": {}}}],\"role\": \"model\"}},{finish}\"index\": 0}}],\"usageMetadata\": {{\"promptTokenCount\": 5,\"candidatesTokenCount\": {k},\"totalTokenCount\": {},\"promptTokensDetails\": [{{\"modality\": \"TEXT\",\"tokenCount\": 5}}]}},\"modelVersion\": \"{MODEL}\",\"responseId\": \"bR3nchMarkRespOnse1d23x\"}}\r\n\r\n",
         serde_json::to_string(text).expect("a string serializes"),
         k + 5
     );
@@ -43,7 +44,7 @@ fn chunk(out: &mut String, text: &str, k: usize, finish: bool) {
 
 /// 50,000 chunks of one text delta each (`tok{i % 1000} `), finished on the last.
 fn body() -> String {
-    let mut out = String::with_capacity(DELTAS * 220);
+    let mut out = String::with_capacity(DELTAS * 330);
     for i in 0..DELTAS {
         chunk(&mut out, &format!("tok{} ", i % 1000), i + 1, i + 1 == DELTAS);
     }
