@@ -334,6 +334,8 @@ fn parse_in_memory(wire: Wire, chunks: &[&[u8]]) -> String {
 /// patchbay's wire alone, driven by core's `Driver` (framing + translation into events, the
 /// path `create_response` runs) over the same chunks in memory, on a current-thread runtime.
 fn translate_in_memory(wire: Wire, chunks: &[&'static [u8]]) -> String {
+    // The driver's stream is `'static`: the list of chunks is copied, not borrowed.
+    #[allow(clippy::unnecessary_to_owned)]
     let body = futures::stream::iter(chunks.to_vec().into_iter().map(Ok::<_, ProviderError>));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
