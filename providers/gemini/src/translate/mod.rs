@@ -23,6 +23,7 @@
 //! Only candidate 0 is translated (patchbay never asks for more).
 
 mod chunk;
+mod fast;
 mod path;
 pub mod sources;
 
@@ -34,6 +35,8 @@ use patchbay_core::{ContentBlock, Event, FinishReason, Message, ProviderError, U
 use serde_json::{Value, json};
 
 use self::chunk::{Candidate, Chunk, FunctionCall, Part};
+#[doc(hidden)]
+pub use self::fast::check as check_fast_read;
 use self::path::Piece;
 use self::sources::SourceIds;
 use crate::{NAME, api_error};
@@ -184,8 +187,16 @@ impl Translator {
         if self.done || data.is_empty() {
             return Ok(());
         }
-        let chunk: Chunk<'_> = serde_json::from_slice(data)
-            .map_err(|error| Self::protocol(format!("a chunk is not valid JSON ({error}): {}", frame_head(data))))?;
+        let not_json = |error: &dyn std::fmt::Display| {
+            Self::protocol(format!("a chunk is not valid JSON ({error}): {}", frame_head(data)))
+        };
+        // One UTF-8 check for the payload, then the text chunk without the parser (serde for
+        // anything else, with no check per string).
+        let text = std::str::from_utf8(data).map_err(|error| not_json(&error))?;
+        let chunk: Chunk<'_> = match fast::chunk(text) {
+            Some(chunk) => chunk,
+            None => serde_json::from_str(text).map_err(|error| not_json(&error))?,
+        };
         if let Some(error) = &chunk.error {
             return Err(api_error::from_error_object(error, None));
         }
@@ -206,7 +217,7 @@ impl Translator {
         if let Some(feedback) = chunk.prompt_feedback
             && feedback.get("blockReason").is_some()
         {
-            self.blocked = Some(feedback);
+            self.blocked = Some(*feedback);
         }
         for candidate in chunk.candidates {
             if candidate.index == 0 {
@@ -223,10 +234,10 @@ impl Translator {
             }
         }
         if let Some(metadata) = candidate.grounding_metadata {
-            self.grounding = Some(metadata);
+            self.grounding = Some(*metadata);
         }
         if let Some(metadata) = candidate.url_context_metadata {
-            self.url_context = Some(metadata);
+            self.url_context = Some(*metadata);
         }
         if let Some(metadata) = candidate.citation_metadata {
             let list = metadata.get("citations").or_else(|| metadata.get("citationSources"));
@@ -245,7 +256,7 @@ impl Translator {
                     details["finishMessage"] = json!(message);
                 }
                 if let Some(ratings) = candidate.safety_ratings {
-                    details["safetyRatings"] = ratings;
+                    details["safetyRatings"] = *ratings;
                 }
                 self.finish_details = Some(details);
             }
@@ -257,7 +268,7 @@ impl Translator {
     fn part(&mut self, part: Part<'_>) -> Result<(), ProviderError> {
         let signature = part.thought_signature.map(|s| s.into_owned());
         if let Some(call) = part.function_call {
-            return self.function_call(call, signature);
+            return self.function_call(*call, signature);
         }
         self.close_streaming();
         if let Some(text) = part.text {
@@ -310,11 +321,11 @@ impl Translator {
             self.emit(Event::ToolCall {
                 id,
                 name: CODE_EXECUTION.to_string(),
-                input: code,
+                input: *code,
                 executed_by: ExecutedBy::Provider,
                 signature,
             });
-        } else if let Some(result) = part.code_execution_result {
+        } else if let Some(result) = part.code_execution_result.map(|result| *result) {
             // Code that prints and then fails has one result per outcome: each answers the
             // same call, in order (they go back as they came).
             let Some(id) = self.code_call.clone() else {
@@ -347,7 +358,7 @@ impl Translator {
             ];
             for (key, value) in fields {
                 if let Some(value) = value {
-                    data.insert(key.into(), value);
+                    data.insert(key.into(), *value);
                 }
             }
             if let Some(signature) = signature {
