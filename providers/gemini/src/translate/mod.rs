@@ -86,6 +86,7 @@ pub struct Translator {
     grounding: Option<Value>,
     url_context: Option<Value>,
     citations: Vec<Value>,
+    citations_seen: HashSet<String>,
 }
 
 impl Default for Translator {
@@ -121,6 +122,7 @@ impl Translator {
             grounding: None,
             url_context: None,
             citations: Vec::new(),
+            citations_seen: HashSet::new(),
         }
     }
 
@@ -241,8 +243,10 @@ impl Translator {
         }
         if let Some(metadata) = candidate.citation_metadata {
             let list = metadata.get("citations").or_else(|| metadata.get("citationSources"));
+            // A chunk may repeat the citations of the chunks before it: each kept once, in
+            // order (a set of their JSON text, so many citations cost linear time).
             for citation in list.and_then(Value::as_array).into_iter().flatten() {
-                if !self.citations.contains(citation) {
+                if self.citations_seen.insert(citation.to_string()) {
                     self.citations.push(citation.clone());
                 }
             }

@@ -434,3 +434,28 @@ fn a_call_still_streaming_at_the_finish_is_closed_there() {
     );
     assert_eq!(bad_path.error.map(|e| e.kind()), Some(ErrorKind::Protocol));
 }
+
+#[test]
+fn citations_repeated_over_chunks_are_sources_once_with_their_spans() {
+    let citation = json!({"startIndex": 4, "endIndex": 20, "uri": "https://example.com/poem", "license": "mit"});
+    let recording = run(&[
+        json!({"candidates": [{"content": {"parts": [{"text": "The poem goes like this"}]}, "citationMetadata": {"citations": [citation]}}]}),
+        json!({"candidates": [{"content": {"parts": [{"text": "."}]}, "finishReason": "RECITATION",
+               "citationMetadata": {"citationSources": [citation, {"startIndex": 0, "endIndex": 3}]}}]}),
+    ]);
+    let sources: Vec<_> = recording
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Source(source) => Some(source.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sources.len(), 1, "{sources:#?}");
+    assert_eq!(
+        sources[0].supports,
+        Some(patchbay_core::source::Span { start: 4, end: 20 })
+    );
+    assert_eq!(sources[0].data["license"], "mit");
+    assert_eq!(finish(&recording).0, FinishReason::ContentFilter);
+}
