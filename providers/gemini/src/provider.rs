@@ -4,7 +4,7 @@
 use std::fmt;
 
 use async_trait::async_trait;
-use patchbay_core::kit::{Secret, redact_url};
+use patchbay_core::kit::{Secret, check_conversation, redact_url};
 use patchbay_core::{
     Capabilities, ErrorKind, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal,
     ToolSet, Warning,
@@ -149,6 +149,13 @@ impl Provider for GeminiProvider {
         signal: &Signal,
         context: Option<&RequestContext>,
     ) -> Result<EventStream, ProviderError> {
+        // With a token to fetch (a command to run), the input is checked and the body built
+        // first: a bad conversation or option must not cost a `gcloud` run.
+        let mut built = None;
+        if self.token.is_some() {
+            check_conversation(messages, true).map_err(|error| error.with_provider(NAME))?;
+            built = Some(request::build(messages, tools, model, context, self.config.backend)?);
+        }
         let bearer = self.bearer(signal).await?;
         let result = Call::new(NAME, messages, model, signal, context)
             .with_system(self.config.backend.provider_name())
@@ -156,7 +163,10 @@ impl Provider for GeminiProvider {
             .with_recorder(self.recorder.as_ref())
             .requiring_user_last()
             .run(|| {
-                let built = request::build(messages, tools, model, context, self.config.backend)?;
+                let built = match built {
+                    Some(built) => built,
+                    None => request::build(messages, tools, model, context, self.config.backend)?,
+                };
                 let translator = Translator::new(model)
                     .with_history(messages)
                     .with_warnings(built.warnings);

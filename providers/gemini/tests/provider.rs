@@ -306,3 +306,19 @@ async fn generate_object_asks_for_a_json_schema_and_reads_the_answer() {
     assert_eq!(config["responseMimeType"], "application/json");
     assert_eq!(config["responseJsonSchema"]["required"], json!(["city", "celsius"]));
 }
+
+/// A bad conversation or call option is refused before the token command runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_refused_before_the_token_command_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = GeminiConfig::vertex("p", "global").with_token_command(counting_command(dir.path()));
+    let provider = GeminiProvider::new(config).expect("builds");
+    let assistant_last = [Message::user("hi"), Message::assistant("hello")];
+    let refused = call(&provider, &assistant_last, &ToolSet::new(), None).await;
+    assert_eq!(refused.error.map(|e| e.kind()), Some(ErrorKind::InvalidRequest));
+    let context = patchbay_core::RequestContext::new()
+        .with_provider_options(patchbay_gemini::NAME, json!({ "thinking_level": 3 }));
+    let refused = call(&provider, &[Message::user("hi")], &ToolSet::new(), Some(&context)).await;
+    assert_eq!(refused.error.map(|e| e.kind()), Some(ErrorKind::InvalidRequest));
+    assert!(!dir.path().join("runs").exists(), "the token command never ran");
+}
