@@ -1,8 +1,9 @@
-//! The parser-free read of the common chunk: one candidate whose content is one plain text part
-//! (no escapes), its role, index and finish reason, the usage counts, the model version and the
+//! The parser-free read of the common chunk: one candidate whose content is one text part (its
+//! escapes decoded as serde does, an escaped surrogate left to serde), its role, index and finish reason, the usage counts, the model version and the
 //! response id, in any order, with JSON whitespace anywhere (the API prints a space after every
 //! colon). It gives exactly the [`Chunk`] serde gives or `None`, and serde reads anything else:
-//! an unknown or repeated key, an escape, a number that is not a plain count, a second part.
+//! an unknown or repeated key, an escape outside the text, a number that is not a plain count, a
+//! second part.
 //! Values it does not keep (`totalTokenCount`, `promptTokensDetails`...) are checked as JSON, not
 //! parsed. The `gemini` fuzz target compares it with serde on every frame it takes.
 
@@ -51,6 +52,61 @@ impl<'a> Cursor<'a> {
         }
         self.at = start + len + 1;
         Some(&self.text[start..start + len])
+    }
+
+    /// A string value: borrowed when it has no escapes, else decoded (`\n`, `\"`, `\uXXXX`...),
+    /// as serde gives it. An escaped surrogate (a pair, or a lone one serde refuses) is left to
+    /// serde.
+    fn text_value(&mut self) -> Option<Cow<'a, str>> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.at + 1;
+        if let Some(plain) = self.plain_str() {
+            return Some(Cow::Borrowed(plain));
+        }
+        // Not plain: read it again from its first byte, decoding escapes (a control character
+        // is refused, as serde refuses it).
+        self.at = start;
+        let mut out = String::new();
+        loop {
+            let rest = &self.bytes()[self.at..];
+            let run = rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+            out.push_str(&self.text[self.at..self.at + run]);
+            self.at += run;
+            match self.bytes()[self.at] {
+                b'"' => {
+                    self.at += 1;
+                    return Some(Cow::Owned(out));
+                }
+                b'\\' => {
+                    let escaped = *self.bytes().get(self.at + 1)?;
+                    self.at += 2;
+                    out.push(match escaped {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let hex = self.text.get(self.at..self.at + 4)?;
+                            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                                return None;
+                            }
+                            let unit = u32::from_str_radix(hex, 16).ok()?;
+                            self.at += 4;
+                            // A surrogate is half of a pair: serde's business.
+                            char::from_u32(unit)?
+                        }
+                        _ => return None,
+                    });
+                }
+                _ => return None,
+            }
+        }
     }
 
     /// A key and its colon.
@@ -293,12 +349,12 @@ fn content<'a>(cursor: &mut Cursor<'a>) -> Option<Content<'a>> {
                 if cursor.key()? != "text" {
                     return None;
                 }
-                let text = cursor.plain_str()?;
+                let text = cursor.text_value()?;
                 cursor.eat(b'}')?;
                 cursor.eat(b']')?;
                 content = Some(Content {
                     parts: vec![Part {
-                        text: Some(Cow::Borrowed(text)),
+                        text: Some(text),
                         ..Part::default()
                     }],
                 });
@@ -392,12 +448,17 @@ mod tests {
         );
         same(r#"{"candidates":[{"content":{"parts":[{"text":"a"}],"role":"model"},"index":0}],"usageMetadata":{}}"#);
         same("\r\n{ \"candidates\" : [ { \"content\" : { \"parts\" : [ { \"text\" : \"\" } ] } } ] } \n");
+        same(r#"{"candidates": [{"content": {"parts": [{"text": "line\nnext \"q\" \\ \/ \t \u00e9\u2603 end"}]}}]}"#);
+        let escaped = chunk(r#"{"candidates": [{"content": {"parts": [{"text": "a\nb"}]}}]}"#).unwrap();
+        let text = escaped.candidates[0].content.as_ref().unwrap().parts[0].text.as_deref();
+        assert_eq!(text, Some("a\nb"));
     }
 
     #[test]
     fn anything_else_is_left_to_serde() {
         for other in [
-            r#"{"candidates": [{"content": {"parts": [{"text": "a\nb"}]}}]}"#,
+            r#"{"candidates": [{"content": {"parts": [{"text": "a\ud83d\ude00"}]}}]}"#,
+            r#"{"candidates": [{"content": {"parts": [{"text": "a\q"}]}}]}"#,
             r#"{"candidates": [{"content": {"parts": [{"text": "a", "thought": true}]}}]}"#,
             r#"{"candidates": [{"content": {"parts": [{"functionCall": {"name": "f"}}]}}]}"#,
             r#"{"candidates": [{"content": {"parts": [{"text": "a"}, {"text": "b"}]}}]}"#,
@@ -411,6 +472,8 @@ mod tests {
             r#"{"usageMetadata": {"x": tru}}"#,
             r#"{"usageMetadata": {"x": "\ud800"}}"#,
             r#"{"usageMetadata": {"x": 1.}}"#,
+            r#"{"candidates": [{"content": {"parts": [{"text": 5}]}}]}"#,
+            "{\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"a\u{1}b\\n\"}]}}]}",
             r#"{"error": {"code": 500}}"#,
             r#"{"modelVersion": "m"} x"#,
         ] {
