@@ -44,9 +44,7 @@ impl<'a> Cursor<'a> {
     fn plain_str(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.at;
-        let len = self.bytes()[start..]
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        let len = string_run(&self.bytes()[start..])?;
         if self.bytes()[start + len] != b'"' {
             return None;
         }
@@ -71,7 +69,7 @@ impl<'a> Cursor<'a> {
         let mut out = String::new();
         loop {
             let rest = &self.bytes()[self.at..];
-            let run = rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+            let run = string_run(rest)?;
             out.push_str(&self.text[self.at..self.at + run]);
             self.at += run;
             match self.bytes()[self.at] {
@@ -257,6 +255,17 @@ impl<'a> Cursor<'a> {
         self.at = at;
         Some(())
     }
+}
+
+/// Where a string's plain run ends: the first `"`, `\` or control character. The quote or
+/// backslash is found with `memchr2` (a long text is scanned many bytes at a time, as serde
+/// scans it), then the run is checked for control characters the same way.
+fn string_run(bytes: &[u8]) -> Option<usize> {
+    let end = memchr::memchr2(b'"', b'\\', bytes)?;
+    let run = &bytes[..end];
+    // Without an early exit the check compiles to wide compares; the position only when it hits.
+    let control = run.iter().fold(false, |seen, &b| seen | (b < 0x20));
+    Some(if control { run.iter().position(|&b| b < 0x20).unwrap_or(end) } else { end })
 }
 
 /// Keys already seen in one object (serde refuses a repeated field).
