@@ -265,7 +265,11 @@ fn string_run(bytes: &[u8]) -> Option<usize> {
     let run = &bytes[..end];
     // Without an early exit the check compiles to wide compares; the position only when it hits.
     let control = run.iter().fold(false, |seen, &b| seen | (b < 0x20));
-    Some(if control { run.iter().position(|&b| b < 0x20).unwrap_or(end) } else { end })
+    Some(if control {
+        run.iter().position(|&b| b < 0x20).unwrap_or(end)
+    } else {
+        end
+    })
 }
 
 /// Keys already seen in one object (serde refuses a repeated field).
