@@ -125,6 +125,28 @@ pub fn sensitive_header(value: &str) -> Option<reqwest::header::HeaderValue> {
     Some(value)
 }
 
+/// Configured headers (a key, a host's extra headers), each checked and marked sensitive
+/// ([`sensitive_header`]), added to `headers`. The error is the name of the first one HTTP
+/// refuses, by its name or its value (the value is never part of it).
+///
+/// ```
+/// let mut headers = patchbay_http::reqwest::header::HeaderMap::new();
+/// patchbay_http::insert_sensitive(&mut headers, [("x-api-key", "sk-secret")]).unwrap();
+/// assert!(headers["x-api-key"].is_sensitive());
+/// let refused = patchbay_http::insert_sensitive(&mut headers, [("X-Title", "a\nb")]);
+/// assert_eq!(refused, Err("X-Title".to_string()));
+/// ```
+pub fn insert_sensitive<'a>(
+    headers: &mut reqwest::header::HeaderMap,
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<(), String> {
+    for (name, value) in pairs {
+        let header = reqwest::header::HeaderName::try_from(name).map_err(|_| name.to_string())?;
+        headers.insert(header, sensitive_header(value).ok_or_else(|| name.to_string())?);
+    }
+    Ok(())
+}
+
 type WantsVerifier = rustls::ConfigBuilder<ClientConfig, rustls::WantsVerifier>;
 
 fn builder() -> WantsVerifier {

@@ -11,7 +11,7 @@ use patchbay_core::{
 };
 use patchbay_http::record::Recorder;
 use patchbay_http::{Call, Prepared};
-use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::Value;
 
 use crate::NAME;
@@ -41,21 +41,17 @@ impl fmt::Debug for GeminiProvider {
     }
 }
 
-fn sensitive(value: &str, name: &str) -> Result<HeaderValue, Error> {
-    patchbay_http::sensitive_header(value).ok_or_else(|| Error::Header { name: name.to_string() })
-}
-
 /// The HTTP client: the API key and the extra headers on every request (marked sensitive, so
 /// no log shows them), the connect timeout, no redirects followed.
 fn client(config: &GeminiConfig) -> Result<reqwest::Client, Error> {
     let mut headers = HeaderMap::new();
-    if let Some(key) = &config.api_key {
-        headers.insert("x-goog-api-key", sensitive(key.expose(), "x-goog-api-key")?);
-    }
-    for (name, value) in &config.headers {
-        let header = HeaderName::try_from(name.as_str()).map_err(|_| Error::Header { name: name.clone() })?;
-        headers.insert(header, sensitive(value, name)?);
-    }
+    let key = config.api_key.as_ref().map(|key| ("x-goog-api-key", key.expose()));
+    let extra = config
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()));
+    patchbay_http::insert_sensitive(&mut headers, key.into_iter().chain(extra))
+        .map_err(|name| Error::Header { name })?;
     let mut builder = patchbay_http::client_builder().default_headers(headers);
     if let Some(timeout) = config.connect_timeout {
         builder = builder.connect_timeout(timeout);

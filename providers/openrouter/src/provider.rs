@@ -10,7 +10,7 @@ use patchbay_core::{
 };
 use patchbay_http::record::Recorder;
 use patchbay_http::{Call, Prepared};
-use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, HeaderMap};
 use serde_json::Value;
 
 use crate::NAME;
@@ -39,30 +39,22 @@ impl fmt::Debug for OpenRouterProvider {
     }
 }
 
-fn sensitive(value: &str, name: &str) -> Result<HeaderValue, Error> {
-    patchbay_http::sensitive_header(value).ok_or_else(|| Error::Header { name: name.to_string() })
-}
-
 /// The HTTP client: the key, OpenRouter's headers and the extra headers on every request (all
 /// marked sensitive, so no log shows them), the connect timeout, no redirects followed.
 fn client(config: &OpenRouterConfig) -> Result<reqwest::Client, Error> {
     let mut headers = HeaderMap::new();
-    if let Some(key) = &config.api_key {
-        headers.insert(
-            AUTHORIZATION,
-            sensitive(&format!("Bearer {}", key.expose()), "authorization")?,
-        );
-    }
-    if let Some(referer) = &config.referer {
-        headers.insert("http-referer", sensitive(referer, "HTTP-Referer")?);
-    }
-    if let Some(title) = &config.title {
-        headers.insert("x-title", sensitive(title, "X-Title")?);
-    }
-    for (name, value) in &config.headers {
-        let name_value = HeaderName::try_from(name.as_str()).map_err(|_| Error::Header { name: name.clone() })?;
-        headers.insert(name_value, sensitive(value, name)?);
-    }
+    let bearer = config.api_key.as_ref().map(|key| format!("Bearer {}", key.expose()));
+    let own = [
+        ("authorization", bearer.as_deref()),
+        ("HTTP-Referer", config.referer.as_deref()),
+        ("X-Title", config.title.as_deref()),
+    ];
+    let own = own.into_iter().filter_map(|(name, value)| Some((name, value?)));
+    let extra = config
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()));
+    patchbay_http::insert_sensitive(&mut headers, own.chain(extra)).map_err(|name| Error::Header { name })?;
     let mut builder = patchbay_http::client_builder().default_headers(headers);
     if let Some(timeout) = config.connect_timeout {
         builder = builder.connect_timeout(timeout);
