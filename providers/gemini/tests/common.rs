@@ -46,13 +46,14 @@ pub(crate) async fn call(
 /// A recorded body, cut in chunks, as one or more recordings: an error body (a JSON object with
 /// `error` and no candidates) through the wire's HTTP error mapping with the status its `code`
 /// names; a whole JSON object (`generateContent`) through `Wire::whole_body`; anything else
-/// (SSE, JSON lines, a JSON array stream) through `kit::replay`. `Finish` timings zeroed.
+/// (SSE, JSON lines, a JSON array stream) through `kit::replay`. (`FixtureRun` compares them
+/// without timings itself.)
 pub(crate) fn replay_recorded(chunks: &[&[u8]]) -> Vec<Recording> {
     use patchbay_core::kit::{ErrorResponse, Wire};
     use patchbay_gemini::Translator;
     let body = chunks.concat();
     let whole: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
-    let mut recordings = match whole {
+    match whole {
         Some(value) if value.get("error").is_some() && value.get("candidates").is_none() => {
             let status = value["error"]["code"]
                 .as_u64()
@@ -80,18 +81,5 @@ pub(crate) fn replay_recorded(chunks: &[&[u8]]) -> Vec<Recording> {
             vec![recording]
         }
         _ => patchbay_core::kit::replay(Translator::default, chunks.iter().copied()),
-    };
-    for recording in &mut recordings {
-        for event in &mut recording.events {
-            if let patchbay_core::Event::Finish { metrics, .. } = event {
-                *metrics = patchbay_core::Metrics {
-                    first_event_ms: None,
-                    first_text_ms: None,
-                    total_ms: 0,
-                    ..*metrics
-                };
-            }
-        }
     }
-    recordings
 }
