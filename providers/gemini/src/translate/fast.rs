@@ -60,18 +60,16 @@ impl<'a> Cursor<'a> {
             return None;
         }
         let start = self.at + 1;
-        if let Some(plain) = self.plain_str() {
-            return Some(Cow::Borrowed(plain));
+        let run = string_run(&self.bytes()[start..])?;
+        self.at = start + run;
+        if self.bytes()[self.at] == b'"' {
+            self.at += 1;
+            return Some(Cow::Borrowed(&self.text[start..start + run]));
         }
-        // Not plain: read it again from its first byte, decoding escapes (a control character
-        // is refused, as serde refuses it).
-        self.at = start;
-        let mut out = String::new();
+        // An escape (or a control character, refused as serde refuses it): decoded from here on,
+        // one pass, each plain run copied whole.
+        let mut out = String::from(&self.text[start..self.at]);
         loop {
-            let rest = &self.bytes()[self.at..];
-            let run = string_run(rest)?;
-            out.push_str(&self.text[self.at..self.at + run]);
-            self.at += run;
             match self.bytes()[self.at] {
                 b'"' => {
                     self.at += 1;
@@ -104,6 +102,9 @@ impl<'a> Cursor<'a> {
                 }
                 _ => return None,
             }
+            let run = string_run(&self.bytes()[self.at..])?;
+            out.push_str(&self.text[self.at..self.at + run]);
+            self.at += run;
         }
     }
 
