@@ -1,0 +1,18 @@
+//! patchbay provider for OpenAI's Responses API (crate docs: work in progress).
+
+// error: the crate's `Error`; uses nothing.
+mod error;
+
+// config: `OpenAiConfig` from code, environment, options; uses error.
+mod config;
+
+// request: the request body; uses nothing but core. Public for its docs (the mapping of every
+// block and every call option); nothing in it is public.
+pub mod request;
+
+pub use config::{KeyHeader, OPENAI_BASE_URL, OpenAiConfig};
+pub use error::Error;
+
+/// The registry name: the key of `context.provider_options(NAME)`, `ProviderInfo::name`, and
+/// the `provider` of every error and of the request span.
+pub const NAME: &str = "openai";

@@ -1,0 +1,2 @@
+// Placeholder until the suite lands (work in progress).
+fn main() {}
