@@ -419,6 +419,7 @@ impl Printer {
                         format!("document {}", document_index.map_or("?".into(), |i| i.to_string()))
                     }
                     SourceTarget::SearchResult { source, .. } => source.clone(),
+                    SourceTarget::File { file_id, filename, .. } => filename.clone().unwrap_or_else(|| file_id.clone()),
                     _ => "?".into(),
                 };
                 let title = source.title.as_deref().map(|t| format!("{t} ")).unwrap_or_default();

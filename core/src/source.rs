@@ -57,6 +57,15 @@ pub enum SourceTarget {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         location: Option<Location>,
     },
+    /// A file the provider holds (OpenAI's `file_citation`, `container_file_citation` and
+    /// `file_path` annotations, file search results).
+    File {
+        /// The provider's file id (`file-...`, `cfile_...`).
+        file_id: String,
+        /// The file's name, when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        filename: Option<String>,
+    },
     /// A search result the host passed in (Anthropic `search_result` blocks).
     SearchResult {
         /// The result's `source` (a URL or any identifier the host chose).

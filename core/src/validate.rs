@@ -263,6 +263,14 @@ impl Validator {
                 None
             }
             SourceTarget::Url { .. } => None,
+            SourceTarget::File { file_id, .. } if file_id.trim().is_empty() => {
+                self.violate(
+                    Rule::SourceWellFormed,
+                    format!("`Source` `{}` has an empty file id", source.id),
+                );
+                None
+            }
+            SourceTarget::File { .. } => None,
             SourceTarget::Document { location, .. } | SourceTarget::SearchResult { location, .. } => *location,
         };
         let backwards = source.supports.is_some_and(|span| span.start > span.end)

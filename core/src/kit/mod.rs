@@ -27,6 +27,8 @@
 //!   spawned it (util-linux `setpriv --pdeathsig=KILL`), and [`find_program`] searches a
 //!   `PATH` value: for the crates that spawn processes (tools, claude-agent, MCP). Core itself
 //!   spawns nothing; here is the lowest crate they all share.
+//! - [`openai_error`] and [`openai_http_error`] read the OpenAI error family (Chat Completions
+//!   and Responses servers alike).
 
 mod content;
 mod conversation;
@@ -34,6 +36,7 @@ mod counts;
 mod drive;
 mod framing;
 mod metrics;
+mod openai_error;
 mod options;
 mod pdeathsig;
 mod redact;
@@ -46,6 +49,7 @@ mod wire;
 pub use counts::token_count;
 pub use drive::{Driver, StreamLimits, read_error_body, within};
 pub use framing::{Framer, Framing, MAX_LINE_BYTES};
+pub use openai_error::{openai_error, openai_http_error};
 pub use options::{OptionsError, env_var, read_options};
 pub use pdeathsig::{ParentDeathSignal, find_program};
 pub use redact::{redact_serde_message, redact_url, redirect_error};

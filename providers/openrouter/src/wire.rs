@@ -215,26 +215,6 @@ pub(crate) struct CompletionDetails {
     pub(crate) reasoning_tokens: Option<u64>,
 }
 
-/// `{"error": {...}}`, inside a 200 stream or as an HTTP error body.
-#[derive(Debug, Deserialize)]
-pub(crate) struct WireError<'a> {
-    #[serde(default, borrow)]
-    pub(crate) message: Option<Str<'a>>,
-    #[serde(default, rename = "type", borrow)]
-    pub(crate) kind: Option<Str<'a>>,
-    #[serde(default)]
-    pub(crate) code: Option<Value>,
-}
-
-/// An HTTP error body: `{"error": {...}}`, sometimes a bare `{"message": ...}`.
-#[derive(Debug, Deserialize)]
-pub(crate) struct ErrorBody<'a> {
-    #[serde(default, borrow)]
-    pub(crate) error: Option<WireError<'a>>,
-    #[serde(default, borrow)]
-    pub(crate) message: Option<Str<'a>>,
-}
-
 /// `content`: a string, or (Mistral) an array of parts.
 #[derive(Debug)]
 pub(crate) enum Content<'a> {

@@ -1,0 +1,128 @@
+//! Serde views of the stream's events: one struct for every `type`, each field optional, text
+//! borrowed from the payload where it has no escapes. Items, parts and annotations stay JSON
+//! values (they are read once per item, not per token).
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One stream event (`{"type": "response.output_text.delta", ...}`). Fields the translator
+/// does not read are skipped by serde; `FIELDS.md` says what each one is.
+#[derive(Debug, Deserialize)]
+pub(crate) struct StreamEvent<'a> {
+    /// The event's name.
+    #[serde(rename = "type", borrow)]
+    pub(crate) kind: Cow<'a, str>,
+    /// The server's order (left out by some servers).
+    #[serde(default)]
+    pub(crate) sequence_number: Option<u64>,
+    /// The text of a delta event.
+    #[serde(default, borrow)]
+    pub(crate) delta: Option<Cow<'a, str>>,
+    /// The item an event belongs to.
+    #[serde(default)]
+    pub(crate) output_index: Option<usize>,
+    /// The content part of a message (or reasoning item) an event belongs to.
+    #[serde(default)]
+    pub(crate) content_index: Option<usize>,
+    /// The summary part of a reasoning item an event belongs to.
+    #[serde(default)]
+    pub(crate) summary_index: Option<usize>,
+    /// The whole text of a `*.done` event.
+    #[serde(default, borrow)]
+    pub(crate) text: Option<Cow<'a, str>>,
+    /// The whole refusal of `response.refusal.done`.
+    #[serde(default, borrow)]
+    pub(crate) refusal: Option<Cow<'a, str>>,
+    /// The whole arguments of `response.function_call_arguments.done`.
+    #[serde(default, borrow)]
+    pub(crate) arguments: Option<Cow<'a, str>>,
+    /// The item of `response.output_item.added` / `.done`.
+    #[serde(default)]
+    pub(crate) item: Option<Box<Value>>,
+    /// The annotation of `response.output_text.annotation.added`.
+    #[serde(default)]
+    pub(crate) annotation: Option<Box<Value>>,
+    /// The response of `response.created`, `.in_progress`, `.completed`, `.incomplete`,
+    /// `.failed`, `.queued`.
+    #[serde(default)]
+    pub(crate) response: Option<Box<Response>>,
+    /// An `error` event's code (flat form).
+    #[serde(default)]
+    pub(crate) code: Option<Value>,
+    /// An `error` event's message (flat form).
+    #[serde(default, borrow)]
+    pub(crate) message: Option<Cow<'a, str>>,
+    /// An `error` event's nested object (some servers nest it).
+    #[serde(default)]
+    pub(crate) error: Option<Box<Value>>,
+}
+
+/// The response object of the lifecycle events.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Response {
+    /// `resp_...`.
+    #[serde(default)]
+    pub(crate) id: Option<String>,
+    /// The model that answers (a dated version of the one asked for).
+    #[serde(default)]
+    pub(crate) model: Option<String>,
+    /// `completed`, `incomplete`, `failed`, `in_progress`, `queued`, `cancelled`.
+    #[serde(default)]
+    pub(crate) status: Option<String>,
+    /// Why an incomplete response stopped (`{"reason": "max_output_tokens"}`).
+    #[serde(default)]
+    pub(crate) incomplete_details: Option<Value>,
+    /// A failed response's error object.
+    #[serde(default)]
+    pub(crate) error: Option<Value>,
+    /// The token counts (on the terminal event).
+    #[serde(default)]
+    pub(crate) usage: Option<WireUsage>,
+    /// Every item of the response (on the terminal event).
+    #[serde(default)]
+    pub(crate) output: Option<Vec<Value>>,
+}
+
+/// `usage` of the terminal event.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct WireUsage {
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
+    pub(crate) input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
+    pub(crate) output_tokens: Option<u64>,
+    #[serde(default)]
+    pub(crate) input_tokens_details: Option<InputDetails>,
+    #[serde(default)]
+    pub(crate) output_tokens_details: Option<OutputDetails>,
+}
+
+/// `usage.input_tokens_details`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct InputDetails {
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
+    pub(crate) cached_tokens: Option<u64>,
+}
+
+/// `usage.output_tokens_details`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct OutputDetails {
+    #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
+    pub(crate) reasoning_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// As patchbay's usage: `input` leaves out the cached tokens (`cache_read`), `output`
+    /// counts reasoning (`reasoning` says how much).
+    pub(crate) fn usage(&self) -> patchbay_core::Usage {
+        let cached = self.input_tokens_details.as_ref().and_then(|d| d.cached_tokens);
+        patchbay_core::Usage {
+            input: self.input_tokens.map(|input| input.saturating_sub(cached.unwrap_or(0))),
+            output: self.output_tokens,
+            cache_read: cached,
+            reasoning: self.output_tokens_details.as_ref().and_then(|d| d.reasoning_tokens),
+            ..patchbay_core::Usage::default()
+        }
+    }
+}
