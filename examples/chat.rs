@@ -5,6 +5,7 @@
 //! cargo run --example chat -- --json "what is in this folder?"     # one JSON event per line
 //! cargo run --example chat --features anthropic -- --provider anthropic "hi"
 //! cargo run --example chat --features gemini -- --provider gemini "hi"
+//! cargo run --example chat --features openai -- --provider openai "hi"
 //! cargo run --example chat -- --schema examples/weather.schema.json "weather in Paris?"
 //! OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 cargo run --features otel --example chat -- "hi"
 //! ```
@@ -97,6 +98,7 @@ fn default_model(provider: &str) -> &'static str {
         "openrouter" => "openai/gpt-4o-mini",
         "claude-agent" => "sonnet",
         "gemini" => "gemini-2.5-flash",
+        "openai" => "gpt-5-mini",
         _ => "scripted-demo",
     }
 }

@@ -35,6 +35,10 @@ pub use patchbay_openrouter as openrouter;
 #[cfg(feature = "gemini")]
 pub use patchbay_gemini as gemini;
 
+/// The OpenAI Responses API provider: OpenAI, Azure OpenAI, OpenRouter, vLLM (feature `openai`).
+#[cfg(feature = "openai")]
+pub use patchbay_openai as openai;
+
 /// The Claude Code CLI agent-runtime provider (feature `claude-agent`).
 #[cfg(feature = "claude-agent")]
 pub use patchbay_claude_agent as claude_agent;

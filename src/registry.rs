@@ -6,12 +6,13 @@ use patchbay_core::{Provider, ProviderError, ProviderFactory};
 use serde_json::Value;
 
 /// The providers patchbay ships: registry name and the facade's cargo feature that compiles it in.
-pub const KNOWN_PROVIDERS: [(&str, &str); 5] = [
+pub const KNOWN_PROVIDERS: [(&str, &str); 6] = [
     ("scripted", "scripted"),
     ("anthropic", "anthropic"),
     ("openrouter", "openrouter"),
     ("claude-agent", "claude-agent"),
     ("gemini", "gemini"),
+    ("openai", "openai"),
 ];
 
 /// Providers by name. [`Registry::compiled`] holds every provider whose cargo feature is on;
@@ -50,6 +51,8 @@ impl Registry {
         registry.register(patchbay_claude_agent::factory());
         #[cfg(feature = "gemini")]
         registry.register(patchbay_gemini::factory());
+        #[cfg(feature = "openai")]
+        registry.register(patchbay_openai::factory());
         registry
     }
 

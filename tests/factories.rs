@@ -27,6 +27,11 @@ fn buildable() -> Vec<(&'static str, Value)> {
         patchbay::gemini::NAME,
         json!({ "api_key": "AIza-test", "base_url": "http://127.0.0.1:9", "connect_timeout_ms": 1000 }),
     ));
+    #[cfg(feature = "openai")]
+    all.push((
+        patchbay::openai::NAME,
+        json!({ "api_key": "sk-test", "base_url": "http://127.0.0.1:9", "connect_timeout_ms": 1000 }),
+    ));
     #[cfg(feature = "claude-agent")]
     all.push((
         patchbay::claude_agent::NAME,
@@ -98,6 +103,8 @@ fn provider_crates() -> Vec<(&'static str, &'static str)> {
     all.push((patchbay::claude_agent::NAME, patchbay::claude_agent::CLI_ENV));
     #[cfg(feature = "gemini")]
     all.push((patchbay::gemini::NAME, "GEMINI_API_KEY"));
+    #[cfg(feature = "openai")]
+    all.push((patchbay::openai::NAME, "OPENAI_API_KEY"));
     all
 }
 
@@ -113,6 +120,7 @@ async fn every_provider_refuses_a_bad_call_option_as_an_invalid_request() {
         "anthropic" => Some(("betas", json!({ "betas": "sk-CANARY" }))),
         "claude-agent" => Some(("max_turns", json!({ "max_turns": "sk-CANARY" }))),
         "gemini" => Some(("safety_settings", json!({ "safety_settings": "sk-CANARY" }))),
+        "openai" => Some(("store", json!({ "store": "sk-CANARY" }))),
         _ => None,
     };
     for (name, options) in buildable() {
@@ -207,6 +215,11 @@ fn env_child_refuses_its_variable() {
             Err(patchbay::gemini::Error::Env { name, .. }) => Some(name),
             other => panic!("{other:?}"),
         },
+        #[cfg(feature = "openai")]
+        "openai" => match patchbay::openai::OpenAiConfig::from_env() {
+            Err(patchbay::openai::Error::Env { name, .. }) => Some(name),
+            other => panic!("{other:?}"),
+        },
         #[cfg(feature = "claude-agent")]
         "claude-agent" => match patchbay::claude_agent::ClaudeAgentConfig::from_env() {
             Err(patchbay::claude_agent::Error::Env { name, .. }) => Some(name),
@@ -279,6 +292,20 @@ fn a_header_http_refuses_is_the_same_error_header_in_every_http_crate() {
             "{error:?}"
         );
         checks.push(("gemini", error));
+    }
+    #[cfg(feature = "openai")]
+    {
+        let options = json!({ "api_key": "sk-test", "base_url": "http://127.0.0.1:9", "headers": { "x-extra": secret } });
+        let error = patchbay::openai::OpenAiConfig::from_options(&options)
+            .map_err(patchbay::ProviderError::from)
+            .and_then(patchbay::openai::OpenAiProvider::new)
+            .expect_err("a newline in a header value");
+        let source = std::error::Error::source(&error).and_then(|s| s.downcast_ref::<patchbay::openai::Error>());
+        assert!(
+            matches!(source, Some(patchbay::openai::Error::Header { name }) if name == "x-extra"),
+            "{error:?}"
+        );
+        checks.push(("openai", error));
     }
     for (crate_name, error) in checks {
         assert_eq!(error.kind(), ErrorKind::Config, "{crate_name}");

@@ -53,7 +53,16 @@ const GEMINI: Http = Http {
     data_prefix: "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"",
 };
 
-static PROVIDERS: [Http; 3] = [ANTHROPIC, OPENROUTER, GEMINI];
+const OPENAI: Http = Http {
+    name: "openai",
+    start: "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\
+            \"model\":\"m\",\"status\":\"in_progress\",\"output\":[]}}\n\nevent: response.output_text.delta\n\
+            data: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hi\"}\n\n",
+    keepalive: ": keep-alive\n\n",
+    data_prefix: "data: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\"",
+};
+
+static PROVIDERS: [Http; 4] = [ANTHROPIC, OPENROUTER, GEMINI, OPENAI];
 
 impl Http {
     /// The entry of `name`.
@@ -68,6 +77,7 @@ impl Http {
     fn build(&self, base: &str, options: Value) -> Arc<dyn Provider> {
         let mut all = match self.name {
             "anthropic" | "gemini" => json!({ "base_url": base, "api_key": "sk-HARDENING-KEY" }),
+            "openai" => json!({ "base_url": format!("{base}/v1"), "api_key": "sk-HARDENING-KEY" }),
             _ => json!({ "base_url": format!("{base}/v1"), "api_key": "sk-HARDENING-KEY", "dialect": "generic" }),
         };
         if let (Value::Object(all), Value::Object(extra)) = (&mut all, options) {
@@ -149,6 +159,13 @@ async fn absurd_usage_numbers_cost_their_value_not_the_stream() {
             "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hi\"}]},\"finishReason\":\"STOP\"}],\
              \"usageMetadata\":{\"promptTokenCount\":1e30,\"candidatesTokenCount\":-5,\
              \"cachedContentTokenCount\":18446744073709551616,\"thoughtsTokenCount\":\"many\"}}\r\n\r\n",
+        ),
+        (
+            OPENAI,
+            "data: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hi\"}\n\n\
+             data: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\",\"usage\":{\
+             \"input_tokens\":1e30,\"output_tokens\":-5,\"input_tokens_details\":{\"cached_tokens\":18446744073709551616},\
+             \"output_tokens_details\":{\"reasoning_tokens\":\"many\"}}}}\n\n",
         ),
     ];
     for (http, body) in bodies {

@@ -9,6 +9,7 @@ use patchbay::anthropic::{AnthropicConfig, AnthropicProvider};
 use patchbay::claude_agent::{ClaudeAgentConfig, ClaudeAgentProvider};
 use patchbay::gemini::{GeminiConfig, GeminiProvider};
 use patchbay::mcp::{McpClientSet, ToolServer};
+use patchbay::openai::{KeyHeader, OpenAiConfig, OpenAiProvider};
 use patchbay::openrouter::{OpenRouterConfig, OpenRouterProvider};
 use patchbay::{
     Message, Provider, Registry, RequestContext, Signal, ToolSet, context::McpServerConfig, context::McpTransport,
@@ -142,6 +143,26 @@ fn configs_providers_and_errors_never_show_a_secret() {
         .expect("not an object");
     assert_error_clean("gemini options error quoting a value", &error);
 
+    // OpenAI Responses: the key (as a bearer or Azure's `api-key`), header and query values.
+    let config = OpenAiConfig::new(url_with_credentials("http://127.0.0.1:9/v1"))
+        .with_api_key(secret("openai"))
+        .with_header("x-extra", secret("openai-header"))
+        .with_query("api-version", secret("openai-query"));
+    assert_debug_clean("OpenAiConfig", &config);
+    assert_debug_clean("OpenAiProvider", &OpenAiProvider::new(config).expect("builds"));
+    let azure = OpenAiConfig::azure("http://127.0.0.1:9/openai/v1", secret("azure"));
+    assert_debug_clean("OpenAiConfig (Azure)", &azure);
+    let error = patchbay::openai::factory()
+        .build(&json!({ "base_url": format!("ftp://u:{}@h", secret("o")), "api_key": secret("openai") }))
+        .err()
+        .expect("not http");
+    assert_error_clean("openai options error", &error);
+    let error = patchbay::openai::factory()
+        .build(&json!({ "api_key": secret("openai"), "query": secret("misplaced") }))
+        .err()
+        .expect("not an object");
+    assert_error_clean("openai options error quoting a value", &error);
+
     // Claude agent runtime.
     let config = ClaudeAgentConfig::new()
         .with_env("ANTHROPIC_API_KEY", secret("claude-env"))
@@ -250,6 +271,29 @@ async fn traced_calls() {
                 .with_access_token(secret("vertex-token"));
         }
         let provider = GeminiProvider::new(config).expect("builds");
+        drain(&provider, Some(&context())).await;
+    }
+    let openai_ok = "data: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\"}}\n\n";
+    let openai_unauthorized = || {
+        Step::send(
+            "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: 87\r\nconnection: close\r\n\r\n\
+             {\"error\":{\"message\":\"bad key\",\"type\":\"invalid_request_error\",\"code\":\"invalid_api_key\"}}",
+        )
+    };
+    for (steps, azure) in [
+        (vec![sse(), Step::send(openai_ok)], false),
+        (vec![openai_unauthorized()], true),
+        (vec![redirect()], false),
+    ] {
+        let server = RawServer::start(steps).await;
+        let mut config = OpenAiConfig::new(url_with_credentials(&format!("{}/v1", server.url())))
+            .with_api_key(secret("openai"))
+            .with_header("x-extra", secret("openai-header"))
+            .with_query("api-version", secret("openai-query"));
+        if azure {
+            config = config.with_key_header(KeyHeader::Named("api-key".into()));
+        }
+        let provider = OpenAiProvider::new(config).expect("builds");
         drain(&provider, Some(&context())).await;
     }
     // An MCP client reaching a token-protected tool server, and one refused by it.
