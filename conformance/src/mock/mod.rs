@@ -2,13 +2,14 @@
 //! streams, inject faults, and log every request.
 //!
 //! A [`WireFormat`] renders a scripted turn into SSE frames (or an HTTP error); [`MockServer`]
-//! serves a queue of [`Serve`] items, one per POST, with a chosen [`Chunking`]. Three families
-//! ship: [`anthropic`] (Messages), [`openai`] (chat completions) and [`gemini`] (Google
-//! `streamGenerateContent`).
+//! serves a queue of [`Serve`] items, one per POST, with a chosen [`Chunking`]. Four families
+//! ship: [`anthropic`] (Messages), [`openai`] (chat completions), [`openai_responses`] (OpenAI's
+//! Responses API, which Codex speaks too) and [`gemini`] (Google `streamGenerateContent`).
 
 pub mod anthropic;
 pub mod gemini;
 pub mod openai;
+pub mod openai_responses;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -73,7 +74,7 @@ use crate::snapshot::split_randomly;
 /// }
 /// ```
 pub trait WireFormat: Send + Sync + 'static {
-    /// The family name (`anthropic`, `openai`, `gemini`).
+    /// The family name (`anthropic`, `openai`, `openai-responses`, `gemini`).
     fn name(&self) -> &'static str;
 
     /// The `content-type` of a streamed response (default `text/event-stream`; JSON-lines
