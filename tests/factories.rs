@@ -295,7 +295,8 @@ fn a_header_http_refuses_is_the_same_error_header_in_every_http_crate() {
     }
     #[cfg(feature = "openai")]
     {
-        let options = json!({ "api_key": "sk-test", "base_url": "http://127.0.0.1:9", "headers": { "x-extra": secret } });
+        let options =
+            json!({ "api_key": "sk-test", "base_url": "http://127.0.0.1:9", "headers": { "x-extra": secret } });
         let error = patchbay::openai::OpenAiConfig::from_options(&options)
             .map_err(patchbay::ProviderError::from)
             .and_then(patchbay::openai::OpenAiProvider::new)

@@ -35,7 +35,9 @@ fn families() -> Vec<(&'static str, Translate)> {
             replay(patchbay_openrouter::translate::Translator::default, [body])
         }),
         ("gemini", |body| replay(patchbay_gemini::Translator::default, [body])),
-        ("openai-responses", |body| replay(patchbay_openai::Translator::default, [body])),
+        ("openai-responses", |body| {
+            replay(patchbay_openai::Translator::default, [body])
+        }),
         ("claude-agent", |body| {
             replay(
                 || patchbay_claude_agent::translate::Translator::new("", patchbay_claude_agent::DEFAULT_HOST_SERVER),

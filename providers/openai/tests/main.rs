@@ -1,1 +1,7 @@
-//! Integration tests (work in progress).
+//! Integration tests of patchbay-openai (one binary, one module per area).
+
+mod common;
+mod metrics;
+mod provider;
+mod requests;
+mod retry;
