@@ -164,6 +164,8 @@ pub(crate) mod against_mocks {
                 "OPENAI_API_KEY",
                 "OPENAI_BASE_URL",
                 "OPENROUTER_API_KEY",
+                "OPENAI_ORG_ID",
+                "OPENAI_PROJECT_ID",
                 "GEMINI_API_KEY",
                 "GOOGLE_API_KEY",
                 "GOOGLE_GEMINI_BASE_URL",
@@ -209,6 +211,17 @@ pub(crate) mod against_mocks {
             ("GOOGLE_GEMINI_BASE_URL", "{url}/v1beta".to_string()),
         ];
         chat_against(patchbay_conformance::mock::gemini::GeminiWire, "gemini", &env).await;
+    }
+
+    /// The Responses wire, reached the way OpenAI's SDKs are pointed at another server.
+    #[cfg(feature = "openai")]
+    pub(crate) async fn chat_runs_on_openai_against_the_mock() {
+        let env = [
+            ("OPENAI_API_KEY", "dummy".to_string()),
+            ("OPENAI_BASE_URL", "{url}/v1".to_string()),
+        ];
+        let wire = patchbay_conformance::mock::openai_responses::ResponsesWire::new();
+        chat_against(wire, "openai", &env).await;
     }
 }
 

@@ -32,6 +32,10 @@ fn main() {
             against_mocks::chat_runs_on_anthropic_against_the_mock,
             against_mocks::chat_runs_on_openrouter_against_the_mock,
         ]);
+        #[cfg(feature = "openai")]
+        trials.extend(trials![async_trial, chat =>
+            against_mocks::chat_runs_on_openai_against_the_mock,
+        ]);
         #[cfg(feature = "gemini")]
         trials.extend(trials![async_trial, chat =>
             against_mocks::chat_runs_on_gemini_against_the_mock,

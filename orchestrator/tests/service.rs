@@ -922,3 +922,39 @@ async fn a_blueprint_on_the_gemini_provider_runs_against_its_wire() -> TestResul
     );
     Ok(())
 }
+
+/// A blueprint may name any compiled-in provider: one on `openai`, pointed at the Responses wire
+/// mock by its options, runs to its answer like a scripted one (SQLite is enough: the store
+/// does not care which provider answered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_blueprint_on_the_openai_provider_runs_against_its_wire() -> TestResult {
+    use patchbay::scripted::{Part, Response};
+    use patchbay_conformance::mock::{MockServer, openai_responses::ResponsesWire};
+    let server = MockServer::builder(ResponsesWire::new())
+        .script(&Script::new(vec![Turn::Respond(
+            Response::new(vec![Part::text("Hello from OpenAI.")]).with_usage(12, 4),
+        )]))
+        .start()
+        .await?;
+    let blueprint = patchbay_orchestrator::blueprint::Blueprint {
+        provider: "openai".to_owned(),
+        model: "gpt-5-mini".to_owned(),
+        provider_options: serde_json::json!({ "base_url": format!("{}/v1", server.url()), "api_key": "sk-test" }),
+        ..scripted("openai-agent", serde_json::json!({}))
+    };
+    let Some(h) = Harness::start_on(Backend::Sqlite, vec![blueprint], 1).await? else {
+        return Ok(());
+    };
+    let report = ended(
+        within(
+            "sync start",
+            h.orchestrator.start_session(start_on("o1", "openai-agent", "hi")),
+        )
+        .await??,
+    )?;
+    assert_eq!(report.result.as_deref(), Some("Hello from OpenAI."), "{report:?}");
+    let request = &server.requests()[0];
+    assert_eq!(request.path, "/v1/responses");
+    assert_eq!(request.body["model"], "gpt-5-mini");
+    Ok(())
+}

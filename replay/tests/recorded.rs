@@ -75,3 +75,14 @@ async fn a_recorded_gemini_call_replays_to_the_live_events() {
     let provider = patchbay_gemini::GeminiProvider::new(config).expect("a provider");
     record_and_replay(&provider, dir.path(), "gemini").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_openai_responses_call_replays_to_the_live_events() {
+    let server = mock(patchbay_conformance::mock::openai_responses::ResponsesWire::new()).await;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let config = patchbay_openai::OpenAiConfig::new(format!("{}/v1", server.url()))
+        .with_api_key("sk-replay-test")
+        .with_record_dir(dir.path());
+    let provider = patchbay_openai::OpenAiProvider::new(config).expect("a provider");
+    record_and_replay(&provider, dir.path(), "openai-responses").await;
+}
