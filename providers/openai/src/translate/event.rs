@@ -3,8 +3,10 @@
 //! values (they are read once per item, not per token).
 
 use std::borrow::Cow;
+use std::fmt;
 
 use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 /// One stream event (`{"type": "response.output_text.delta", ...}`). Fields the translator
@@ -18,7 +20,7 @@ pub(crate) struct StreamEvent<'a> {
     #[serde(default)]
     pub(crate) sequence_number: Option<u64>,
     /// The text of a delta event.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) delta: Option<Cow<'a, str>>,
     /// The item an event belongs to.
     #[serde(default)]
@@ -30,13 +32,13 @@ pub(crate) struct StreamEvent<'a> {
     #[serde(default)]
     pub(crate) summary_index: Option<usize>,
     /// The whole text of a `*.done` event.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) text: Option<Cow<'a, str>>,
     /// The whole refusal of `response.refusal.done`.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) refusal: Option<Cow<'a, str>>,
     /// The whole arguments of `response.function_call_arguments.done`.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) arguments: Option<Cow<'a, str>>,
     /// The item of `response.output_item.added` / `.done`.
     #[serde(default)]
@@ -52,11 +54,71 @@ pub(crate) struct StreamEvent<'a> {
     #[serde(default)]
     pub(crate) code: Option<Value>,
     /// An `error` event's message (flat form).
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "text")]
     pub(crate) message: Option<Cow<'a, str>>,
     /// An `error` event's nested object (some servers nest it).
     #[serde(default)]
     pub(crate) error: Option<Box<Value>>,
+}
+
+/// A text field that some event types fill with something else (`response.shell_call_output_content.delta`
+/// is an object): a string is read, borrowed when it has no escapes; anything else is skipped
+/// as `None` (the event's finished item carries it).
+fn text<'de: 'a, 'a, D>(deserializer: D) -> Result<Option<Cow<'a, str>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    struct Text;
+    impl<'de> Visitor<'de> for Text {
+        type Value = Option<Cow<'de, str>>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+
+        fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(text)))
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(text.to_owned())))
+        }
+
+        fn visit_string<E: de::Error>(self, text: String) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(text)))
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+    }
+    deserializer.deserialize_any(Text)
 }
 
 /// The response object of the lifecycle events.

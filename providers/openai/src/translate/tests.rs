@@ -292,3 +292,16 @@ fn json_lines_captures_read_the_same() {
     assert!(recording.error.is_none());
     assert_eq!(finish(&recording).0, FinishReason::Stop);
 }
+
+#[test]
+fn a_delta_that_is_not_text_is_skipped_not_an_error() {
+    // `response.shell_call_output_content.delta` carries an object (AI SDK's shell recording).
+    let recording = run(&[
+        created(),
+        json!({"type": "response.shell_call_output_content.delta", "output_index": 0, "command_index": 0, "delta": {"stdout": "hi"}}),
+        json!({"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": ["not", "text"]}),
+        completed(json!({})),
+    ]);
+    assert!(recording.error.is_none(), "{:?}", recording.error);
+    assert_eq!(finish(&recording).0, FinishReason::Stop);
+}
