@@ -5,7 +5,14 @@ use std::collections::BTreeSet;
 
 use patchbay_conformance::fixtures::{self, ManifestEntry};
 
-const FAMILIES: [&str; 5] = ["anthropic", "gemini", "openai-chat", "openai-compatible", "openrouter"];
+const FAMILIES: [&str; 6] = [
+    "anthropic",
+    "gemini",
+    "openai-chat",
+    "openai-compatible",
+    "openai-responses",
+    "openrouter",
+];
 
 fn manifest() -> Vec<ManifestEntry> {
     fixtures::manifest().unwrap_or_else(|e| panic!("{e}"))
