@@ -305,3 +305,15 @@ fn a_delta_that_is_not_text_is_skipped_not_an_error() {
     assert!(recording.error.is_none(), "{:?}", recording.error);
     assert_eq!(finish(&recording).0, FinishReason::Stop);
 }
+
+#[test]
+fn data_before_event_and_no_sequence_numbers_read_the_same() {
+    let body = "data: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"model\":\"m\"}}\nevent: response.created\n\n\
+                data: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hi\"}\nevent: response.output_text.delta\n\n\
+                data: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\"!\"}\n\n\
+                data: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\"}}\nevent: response.completed\n\n";
+    let recording = translate(Translator::new("m"), [body.as_bytes()]);
+    assert!(recording.error.is_none(), "{:?}", recording.error);
+    assert_eq!(content(&recording)[0].as_text(), Some("Hi!"));
+    assert_eq!(finish(&recording).0, FinishReason::Stop);
+}
