@@ -152,3 +152,41 @@ async fn openrouters_responses_endpoint_takes_a_bearer_key_and_its_headers() {
     assert_eq!(request.header("openai-organization"), Some("org-1"));
     assert_eq!(request.header("openai-project"), Some("proj-1"));
 }
+
+/// A remote MCP tool that needs approval: the request comes as an `Opaque` item, the host
+/// answers with an `Opaque` `mcp_approval_response` in its next message, and both go back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_approval_request_is_answered_in_the_next_message() {
+    let approval = json!({"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "dice", "name": "roll", "arguments": "{\"sides\":6}"});
+    let first = body(&[
+        created("resp_1"),
+        json!({"type": "response.output_item.added", "output_index": 0, "item": approval}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": approval}),
+        json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}}),
+    ]);
+    let (server, provider) = mock(vec![Serve::sse(first), hello()]).await;
+    let mcp = json!([{"type": "mcp", "server_label": "dice", "server_url": "https://dice.example/mcp", "require_approval": "always"}]);
+    let context = patchbay_core::RequestContext::new().with_provider_options("openai", json!({ "tools": mcp }));
+    let mut messages = vec![Message::user("Roll a die.")];
+    let recording = call(provider.as_ref(), &messages, &ToolSet::new(), Some(&context)).await;
+    let mut builder = patchbay_core::kit::ContentBuilder::default();
+    for event in &recording.events {
+        builder.push(event);
+    }
+    messages.push(Message::new(patchbay_core::Role::Assistant, builder.finish()));
+    let answer = json!({"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": true});
+    messages.push(Message::new(
+        patchbay_core::Role::User,
+        vec![patchbay_core::ContentBlock::Opaque {
+            provider: "openai".into(),
+            data: answer.clone(),
+        }],
+    ));
+    let recording = call(provider.as_ref(), &messages, &ToolSet::new(), Some(&context)).await;
+    assert!(recording.error.is_none(), "{:?}", recording.error);
+    let requests = server.requests();
+    assert_eq!(requests[0].body["tools"], mcp, "the built-in tool goes as given");
+    let input = requests[1].body["input"].as_array().expect("input").clone();
+    assert_eq!(input[1], approval, "the request goes back verbatim");
+    assert_eq!(input[2], answer, "and the host's answer after it");
+}
