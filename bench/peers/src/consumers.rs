@@ -6,8 +6,8 @@
 //! - patchbay's providers through `Provider::create_response` (HTTP, SSE framing, translation,
 //!   events, the provider's span and limits: the full path a user takes);
 //! - async-openai, genai and rig-core through their streaming chat calls (genai and rig-core
-//!   on every wire, with their OpenAI, Anthropic and Gemini clients; async-openai on the OpenAI
-//!   wire only).
+//!   on every wire, with their OpenAI, Anthropic, Gemini and Responses clients; async-openai on
+//!   the two OpenAI wires, chat completions and Responses).
 //!
 //! The baseline and patchbay readers take a `gate`: a future awaited once, right after the
 //! first text arrives (the many-streams bench holds every stream open there); the translation
@@ -20,6 +20,7 @@ use futures::StreamExt;
 use patchbay_anthropic::{AnthropicConfig, AnthropicProvider};
 use patchbay_core::{Event, Message, Provider, Signal, ToolSet};
 use patchbay_gemini::{GeminiConfig, GeminiProvider};
+use patchbay_openai::{OpenAiConfig, OpenAiProvider};
 use patchbay_openrouter::{OpenRouterConfig, OpenRouterProvider};
 use serde::Deserialize;
 
@@ -35,6 +36,8 @@ pub enum Wire {
     Anthropic,
     /// Gemini `streamGenerateContent?alt=sse`.
     Gemini,
+    /// OpenAI's Responses API (`POST /responses`).
+    Responses,
 }
 
 /// The model every Gemini reader asks for (the path names it: `models/{MODEL}:…`).
@@ -42,7 +45,7 @@ pub const GEMINI_MODEL: &str = "gemini-bench";
 
 impl Wire {
     /// Every wire, in table order.
-    pub const ALL: [Wire; 3] = [Wire::OpenAi, Wire::Anthropic, Wire::Gemini];
+    pub const ALL: [Wire; 4] = [Wire::OpenAi, Wire::Anthropic, Wire::Gemini, Wire::Responses];
 
     /// Column name.
     pub fn name(self) -> &'static str {
@@ -50,6 +53,7 @@ impl Wire {
             Wire::OpenAi => "OpenAI wire",
             Wire::Anthropic => "Anthropic wire",
             Wire::Gemini => "Gemini wire",
+            Wire::Responses => "Responses wire",
         }
     }
 
@@ -59,6 +63,7 @@ impl Wire {
             Wire::OpenAi => "/v1/chat/completions",
             Wire::Anthropic => "/v1/messages",
             Wire::Gemini => "/v1beta/models/gemini-bench:streamGenerateContent?alt=sse",
+            Wire::Responses => "/v1/responses",
         }
     }
 
@@ -69,15 +74,18 @@ impl Wire {
                 r#"{"model":"bench","max_tokens":1024,"messages":[{"role":"user","content":"bench"}],"stream":true}"#
             }
             Wire::Gemini => r#"{"contents":[{"role":"user","parts":[{"text":"bench"}]}]}"#,
+            Wire::Responses => r#"{"model":"bench","input":"bench","stream":true}"#,
         }
     }
 
-    /// Parse a wire's name on the command line: `openai`, `anthropic` or `gemini`.
+    /// Parse a wire's name on the command line: `openai`, `anthropic`, `gemini` or
+    /// `openai-responses`.
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "openai" => Some(Wire::OpenAi),
             "anthropic" => Some(Wire::Anthropic),
             "gemini" => Some(Wire::Gemini),
+            "openai-responses" => Some(Wire::Responses),
             _ => None,
         }
     }
@@ -160,6 +168,14 @@ struct GeminiPart<'a> {
     text: Option<Cow<'a, str>>,
 }
 
+#[derive(Deserialize)]
+struct ResponsesEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    delta: Option<Cow<'a, str>>,
+}
+
 /// Append the text of one `data:` payload (the baseline's parse). A Gemini line still ends in
 /// the `\r` of its `\r\n`: JSON whitespace, which serde_json skips.
 pub fn baseline_line(wire: Wire, data: &[u8], text: &mut String) -> Result<(), Failure> {
@@ -179,6 +195,14 @@ pub fn baseline_line(wire: Wire, data: &[u8], text: &mut String) -> Result<(), F
             let chunk: AnthropicChunk<'_> = serde_json::from_slice(data)?;
             if chunk.kind == "content_block_delta"
                 && let Some(delta) = chunk.delta.and_then(|delta| delta.text)
+            {
+                text.push_str(&delta);
+            }
+        }
+        Wire::Responses => {
+            let event: ResponsesEvent<'_> = serde_json::from_slice(data)?;
+            if event.kind == "response.output_text.delta"
+                && let Some(delta) = event.delta
             {
                 text.push_str(&delta);
             }
@@ -243,6 +267,8 @@ pub struct Patchbay {
     pub anthropic: AnthropicProvider,
     /// `patchbay-gemini` (the Gemini API, `{base}/v1beta`).
     pub gemini: GeminiProvider,
+    /// `patchbay-openai` (OpenAI's Responses API, `{base}/v1`).
+    pub openai: OpenAiProvider,
 }
 
 impl Patchbay {
@@ -255,6 +281,8 @@ impl Patchbay {
                 .expect("anthropic provider"),
             gemini: GeminiProvider::new(GeminiConfig::new(format!("{base}/v1beta")).with_api_key("bench"))
                 .expect("gemini provider"),
+            openai: OpenAiProvider::new(OpenAiConfig::new(format!("{base}/v1")).with_api_key("bench"))
+                .expect("openai provider"),
         }
     }
 
@@ -264,6 +292,7 @@ impl Patchbay {
             Wire::OpenAi => provider_text(&self.openrouter, "bench", gate).await,
             Wire::Anthropic => provider_text(&self.anthropic, "claude-bench", gate).await,
             Wire::Gemini => provider_text(&self.gemini, GEMINI_MODEL, gate).await,
+            Wire::Responses => provider_text(&self.openai, "bench", gate).await,
         }
     }
 }
@@ -297,16 +326,19 @@ pub struct Peers {
     genai_openai: genai::Client,
     genai_anthropic: genai::Client,
     genai_gemini: genai::Client,
+    genai_responses: genai::Client,
     rig_openai: rig_core::Model<rig_core::providers::openai::wire::Chat>,
     rig_anthropic: rig_core::Model<rig_core::providers::anthropic::wire::Messages>,
     rig_gemini: rig_core::Model<rig_core::providers::gemini::completion::GenerateContent>,
+    rig_responses: rig_core::Model<rig_core::providers::openai::responses_api::wire::Responses>,
 }
 
 /// The peer libraries, by name and version (as locked in Cargo.lock).
 pub const PEERS: [&str; 3] = ["async-openai 0.43.0", "genai 0.7.2", "rig-core 0.44.0"];
 
-/// A genai client whose every target is the server at `base`: `{base}/v1/` for the OpenAI and
-/// Anthropic adapters, `{base}/v1beta/` for Gemini's (its path is `models/{model}:…`).
+/// A genai client whose every target is the server at `base`: `{base}/v1/` for the OpenAI,
+/// OpenAI Responses (`openai_resp`) and Anthropic adapters, `{base}/v1beta/` for Gemini's (its
+/// path is `models/{model}:…`).
 fn genai_client(base: &str, kind: genai::adapter::AdapterKind) -> genai::Client {
     let version = if kind == genai::adapter::AdapterKind::Gemini {
         "v1beta"
@@ -343,6 +375,7 @@ impl Peers {
             genai_openai: genai_client(base, genai::adapter::AdapterKind::OpenAI),
             genai_anthropic: genai_client(base, genai::adapter::AdapterKind::Anthropic),
             genai_gemini: genai_client(base, genai::adapter::AdapterKind::Gemini),
+            genai_responses: genai_client(base, genai::adapter::AdapterKind::OpenAIResp),
             rig_openai: openai::OpenAIConfig::new("bench")
                 .with_base_url(format!("{base}/v1"))
                 .client()
@@ -355,11 +388,19 @@ impl Peers {
                 .with_base_url(base)
                 .client()
                 .completion(GEMINI_MODEL),
+            rig_responses: openai::OpenAIConfig::new("bench")
+                .with_base_url(format!("{base}/v1"))
+                .client()
+                .responses("bench"),
         }
     }
 
-    /// async-openai's `chat().create_stream` (OpenAI wire only).
-    pub async fn async_openai(&self) -> Result<String, Failure> {
+    /// async-openai's `chat().create_stream` on the OpenAI wire, `responses().create_stream` on
+    /// the Responses wire (it has no other).
+    pub async fn async_openai(&self, wire: Wire) -> Result<String, Failure> {
+        if wire == Wire::Responses {
+            return self.async_openai_responses().await;
+        }
         use async_openai::types::chat::{ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequestArgs};
         let request = CreateChatCompletionRequestArgs::default()
             .model("bench")
@@ -380,13 +421,29 @@ impl Peers {
         Ok(text)
     }
 
-    /// genai's `exec_chat_stream` with its OpenAI, Anthropic or Gemini adapter.
+    /// async-openai's `responses().create_stream`: every event typed, the text deltas joined.
+    async fn async_openai_responses(&self) -> Result<String, Failure> {
+        use async_openai::types::responses::{CreateResponseArgs, ResponseStreamEvent};
+        let request = CreateResponseArgs::default().model("bench").input("bench").build()?;
+        let mut stream = self.async_openai.responses().create_stream(request).await?;
+        let mut text = String::new();
+        while let Some(event) = stream.next().await {
+            if let ResponseStreamEvent::ResponseOutputTextDelta(delta) = event? {
+                text.push_str(&delta.delta);
+            }
+        }
+        Ok(text)
+    }
+
+    /// genai's `exec_chat_stream` with its OpenAI, Anthropic, Gemini or OpenAI Responses
+    /// (`openai_resp`) adapter.
     pub async fn genai(&self, wire: Wire) -> Result<String, Failure> {
         use genai::chat::{ChatMessage, ChatRequest, ChatStreamEvent};
         let (client, model) = match wire {
             Wire::OpenAi => (&self.genai_openai, "bench"),
             Wire::Anthropic => (&self.genai_anthropic, "claude-bench"),
             Wire::Gemini => (&self.genai_gemini, GEMINI_MODEL),
+            Wire::Responses => (&self.genai_responses, "bench"),
         };
         let request = ChatRequest::new(vec![ChatMessage::user("bench")]);
         let mut stream = client.exec_chat_stream(model, request, None).await?.stream;
@@ -399,7 +456,8 @@ impl Peers {
         Ok(text)
     }
 
-    /// rig-core's `Model::stream` on its chat-completions, Messages or GenerateContent wire.
+    /// rig-core's `Model::stream` on its chat-completions, Messages, GenerateContent or
+    /// Responses wire.
     pub async fn rig(&self, wire: Wire) -> Result<String, Failure> {
         use rig_core::completion::CompletionRequest;
         use rig_core::streaming::{Item, StreamEvent};
@@ -408,6 +466,7 @@ impl Peers {
             Wire::OpenAi => self.rig_openai.stream(request)?,
             Wire::Anthropic => self.rig_anthropic.stream(request)?,
             Wire::Gemini => self.rig_gemini.stream(request)?,
+            Wire::Responses => self.rig_responses.stream(request)?,
         };
         let mut text = String::new();
         while let Some(item) = stream.next().await {

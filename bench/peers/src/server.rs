@@ -2,7 +2,8 @@
 //! decided in advance, so each consumer reads the very same bytes in the very same writes.
 //!
 //! `…/messages` gets the Anthropic body, `…/chat/completions` the OpenAI one,
-//! `…:streamGenerateContent` (any query) the Gemini one; anything else a 404. Responses use chunked transfer encoding, as the real APIs do; the status line and
+//! `…:streamGenerateContent` (any query) the Gemini one, `…/responses` the OpenAI Responses
+//! one; anything else a 404. Responses use chunked transfer encoding, as the real APIs do; the status line and
 //! headers go out in the same write as the first piece of the body. Connections are kept alive.
 //! The request body is read and dropped: every consumer is asked the same question.
 
@@ -127,6 +128,8 @@ pub struct Routes {
     pub anthropic: Prepared,
     /// For `…/models/{model}:streamGenerateContent` (`?alt=sse`, and rig's `&key=`).
     pub gemini: Prepared,
+    /// For `…/responses` (OpenAI's Responses API).
+    pub responses: Prepared,
 }
 
 impl Routes {
@@ -136,6 +139,7 @@ impl Routes {
             openai: Prepared::new(&crate::wire::openai(deltas), chunking),
             anthropic: Prepared::new(&crate::wire::anthropic(deltas), chunking),
             gemini: Prepared::new(&crate::wire::gemini(deltas), chunking),
+            responses: Prepared::new(&crate::wire::responses(deltas), chunking),
         }
     }
 
@@ -147,6 +151,8 @@ impl Routes {
             Some(&self.openai)
         } else if path.ends_with(":streamGenerateContent") {
             Some(&self.gemini)
+        } else if path.ends_with("/responses") {
+            Some(&self.responses)
         } else {
             None
         }
@@ -313,6 +319,18 @@ mod tests {
     }
 
     #[test]
+    fn responses_frames_are_one_event_each() {
+        let body = crate::wire::responses(10);
+        let prepared = Prepared::new(&body, Chunking::PerFrame);
+        assert_eq!(prepared.writes(), 10 + 8);
+        assert!(
+            frames(body.as_bytes())
+                .iter()
+                .all(|piece| piece.starts_with(b"event: response."))
+        );
+    }
+
+    #[test]
     fn gemini_frames_end_after_their_crlf_blank_line() {
         let body = crate::wire::gemini(10);
         let prepared = Prepared::new(&body, Chunking::PerFrame);
@@ -336,6 +354,11 @@ mod tests {
             routes
                 .pick("/v1/chat/completions")
                 .is_some_and(|p| Arc::ptr_eq(&p.writes, &routes.openai.writes))
+        );
+        assert!(
+            routes
+                .pick("/v1/responses")
+                .is_some_and(|p| Arc::ptr_eq(&p.writes, &routes.responses.writes))
         );
         assert!(routes.pick("/v1beta/models/gemini-bench:generateContent").is_none());
     }

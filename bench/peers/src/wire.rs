@@ -1,6 +1,7 @@
 //! The streams every consumer reads: one OpenAI chat-completions body, one Anthropic Messages
-//! body and one Gemini `streamGenerateContent?alt=sse` body carrying the same text, and that
-//! text, which every consumer must give back.
+//! body, one Gemini `streamGenerateContent?alt=sse` body and one OpenAI Responses body
+//! (`POST /responses`) carrying the same text, and that text, which every consumer must give
+//! back.
 //!
 //! Every chunk is complete for the strictest reader (async-openai wants `id`, `object`,
 //! `created` and `model` on each chunk, `total_tokens` in the usage). One delta in a hundred
@@ -87,6 +88,126 @@ pub fn gemini(deltas: usize) -> String {
     body
 }
 
+/// The Responses body's ids, shaped as OpenAI's (a prefix, then 48 hex digits).
+const RESPONSE_ID: &str = "resp_68af3c0e5b0c8190a1d7e2f4b6c8d0e20c1f2a3b4c5d6e7f";
+const MESSAGE_ID: &str = "msg_68af3c0f1a2c8190b3e5d7f9a1c3e5070c1f2a3b4c5d6e7f";
+
+/// The response object of the Responses lifecycle events (`response.created`,
+/// `.in_progress`, `.completed`), every member the API prints, in its order; `output` and
+/// `usage` as given (JSON text).
+fn response_object(status: &str, output: &str, usage: &str) -> String {
+    format!(
+        r#"{{"id":"{RESPONSE_ID}","object":"response","created_at":1756315662,"status":"{status}","background":false,"error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"max_tool_calls":null,"model":"gpt-bench-2026-01-01","output":[{output}],"parallel_tool_calls":true,"previous_response_id":null,"prompt_cache_key":null,"reasoning":{{"effort":null,"summary":null}},"safety_identifier":null,"service_tier":"default","store":true,"temperature":1.0,"text":{{"format":{{"type":"text"}},"verbosity":"medium"}},"tool_choice":"auto","tools":[],"top_logprobs":0,"top_p":1.0,"truncation":"disabled","usage":{usage},"user":null,"metadata":{{}}}}"#
+    )
+}
+
+/// The `obfuscation` of delta `i`: the random padding OpenAI adds to every delta event (on by
+/// default) so a delta's size does not tell its text; here 1 to 16 letters, deterministic.
+fn obfuscation(i: usize, delta: &str) -> &'static str {
+    const LETTERS: &str = "q3ZxT8vLpN2sKd7RwYb4HcJm9GfA1eUo6VhXn0QiBtC5yDrEgFaSlWjMkOzIuP";
+    let len = 16 - delta.len() % 16;
+    let from = (i * 7) % (LETTERS.len() - 16);
+    &LETTERS[from..from + len]
+}
+
+/// One Responses SSE frame: `event: {kind}`, then the event with its `type` and
+/// `sequence_number` first and `rest` after, as the API prints them; the number goes up by one.
+fn responses_frame(body: &mut String, kind: &str, sequence: &mut usize, rest: std::fmt::Arguments<'_>) {
+    let _ = write!(
+        body,
+        "event: {kind}\ndata: {{\"type\":\"{kind}\",\"sequence_number\":{sequence},{rest}}}\n\n"
+    );
+    *sequence += 1;
+}
+
+/// An OpenAI Responses SSE body (`POST /responses`, `stream: true`), every event as the API
+/// sends it: `response.created` and `response.in_progress` with the whole response object, the
+/// message item and its `output_text` part added, `deltas` `response.output_text.delta` events
+/// (`item_id`, `output_index`, `content_index`, `delta`, `logprobs: []`, `obfuscation`), then
+/// `response.output_text.done`, `response.content_part.done`, `response.output_item.done` and
+/// `response.completed` (each with the whole text again, the last with `usage`). No `[DONE]`.
+pub fn responses(deltas: usize) -> String {
+    let whole = json(&text(deltas));
+    let mut body = String::with_capacity(deltas * 240 + 4 * whole.len() + 8192);
+    let mut seq = 0;
+    let in_progress = response_object("in_progress", "", "null");
+    responses_frame(
+        &mut body,
+        "response.created",
+        &mut seq,
+        format_args!("\"response\":{in_progress}"),
+    );
+    responses_frame(
+        &mut body,
+        "response.in_progress",
+        &mut seq,
+        format_args!("\"response\":{in_progress}"),
+    );
+    responses_frame(
+        &mut body,
+        "response.output_item.added",
+        &mut seq,
+        format_args!(
+            r#""output_index":0,"item":{{"id":"{MESSAGE_ID}","type":"message","status":"in_progress","content":[],"role":"assistant"}}"#
+        ),
+    );
+    let part = |text: &str| format!(r#"{{"type":"output_text","annotations":[],"logprobs":[],"text":{text}}}"#);
+    let place = format!(r#""item_id":"{MESSAGE_ID}","output_index":0,"content_index":0"#);
+    responses_frame(
+        &mut body,
+        "response.content_part.added",
+        &mut seq,
+        format_args!(r#"{place},"part":{}"#, part("\"\"")),
+    );
+    for i in 0..deltas {
+        let delta = delta(i);
+        responses_frame(
+            &mut body,
+            "response.output_text.delta",
+            &mut seq,
+            format_args!(
+                r#"{place},"delta":{},"logprobs":[],"obfuscation":"{}""#,
+                json(&delta),
+                obfuscation(i, &delta)
+            ),
+        );
+    }
+    responses_frame(
+        &mut body,
+        "response.output_text.done",
+        &mut seq,
+        format_args!(r#"{place},"text":{whole},"logprobs":[]"#),
+    );
+    responses_frame(
+        &mut body,
+        "response.content_part.done",
+        &mut seq,
+        format_args!(r#"{place},"part":{}"#, part(&whole)),
+    );
+    let message = format!(
+        r#"{{"id":"{MESSAGE_ID}","type":"message","status":"completed","content":[{}],"role":"assistant"}}"#,
+        part(&whole)
+    );
+    responses_frame(
+        &mut body,
+        "response.output_item.done",
+        &mut seq,
+        format_args!(r#""output_index":0,"item":{message}"#),
+    );
+    let usage = format!(
+        r#"{{"input_tokens":5,"input_tokens_details":{{"cached_tokens":0}},"output_tokens":{deltas},"output_tokens_details":{{"reasoning_tokens":0}},"total_tokens":{}}}"#,
+        deltas + 5
+    );
+    let completed = response_object("completed", &message, &usage);
+    responses_frame(
+        &mut body,
+        "response.completed",
+        &mut seq,
+        format_args!("\"response\":{completed}"),
+    );
+    body
+}
+
 /// An Anthropic Messages SSE body: `message_start`, one text block of `deltas` deltas,
 /// `message_delta` with the stop reason and usage, `message_stop`.
 pub fn anthropic(deltas: usize) -> String {
@@ -123,6 +244,47 @@ mod tests {
         assert_eq!(openai(300).matches("\n\n").count(), 300 + 4);
         assert_eq!(anthropic(300).matches("\n\n").count(), 300 + 5);
         assert_eq!(gemini(300).matches("\r\n\r\n").count(), 300);
+        assert!(responses(300).contains(r#""delta":"tok7 \n""#));
+        assert_eq!(responses(300).matches("\n\n").count(), 300 + 8);
+    }
+
+    #[test]
+    fn the_responses_body_is_numbered_events_with_the_text_in_its_deltas() {
+        let body = responses(3);
+        let events: Vec<serde_json::Value> = body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .map(|data| serde_json::from_str(data).expect("JSON"))
+            .collect();
+        assert_eq!(events.len(), 3 + 8);
+        for (n, event) in events.iter().enumerate() {
+            assert_eq!(event["sequence_number"], n);
+        }
+        let texts: String = events
+            .iter()
+            .filter(|event| event["type"] == "response.output_text.delta")
+            .map(|event| event["delta"].as_str().expect("delta"))
+            .collect();
+        assert_eq!(texts, super::text(3));
+        assert!(body.starts_with("event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_"));
+        assert!(body.contains(r#"{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_68af3c0f1a2c8190b3e5d7f9a1c3e5070c1f2a3b4c5d6e7f","output_index":0,"content_index":0,"delta":"tok0 ","logprobs":[],"obfuscation":""#));
+        let last = events.last().expect("an event");
+        assert_eq!(last["type"], "response.completed");
+        assert_eq!(last["response"]["output"][0]["content"][0]["text"], super::text(3));
+        assert_eq!(last["response"]["usage"]["output_tokens"], 3);
+    }
+
+    #[test]
+    fn async_openai_reads_every_responses_event_as_its_type() {
+        use async_openai::types::responses::ResponseStreamEvent;
+        let body = responses(3);
+        let mut deltas = 0;
+        for data in body.lines().filter_map(|line| line.strip_prefix("data: ")) {
+            let event: ResponseStreamEvent =
+                serde_json::from_str(data).unwrap_or_else(|error| panic!("{error}: {data}"));
+            deltas += usize::from(matches!(event, ResponseStreamEvent::ResponseOutputTextDelta(_)));
+        }
+        assert_eq!(deltas, 3);
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! its first `TextDelta`. The server writes the response head together with the first SSE
 //! frame, then one frame per write (20 deltas), on kept-alive connections. Requests are
 //! interleaved (raw OpenAI, patchbay-openrouter, raw Anthropic, patchbay-anthropic, raw Gemini,
-//! patchbay-gemini, starting one further along each round), after 100 warm-up rounds; p50 and p99 of each reader and the
-//! difference and ratio to the raw reader of the same wire.
+//! patchbay-gemini, raw Responses, patchbay-openai, starting one further along each round),
+//! after 100 warm-up rounds; p50 and p99 of each reader and the difference and ratio to the raw
+//! reader of the same wire.
 //!
 //! `cargo run --release --bin first_event [-- --requests N]` (default 2000 per reader).
 
@@ -94,13 +95,15 @@ enum Reader {
 }
 
 impl Reader {
-    const ALL: [Reader; 6] = [
+    const ALL: [Reader; 8] = [
         Reader::Raw(Wire::OpenAi),
         Reader::Patchbay(Wire::OpenAi),
         Reader::Raw(Wire::Anthropic),
         Reader::Patchbay(Wire::Anthropic),
         Reader::Raw(Wire::Gemini),
         Reader::Patchbay(Wire::Gemini),
+        Reader::Raw(Wire::Responses),
+        Reader::Patchbay(Wire::Responses),
     ];
 }
 
@@ -168,6 +171,7 @@ fn main() {
                     Reader::Patchbay(Wire::OpenAi) => ours(&patchbay.openrouter, "bench").await,
                     Reader::Patchbay(Wire::Anthropic) => ours(&patchbay.anthropic, "claude-bench").await,
                     Reader::Patchbay(Wire::Gemini) => ours(&patchbay.gemini, consumers::GEMINI_MODEL).await,
+                    Reader::Patchbay(Wire::Responses) => ours(&patchbay.openai, "bench").await,
                 }
             });
             assert_eq!(text, expected, "every request reads the whole text");
@@ -185,7 +189,13 @@ fn main() {
         "| measured up to | wire | raw p50 | patchbay p50 | raw p99 | patchbay p99 | added at p50 | added at p99 |"
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
-    for (raw_slot, ours_slot, wire) in [(0, 1, Wire::OpenAi), (2, 3, Wire::Anthropic), (4, 5, Wire::Gemini)] {
+    let wires = [
+        (0, 1, Wire::OpenAi),
+        (2, 3, Wire::Anthropic),
+        (4, 5, Wire::Gemini),
+        (6, 7, Wire::Responses),
+    ];
+    for (raw_slot, ours_slot, wire) in wires {
         row(
             "first body bytes (raw) / first Event (patchbay)",
             wire,

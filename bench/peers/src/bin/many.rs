@@ -1,6 +1,6 @@
 //! Many streams: 10,000 concurrent streams in one client process against a loopback server in
-//! another process, for the typed serde baseline and patchbay's three providers (OpenAI,
-//! Anthropic and Gemini wires). Every stream
+//! another process, for the typed serde baseline and patchbay's four providers (OpenAI,
+//! Anthropic, Gemini and OpenAI Responses wires). Every stream
 //! stops after its first text delta until all 10,000 have one (so all are open at once, each
 //! with its connection, buffers and reader state), then reads to the end and must give back the
 //! exact text. Measured per reader, each in a fresh client process: the peak resident memory
@@ -12,7 +12,7 @@
 //! over rounds, and prints a Markdown table.
 //!
 //! `cargo run --release --bin many [-- --streams N --deltas N --rounds N --wires a,b]`
-//! (defaults 10000, 200, 3, every wire: `openai,anthropic,gemini`).
+//! (defaults 10000, 200, 3, every wire: `openai,anthropic,gemini,openai-responses`).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -24,13 +24,15 @@ use patchbay_peers_bench::consumers::{self, Patchbay, Wire};
 use patchbay_peers_bench::server::{self, Chunking, Routes};
 use patchbay_peers_bench::{machine, status_kib, wire};
 
-const READERS: [(&str, Wire); 6] = [
+const READERS: [(&str, Wire); 8] = [
     ("baseline-openai", Wire::OpenAi),
     ("patchbay-openrouter", Wire::OpenAi),
     ("baseline-anthropic", Wire::Anthropic),
     ("patchbay-anthropic", Wire::Anthropic),
     ("baseline-gemini", Wire::Gemini),
     ("patchbay-gemini", Wire::Gemini),
+    ("baseline-openai-responses", Wire::Responses),
+    ("patchbay-openai", Wire::Responses),
 ];
 
 #[derive(Debug, Clone)]

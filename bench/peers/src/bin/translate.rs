@@ -1,8 +1,8 @@
 //! Stream translation, side by side: one loopback server serves the same 50,000-delta streams
-//! (an OpenAI chat-completions body, an Anthropic Messages body and a Gemini
-//! `streamGenerateContent?alt=sse` body; 64 KiB writes, then one SSE frame per write) to the
-//! typed serde baseline, patchbay's three providers, async-openai (OpenAI wire only), genai
-//! and rig-core. Every read must give back the exact text (checked on every run).
+//! (an OpenAI chat-completions body, an Anthropic Messages body, a Gemini
+//! `streamGenerateContent?alt=sse` body and an OpenAI Responses body; 64 KiB writes, then one
+//! SSE frame per write) to the typed serde baseline, patchbay's four providers, async-openai
+//! (the two OpenAI wires), genai and rig-core. Every read must give back the exact text (checked on every run).
 //! Rounds are interleaved (each round runs every reader once, starting one further along), and
 //! the table shows min and median of each reader and its ratio to the baseline of the same wire,
 //! by wall clock and by the CPU time of the client thread (every reader runs on one
@@ -12,9 +12,10 @@
 //! on the bytes in memory.
 //!
 //! `cargo run --release --bin translate [-- --rounds N --deltas N]` (defaults 15, 50000).
-//! `--profile openai|anthropic|gemini` runs only that translator in memory, `--rounds` times,
-//! for a sampling profiler (`perf record -g`). `--quick` measures only the baseline and
-//! patchbay. `--wires gemini` (or `openai,anthropic`...) measures only those wires.
+//! `--profile openai|anthropic|gemini|openai-responses` runs only that translator in memory,
+//! `--rounds` times, for a sampling profiler (`perf record -g`). `--quick` measures only the
+//! baseline and patchbay. `--wires gemini` (or `openai,anthropic`, `openai-responses`...)
+//! measures only those wires.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -52,15 +53,16 @@ impl Reader {
             (Reader::Patchbay, Wire::OpenAi) => "patchbay-openrouter",
             (Reader::Patchbay, Wire::Anthropic) => "patchbay-anthropic",
             (Reader::Patchbay, Wire::Gemini) => "patchbay-gemini",
+            (Reader::Patchbay, Wire::Responses) => "patchbay-openai",
             (Reader::AsyncOpenai, _) => consumers::PEERS[0],
             (Reader::Genai, _) => consumers::PEERS[1],
             (Reader::Rig, _) => consumers::PEERS[2],
         }
     }
 
-    /// async-openai speaks only the OpenAI wire.
+    /// async-openai speaks only the two OpenAI wires (chat completions and Responses).
     fn reads(self, wire: Wire) -> bool {
-        !(self == Reader::AsyncOpenai && wire != Wire::OpenAi)
+        self != Reader::AsyncOpenai || matches!(wire, Wire::OpenAi | Wire::Responses)
     }
 }
 
@@ -77,7 +79,7 @@ impl Readers {
         match reader {
             Reader::Baseline => consumers::baseline(&self.http, &self.base, wire, none).await,
             Reader::Patchbay => self.patchbay.read(wire, none).await,
-            Reader::AsyncOpenai => self.peers.async_openai().await,
+            Reader::AsyncOpenai => self.peers.async_openai(wire).await,
             Reader::Genai => self.peers.genai(wire).await,
             Reader::Rig => self.peers.rig(wire).await,
         }
@@ -87,7 +89,7 @@ impl Readers {
 struct Options {
     rounds: usize,
     deltas: usize,
-    /// `--profile openai|anthropic|gemini`: only run that translator in memory, `rounds` times
+    /// `--profile openai|anthropic|gemini|openai-responses`: only run that translator in memory, `rounds` times
     /// (for `perf record`).
     profile: Option<Wire>,
     /// `--quick`: only the baseline and patchbay (no peers), for a fast run while working.
@@ -133,7 +135,7 @@ fn options() -> Options {
             ("--rounds", Some(n)) => options.rounds = n,
             ("--deltas", Some(n)) => options.deltas = n,
             _ => panic!(
-                "usage: translate [--rounds N] [--deltas N] [--profile openai|anthropic|gemini] [--wires openai,anthropic,gemini] [--quick]"
+                "usage: translate [--rounds N] [--deltas N] [--profile openai|anthropic|gemini|openai-responses] [--wires openai,anthropic,gemini,openai-responses] [--quick]"
             ),
         }
     }
@@ -352,6 +354,7 @@ fn translate_in_memory(wire: Wire, chunks: &[&'static [u8]]) -> String {
             Wire::Gemini => {
                 Driver::new(body, patchbay_gemini::Translator::new(consumers::GEMINI_MODEL), &signal).into_stream()
             }
+            Wire::Responses => Driver::new(body, patchbay_openai::Translator::new("bench"), &signal).into_stream(),
         };
         let mut text = String::new();
         while let Some(event) = events.next().await {
@@ -369,6 +372,7 @@ fn leaked_body(wire: Wire, deltas: usize) -> &'static [u8] {
         Wire::OpenAi => wire::openai(deltas),
         Wire::Anthropic => wire::anthropic(deltas),
         Wire::Gemini => wire::gemini(deltas),
+        Wire::Responses => wire::responses(deltas),
     };
     Box::leak(body.into_bytes().into_boxed_slice())
 }
