@@ -9,269 +9,9 @@
 
 use std::borrow::Cow;
 
+use patchbay_core::kit::JsonCursor as Cursor;
+
 use super::chunk::{Candidate, Chunk, Content, Part, UsageMetadata};
-
-/// Nesting the skipped values may have (serde's own limit is 128).
-const MAX_DEPTH: usize = 64;
-
-/// A cursor over the payload.
-struct Cursor<'a> {
-    text: &'a str,
-    at: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn bytes(&self) -> &'a [u8] {
-        self.text.as_bytes()
-    }
-
-    fn skip_space(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes().get(self.at) {
-            self.at += 1;
-        }
-    }
-
-    fn peek(&mut self) -> Option<u8> {
-        self.skip_space();
-        self.bytes().get(self.at).copied()
-    }
-
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        (self.peek()? == byte).then(|| self.at += 1)
-    }
-
-    /// A string without escapes or control characters, borrowed.
-    fn plain_str(&mut self) -> Option<&'a str> {
-        self.eat(b'"')?;
-        let start = self.at;
-        let len = string_run(&self.bytes()[start..])?;
-        if self.bytes()[start + len] != b'"' {
-            return None;
-        }
-        self.at = start + len + 1;
-        Some(&self.text[start..start + len])
-    }
-
-    /// A string value: borrowed when it has no escapes, else decoded (`\n`, `\"`, `\uXXXX`...),
-    /// as serde gives it. An escaped surrogate (a pair, or a lone one serde refuses) is left to
-    /// serde.
-    fn text_value(&mut self) -> Option<Cow<'a, str>> {
-        if self.peek()? != b'"' {
-            return None;
-        }
-        let start = self.at + 1;
-        let run = string_run(&self.bytes()[start..])?;
-        self.at = start + run;
-        if self.bytes()[self.at] == b'"' {
-            self.at += 1;
-            return Some(Cow::Borrowed(&self.text[start..start + run]));
-        }
-        // An escape (or a control character, refused as serde refuses it): decoded from here on,
-        // one pass, each plain run copied whole.
-        let mut out = String::from(&self.text[start..self.at]);
-        loop {
-            match self.bytes()[self.at] {
-                b'"' => {
-                    self.at += 1;
-                    return Some(Cow::Owned(out));
-                }
-                b'\\' => {
-                    let escaped = *self.bytes().get(self.at + 1)?;
-                    self.at += 2;
-                    out.push(match escaped {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
-                        b'u' => {
-                            let hex = self.text.get(self.at..self.at + 4)?;
-                            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                                return None;
-                            }
-                            let unit = u32::from_str_radix(hex, 16).ok()?;
-                            self.at += 4;
-                            // A surrogate is half of a pair: serde's business.
-                            char::from_u32(unit)?
-                        }
-                        _ => return None,
-                    });
-                }
-                _ => return None,
-            }
-            let run = string_run(&self.bytes()[self.at..])?;
-            out.push_str(&self.text[self.at..self.at + run]);
-            self.at += run;
-        }
-    }
-
-    /// A key and its colon.
-    fn key(&mut self) -> Option<&'a str> {
-        let key = self.plain_str()?;
-        self.eat(b':')?;
-        Some(key)
-    }
-
-    /// A count as `token_count` reads it when it is a plain non-negative integer (at most 19
-    /// digits, so it fits a `u64`); anything else is left to serde.
-    fn count(&mut self) -> Option<u64> {
-        self.skip_space();
-        let rest = &self.bytes()[self.at..];
-        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        if digits == 0 || digits > 19 || (digits > 1 && rest[0] == b'0') {
-            return None;
-        }
-        if matches!(rest.get(digits), Some(b'.' | b'e' | b'E')) {
-            return None;
-        }
-        let value = self.text[self.at..self.at + digits].parse().ok()?;
-        self.at += digits;
-        Some(value)
-    }
-
-    /// `,` (more follows) or the closing byte (`false`).
-    fn more(&mut self, close: u8) -> Option<bool> {
-        match self.peek()? {
-            b',' => {
-                self.at += 1;
-                Some(true)
-            }
-            byte if byte == close => {
-                self.at += 1;
-                Some(false)
-            }
-            _ => None,
-        }
-    }
-
-    /// Check one JSON value and step over it.
-    fn skip_value(&mut self, depth: usize) -> Option<()> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        match self.peek()? {
-            b'"' => self.skip_string(),
-            b'{' => {
-                self.at += 1;
-                if self.peek()? == b'}' {
-                    self.at += 1;
-                    return Some(());
-                }
-                loop {
-                    self.skip_string()?;
-                    self.eat(b':')?;
-                    self.skip_value(depth + 1)?;
-                    if !self.more(b'}')? {
-                        return Some(());
-                    }
-                }
-            }
-            b'[' => {
-                self.at += 1;
-                if self.peek()? == b']' {
-                    self.at += 1;
-                    return Some(());
-                }
-                loop {
-                    self.skip_value(depth + 1)?;
-                    if !self.more(b']')? {
-                        return Some(());
-                    }
-                }
-            }
-            b't' => self.literal("true"),
-            b'f' => self.literal("false"),
-            b'n' => self.literal("null"),
-            _ => self.skip_number(),
-        }
-    }
-
-    fn literal(&mut self, word: &str) -> Option<()> {
-        self.text[self.at..].starts_with(word).then(|| self.at += word.len())
-    }
-
-    /// A string with its escapes checked (`\uXXXX` as four hex digits).
-    fn skip_string(&mut self) -> Option<()> {
-        self.eat(b'"')?;
-        loop {
-            let byte = *self.bytes().get(self.at)?;
-            self.at += 1;
-            match byte {
-                b'"' => return Some(()),
-                b'\\' => {
-                    match *self.bytes().get(self.at)? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at += 1,
-                        b'u' => {
-                            let hex = self.text.get(self.at + 1..self.at + 5)?;
-                            let unit = u16::from_str_radix(hex, 16).ok()?;
-                            // A surrogate must pair as serde wants: leave those to serde.
-                            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) || (0xD800..0xE000).contains(&unit) {
-                                return None;
-                            }
-                            self.at += 5;
-                        }
-                        _ => return None,
-                    }
-                }
-                0..0x20 => return None,
-                _ => {}
-            }
-        }
-    }
-
-    /// A JSON number: `-`? int (`0` or no leading zero) (`.` digits)? (`e` sign? digits)?.
-    fn skip_number(&mut self) -> Option<()> {
-        let bytes = self.bytes();
-        let mut at = self.at;
-        if bytes.get(at) == Some(&b'-') {
-            at += 1;
-        }
-        let digits = |from: usize| bytes[from..].iter().take_while(|b| b.is_ascii_digit()).count();
-        let int = digits(at);
-        if int == 0 || (int > 1 && bytes[at] == b'0') {
-            return None;
-        }
-        at += int;
-        if bytes.get(at) == Some(&b'.') {
-            let frac = digits(at + 1);
-            if frac == 0 {
-                return None;
-            }
-            at += 1 + frac;
-        }
-        if let Some(b'e' | b'E') = bytes.get(at) {
-            at += 1;
-            if let Some(b'+' | b'-') = bytes.get(at) {
-                at += 1;
-            }
-            let exp = digits(at);
-            if exp == 0 {
-                return None;
-            }
-            at += exp;
-        }
-        self.at = at;
-        Some(())
-    }
-}
-
-/// Where a string's plain run ends: the first `"`, `\` or control character. The quote or
-/// backslash is found with `memchr2` (a long text is scanned many bytes at a time, as serde
-/// scans it), then the run is checked for control characters the same way.
-fn string_run(bytes: &[u8]) -> Option<usize> {
-    let end = memchr::memchr2(b'"', b'\\', bytes)?;
-    let run = &bytes[..end];
-    // Without an early exit the check compiles to wide compares; the position only when it hits.
-    let control = run.iter().fold(false, |seen, &b| seen | (b < 0x20));
-    Some(if control {
-        run.iter().position(|&b| b < 0x20).unwrap_or(end)
-    } else {
-        end
-    })
-}
 
 /// Keys already seen in one object (serde refuses a repeated field).
 #[derive(Default)]
@@ -287,7 +27,7 @@ impl Seen {
 
 /// The chunk serde would read from `payload`, when it is the common text chunk; else `None`.
 pub(crate) fn chunk(payload: &str) -> Option<Chunk<'_>> {
-    let mut cursor = Cursor { text: payload, at: 0 };
+    let mut cursor = Cursor::new(payload);
     cursor.eat(b'{')?;
     let mut chunk = Chunk::default();
     let mut seen = Seen::default();
@@ -317,8 +57,7 @@ pub(crate) fn chunk(payload: &str) -> Option<Chunk<'_>> {
             break;
         }
     }
-    cursor.skip_space();
-    (cursor.at == payload.len()).then_some(chunk)
+    cursor.at_end().then_some(chunk)
 }
 
 /// One candidate of one text part.
@@ -391,7 +130,7 @@ fn usage(cursor: &mut Cursor<'_>) -> Option<UsageMetadata> {
     cursor.eat(b'{')?;
     let mut usage = UsageMetadata::default();
     if cursor.peek()? == b'}' {
-        cursor.at += 1;
+        cursor.bump();
         return Some(usage);
     }
     let mut seen = Seen::default();
