@@ -2,7 +2,9 @@
 //! (whole, and cut at a fuzzer-chosen point: the same events and error), through
 //! `kit::translate` (the push path: the same again), through `Wire::whole_body` (the JSON answer
 //! of a server that did not stream: no panic) and `kit::replay` (no panic). Whatever the
-//! translator emits keeps the lifecycle rules it owns, and every tool call id is unique.
+//! translator emits keeps the lifecycle rules it owns, and every tool call id is unique. Every
+//! frame the parser-free read of the common event takes, serde reads the same
+//! (`translate::check_fast_read`).
 //!
 //! Input: byte 0 picks SSE or JSON-lines framing, byte 1 the split point; the rest is the body.
 #![no_main]
@@ -11,7 +13,7 @@ use std::collections::HashSet;
 
 use libfuzzer_sys::fuzz_target;
 use patchbay_core::Event;
-use patchbay_core::kit::{self, Framing, Wire};
+use patchbay_core::kit::{self, Framer, Framing, Wire};
 use patchbay_fuzz::{TRANSLATOR_RULES, check_lifecycle, drive, outcome, split_at_selector};
 use patchbay_openai::Translator;
 
@@ -37,6 +39,16 @@ fuzz_target!(|data: &[u8]| {
     let [mode, split, body @ ..] = data else {
         return;
     };
+    let mut framer = Framer::new(if *mode & 1 != 0 {
+        Framing::Lines
+    } else {
+        Framing::DataLines
+    });
+    let _ = framer.push(body, |frame| {
+        patchbay_openai::translate::check_fast_read(frame);
+        Ok(())
+    });
+
     let (events, error) = drive(&mut translator(*mode), &[body]);
     check_lifecycle(&events, error.as_ref(), TRANSLATOR_RULES);
     unique_call_ids(&events);

@@ -287,4 +287,3 @@ pub fn string_run(bytes: &[u8]) -> Option<usize> {
         end
     })
 }
-

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// One stream event (`{"type": "response.output_text.delta", ...}`). Fields the translator
 /// does not read are skipped by serde; `FIELDS.md` says what each one is.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 pub(crate) struct StreamEvent<'a> {
     /// The event's name.
     #[serde(rename = "type", borrow)]
@@ -59,6 +59,29 @@ pub(crate) struct StreamEvent<'a> {
     /// An `error` event's nested object (some servers nest it).
     #[serde(default)]
     pub(crate) error: Option<Box<Value>>,
+}
+
+impl StreamEvent<'_> {
+    /// An event with no fields (the fast read fills it in).
+    pub(crate) fn empty() -> Self {
+        Self {
+            kind: Cow::Borrowed(""),
+            sequence_number: None,
+            delta: None,
+            output_index: None,
+            content_index: None,
+            summary_index: None,
+            text: None,
+            refusal: None,
+            arguments: None,
+            item: None,
+            annotation: None,
+            response: None,
+            code: None,
+            message: None,
+            error: None,
+        }
+    }
 }
 
 /// A text field that some event types fill with something else (`response.shell_call_output_content.delta`
@@ -122,7 +145,7 @@ where
 }
 
 /// The response object of the lifecycle events.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize)]
 pub(crate) struct Response {
     /// `resp_...`.
     #[serde(default)]
@@ -148,7 +171,7 @@ pub(crate) struct Response {
 }
 
 /// `usage` of the terminal event.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize)]
 pub(crate) struct WireUsage {
     #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub(crate) input_tokens: Option<u64>,
@@ -161,14 +184,14 @@ pub(crate) struct WireUsage {
 }
 
 /// `usage.input_tokens_details`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize)]
 pub(crate) struct InputDetails {
     #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub(crate) cached_tokens: Option<u64>,
 }
 
 /// `usage.output_tokens_details`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize)]
 pub(crate) struct OutputDetails {
     #[serde(default, deserialize_with = "patchbay_core::kit::token_count")]
     pub(crate) reasoning_tokens: Option<u64>,

@@ -25,6 +25,7 @@
 
 pub mod builtin;
 mod event;
+mod fast;
 
 use std::collections::{HashSet, VecDeque};
 
@@ -34,6 +35,8 @@ use patchbay_core::{ContentBlock, Event, FinishReason, Message, ProviderError, W
 use serde_json::{Value, json};
 
 use self::event::{Response, StreamEvent};
+#[doc(hidden)]
+pub use self::fast::check as check_fast_read;
 use crate::NAME;
 
 /// A text (or refusal) block: one content part of one message item.
@@ -209,8 +212,16 @@ impl Translator {
         if self.done || data.is_empty() || data == b"[DONE]" {
             return Ok(());
         }
-        let event: StreamEvent<'_> = serde_json::from_slice(data)
-            .map_err(|error| Self::protocol(format!("an event is not valid JSON ({error}): {}", frame_head(data))))?;
+        let not_json = |error: &dyn std::fmt::Display| {
+            Self::protocol(format!("an event is not valid JSON ({error}): {}", frame_head(data)))
+        };
+        // One UTF-8 check for the payload, then the common event without the parser (serde for
+        // anything else, with no check per string).
+        let text = std::str::from_utf8(data).map_err(|error| not_json(&error))?;
+        let event: StreamEvent<'_> = match fast::event(text) {
+            Some(event) => event,
+            None => serde_json::from_str(text).map_err(|error| not_json(&error))?,
+        };
         if let Some(sequence) = event.sequence_number {
             if self.last_sequence.is_some_and(|last| sequence <= last) {
                 return Ok(());

@@ -317,3 +317,34 @@ fn data_before_event_and_no_sequence_numbers_read_the_same() {
     assert_eq!(content(&recording)[0].as_text(), Some("Hi!"));
     assert_eq!(finish(&recording).0, FinishReason::Stop);
 }
+
+#[test]
+fn the_fast_read_agrees_with_serde_or_leaves_the_event_to_it() {
+    let payloads = [
+        r#"{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi","logprobs":[],"obfuscation":"aB3"}"#,
+        r#"{ "delta" : "a\"b\\c\n\u00e9" , "type" : "response.output_text.delta", "logprobs": [{"token": "x", "bytes": [1, 2], "logprob": -0.5e-3}] }"#,
+        r#"{"type":"response.reasoning_summary_text.delta","output_index":1,"summary_index":2,"delta":"x"}"#,
+        r#"{"type":"response.function_call_arguments.delta","output_index":1,"delta":"{\"a\":"}"#,
+        r#"{"type":"response.web_search_call.searching","output_index":0,"item_id":"ws_1","sequence_number":9}"#,
+        // Left to serde: a repeated key, a null, an escaped surrogate, a key serde reads, no type.
+        r#"{"type":"a","type":"b"}"#,
+        r#"{"type":"response.output_text.delta","sequence_number":null,"delta":"x"}"#,
+        r#"{"type":"response.output_text.delta","delta":"\ud83d\ude00"}"#,
+        r#"{"type":"response.output_text.done","text":"whole"}"#,
+        r#"{"delta":"x"}"#,
+        r#"{"type":"response.shell_call_output_content.delta","delta":{"stdout":"hi"}}"#,
+        r#"{"type":"x","output_index":01}"#,
+        r#"{"type":"x"} trailing"#,
+    ];
+    for payload in payloads {
+        super::check_fast_read(payload.as_bytes());
+    }
+    assert!(
+        super::fast::event(payloads[0]).is_some(),
+        "the common delta is read without serde"
+    );
+    assert!(super::fast::event(payloads[1]).is_some(), "escapes are decoded");
+    for left in &payloads[5..] {
+        assert!(super::fast::event(left).is_none(), "{left}");
+    }
+}
