@@ -144,7 +144,10 @@ where
     deserializer.deserialize_any(Text)
 }
 
-/// The response object of the lifecycle events.
+/// The response object of the lifecycle events. Its `output` (every item again, on the
+/// terminal event) is not read from a stream: each item came in its own `output_item.done`, and
+/// skipping it spares parsing the whole answer a second time. A JSON answer's items are taken
+/// from the object itself (`whole_body`).
 #[derive(Debug, Default, PartialEq, Deserialize)]
 pub(crate) struct Response {
     /// `resp_...`.
@@ -165,9 +168,6 @@ pub(crate) struct Response {
     /// The token counts (on the terminal event).
     #[serde(default)]
     pub(crate) usage: Option<WireUsage>,
-    /// Every item of the response (on the terminal event).
-    #[serde(default)]
-    pub(crate) output: Option<Vec<Value>>,
 }
 
 /// `usage` of the terminal event.

@@ -657,10 +657,10 @@ impl Translator {
     }
 
     /// A whole (non-streamed) response object: its items as if streamed, then its finish.
-    fn whole_response(&mut self, response: Response) -> Result<(), ProviderError> {
+    fn whole_response(&mut self, response: Response, output: &[Value]) -> Result<(), ProviderError> {
         self.start(Some(&response));
-        for (output, item) in response.output.iter().flatten().enumerate() {
-            self.item_done(output, item)?;
+        for (index, item) in output.iter().enumerate() {
+            self.item_done(index, item)?;
         }
         self.finish(&response)
     }
@@ -708,9 +708,13 @@ impl Wire for Translator {
             self.done = true;
             return Err(openai_error(error, None, NAME));
         }
+        let output = match value.get("output") {
+            Some(Value::Array(items)) => items.clone(),
+            _ => Vec::new(),
+        };
         let response: Response = serde_json::from_value(value)
             .map_err(|error| Self::protocol(format!("the JSON answer is not a response ({error})")))?;
-        let result = self.whole_response(response);
+        let result = self.whole_response(response, &output);
         self.done = true;
         result
     }
