@@ -30,6 +30,7 @@
 //! - [`openai_error`] and [`openai_http_error`] read the OpenAI error family (Chat Completions
 //!   and Responses servers alike).
 
+mod call_ids;
 mod content;
 mod conversation;
 mod counts;
@@ -60,6 +61,7 @@ pub(crate) use span::observed;
 pub use span::{in_span, record_error, request_span, request_span_for};
 pub use wire::{ErrorResponse, Recording, Wire, frame_head, replay, request_id, translate};
 
+pub use call_ids::CallIds;
 pub use content::ContentBuilder;
 pub use conversation::check_conversation;
 pub use metrics::MetricsRecorder;

@@ -29,9 +29,9 @@ pub mod sources;
 
 use std::collections::{HashSet, VecDeque};
 
-use patchbay_core::kit::{ErrorResponse, Framing, MetricsRecorder, Wire, frame_head};
+use patchbay_core::kit::{CallIds, ErrorResponse, Framing, MetricsRecorder, Wire, frame_head};
 use patchbay_core::tool::{ExecutedBy, ToolResult, ToolStatus};
-use patchbay_core::{ContentBlock, Event, FinishReason, Message, ProviderError, Usage, Warning};
+use patchbay_core::{Event, FinishReason, Message, ProviderError, Usage, Warning};
 use serde_json::{Value, json};
 
 use self::chunk::{Candidate, Chunk, FunctionCall, Part};
@@ -73,8 +73,7 @@ pub struct Translator {
     next_index: usize,
     open: Option<Open>,
     last_text: Option<usize>,
-    used_ids: HashSet<String>,
-    next_call: usize,
+    ids: CallIds,
     host_calls: usize,
     /// The id of the last `executableCode` call, which the `codeExecutionResult`s after it answer.
     code_call: Option<String>,
@@ -110,8 +109,7 @@ impl Translator {
             next_index: 0,
             open: None,
             last_text: None,
-            used_ids: HashSet::new(),
-            next_call: 1,
+            ids: CallIds::default(),
             host_calls: 0,
             code_call: None,
             streaming: None,
@@ -141,14 +139,7 @@ impl Translator {
     /// Number the ids patchbay assigns on from the tool calls already in the conversation, so
     /// ids stay unique across an agent run.
     pub fn with_history(mut self, messages: &[Message]) -> Self {
-        for message in messages {
-            for block in &message.content {
-                if let ContentBlock::ToolUse { id, .. } = block {
-                    self.used_ids.insert(id.clone());
-                }
-            }
-        }
-        self.next_call = self.used_ids.len() + 1;
+        self.ids = CallIds::with_history(messages);
         self
     }
 
@@ -159,22 +150,6 @@ impl Translator {
 
     fn protocol(message: impl Into<String>) -> ProviderError {
         ProviderError::protocol(message).with_provider(NAME)
-    }
-
-    /// An id for a call: the wire's when it has one (made unique), else the next free `call_N`.
-    fn call_id(&mut self, wire_id: Option<&str>) -> String {
-        if let Some(id) = wire_id.filter(|id| !id.is_empty())
-            && self.used_ids.insert(id.to_string())
-        {
-            return id.to_string();
-        }
-        loop {
-            let id = format!("call_{}", self.next_call);
-            self.next_call += 1;
-            if self.used_ids.insert(id.clone()) {
-                return id;
-            }
-        }
     }
 
     fn new_index(&mut self) -> usize {
@@ -315,7 +290,7 @@ impl Translator {
         }
         self.open = None;
         if let Some(code) = part.executable_code {
-            let id = self.call_id(None);
+            let id = self.ids.id(None);
             self.next_index += 1;
             self.code_call = Some(id.clone());
             self.emit(Event::ToolCallStart {
@@ -419,7 +394,7 @@ impl Translator {
             return Ok(());
         };
         self.close_streaming();
-        let id = self.call_id(call.id.as_deref());
+        let id = self.ids.id(call.id.as_deref());
         self.host_calls += 1;
         self.next_index += 1;
         self.emit(Event::ToolCallStart {

@@ -27,11 +27,13 @@ pub mod builtin;
 mod event;
 mod fast;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
-use patchbay_core::kit::{ErrorResponse, Framing, MetricsRecorder, Wire, frame_head, openai_error, openai_http_error};
+use patchbay_core::kit::{
+    CallIds, ErrorResponse, Framing, MetricsRecorder, Wire, frame_head, openai_error, openai_http_error,
+};
 use patchbay_core::tool::{ExecutedBy, ToolResult, ToolStatus};
-use patchbay_core::{ContentBlock, Event, FinishReason, Message, ProviderError, Warning};
+use patchbay_core::{Event, FinishReason, Message, ProviderError, Warning};
 use serde_json::{Value, json};
 
 use self::event::{Response, StreamEvent};
@@ -87,8 +89,7 @@ pub struct Translator {
     texts: Vec<TextBlock>,
     reasoning: Vec<ReasoningBlock>,
     calls: Vec<OpenCall>,
-    used_ids: HashSet<String>,
-    next_call: usize,
+    ids: CallIds,
     host_calls: usize,
     refused: bool,
     sources: u64,
@@ -117,8 +118,7 @@ impl Translator {
             texts: Vec::new(),
             reasoning: Vec::new(),
             calls: Vec::new(),
-            used_ids: HashSet::new(),
-            next_call: 1,
+            ids: CallIds::default(),
             host_calls: 0,
             refused: false,
             sources: 0,
@@ -140,14 +140,7 @@ impl Translator {
     /// Number the ids patchbay assigns on from the tool calls already in the conversation, so
     /// ids stay unique across an agent run.
     pub fn with_history(mut self, messages: &[Message]) -> Self {
-        for message in messages {
-            for block in &message.content {
-                if let ContentBlock::ToolUse { id, .. } = block {
-                    self.used_ids.insert(id.clone());
-                }
-            }
-        }
-        self.next_call = self.used_ids.len() + 1;
+        self.ids = CallIds::with_history(messages);
         self
     }
 
@@ -169,23 +162,6 @@ impl Translator {
         let index = self.next_index;
         self.next_index += 1;
         index
-    }
-
-    /// An id for a call: the wire's when it has one not used before, else the next free
-    /// `call_N`.
-    fn call_id(&mut self, wire_id: Option<&str>) -> String {
-        if let Some(id) = wire_id.filter(|id| !id.is_empty())
-            && self.used_ids.insert(id.to_string())
-        {
-            return id.to_string();
-        }
-        loop {
-            let id = format!("call_{}", self.next_call);
-            self.next_call += 1;
-            if self.used_ids.insert(id.clone()) {
-                return id;
-            }
-        }
     }
 
     fn start(&mut self, response: Option<&Response>) {
@@ -467,7 +443,7 @@ impl Translator {
         let (id, name) = if host {
             self.host_calls += 1;
             (
-                self.call_id(text("call_id")),
+                self.ids.id(text("call_id")),
                 text("name").unwrap_or_default().to_string(),
             )
         } else {
@@ -475,7 +451,7 @@ impl Translator {
                 ("mcp_call", Some(name)) => name,
                 _ => builtin::name_of(kind).unwrap_or(kind),
             };
-            (self.call_id(text("id")), name.to_string())
+            (self.ids.id(text("id")), name.to_string())
         };
         let index = self.new_index();
         self.emit(Event::ToolCallStart {
