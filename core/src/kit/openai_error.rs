@@ -54,7 +54,7 @@ fn numeric(code: &Value) -> Option<u16> {
 /// use patchbay_core::kit::openai_error;
 /// let error = openai_error(&serde_json::json!({"message": "slow down", "code": "rate_limit_exceeded"}), None, "openai");
 /// assert_eq!(error.kind(), ErrorKind::RateLimited);
-/// assert_eq!(error.provider_code(), Some("rate_limit_exceeded"));
+/// assert_eq!(error.facts().provider_code.as_deref(), Some("rate_limit_exceeded"));
 /// ```
 pub fn openai_error(error: &Value, status: Option<u16>, provider: &str) -> ProviderError {
     let (message, kind_str, code) = match error {
