@@ -85,7 +85,8 @@
 //! | `cached_content` | non-empty string (`cachedContents/...`) | `cachedContent`; the cache holds its own system prompt and tools, which Gemini refuses to get again: send neither with it |
 //! | `labels` | object of strings | `labels` on Vertex AI (billing labels); on the Gemini API not sent, with an `unsupported_option` warning |
 
-use patchbay_core::{ContentBlock, Message, ProviderError, RequestContext, ToolSet, Warning, context::Session};
+use patchbay_core::kit::{has_cache_markers, unique_warnings};
+use patchbay_core::{Message, ProviderError, RequestContext, ToolSet, Warning, context::Session};
 use serde_json::{Map, Value, json};
 
 use crate::config::Backend;
@@ -155,28 +156,10 @@ pub(crate) fn build(
         }
     }
     warnings.extend(context_warnings(context, messages, tools));
-    let mut unique: Vec<Warning> = Vec::with_capacity(warnings.len());
-    for warning in warnings {
-        if !unique.contains(&warning) {
-            unique.push(warning);
-        }
-    }
     Ok(Built {
         body: Value::Object(body),
-        warnings: unique,
+        warnings: unique_warnings(warnings),
     })
-}
-
-/// Whether any block, tool or the system prompt carries a prompt-caching marker.
-fn has_cache_markers(context: &RequestContext, messages: &[Message], tools: &ToolSet) -> bool {
-    context.system_cache_control.is_some()
-        || tools.specs().any(|spec| spec.cache_control.is_some())
-        || messages.iter().flat_map(|m| &m.content).any(|block| match block {
-            ContentBlock::Text { cache_control, .. }
-            | ContentBlock::Image { cache_control, .. }
-            | ContentBlock::ToolResult { cache_control, .. } => cache_control.is_some(),
-            _ => false,
-        })
 }
 
 /// Warnings for what the context asks that a stateless API cannot do.

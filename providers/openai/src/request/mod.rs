@@ -152,7 +152,8 @@
 //!
 //! `background` is refused: this provider streams every response.
 
-use patchbay_core::{ContentBlock, Message, ProviderError, RequestContext, ToolSet, Warning, context::Session};
+use patchbay_core::kit::{has_cache_markers, unique_warnings};
+use patchbay_core::{Message, ProviderError, RequestContext, ToolSet, Warning, context::Session};
 use serde_json::{Map, Value, json};
 
 // The body's parts, each a module: options (read first), strict (the schema check), parts
@@ -229,28 +230,10 @@ pub(crate) fn build(
         body.insert(key.into(), value);
     }
     warnings.extend(context_warnings(context, messages, tools));
-    let mut unique: Vec<Warning> = Vec::with_capacity(warnings.len());
-    for warning in warnings {
-        if !unique.contains(&warning) {
-            unique.push(warning);
-        }
-    }
     Ok(Built {
         body: Value::Object(body),
-        warnings: unique,
+        warnings: unique_warnings(warnings),
     })
-}
-
-/// Whether any block, tool or the system prompt carries a prompt-caching marker.
-fn has_cache_markers(context: &RequestContext, messages: &[Message], tools: &ToolSet) -> bool {
-    context.system_cache_control.is_some()
-        || tools.specs().any(|spec| spec.cache_control.is_some())
-        || messages.iter().flat_map(|m| &m.content).any(|block| match block {
-            ContentBlock::Text { cache_control, .. }
-            | ContentBlock::Image { cache_control, .. }
-            | ContentBlock::ToolResult { cache_control, .. } => cache_control.is_some(),
-            _ => false,
-        })
 }
 
 /// Warnings for what the context asks that this wire does another way or not at all.

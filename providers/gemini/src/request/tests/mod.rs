@@ -3,7 +3,7 @@
 use super::*;
 use std::collections::BTreeMap;
 
-use patchbay_core::{ExecutedBy, ImageSource, Role, ToolSpec, context::ToolChoice, tool::ToolContent};
+use patchbay_core::{ContentBlock, ExecutedBy, ImageSource, Role, ToolSpec, context::ToolChoice, tool::ToolContent};
 
 use crate::NAME;
 use async_trait::async_trait;
