@@ -1,0 +1,1 @@
+//! patchbay-acp (work in progress).
