@@ -57,6 +57,7 @@
 //! ```
 
 mod bash;
+pub mod confined;
 mod edit;
 mod error;
 mod glob;

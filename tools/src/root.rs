@@ -49,7 +49,11 @@ impl Target {
 impl Root {
     /// Open the root of a call: the context's working directory, else the workspace root.
     pub(crate) fn open(workspace: &Workspace, cx: &ToolContext) -> Result<Self, ToolError> {
-        let configured = cx.working_dir.as_deref().unwrap_or(workspace.root());
+        Self::open_at(cx.working_dir.as_deref().unwrap_or(workspace.root()))
+    }
+
+    /// Open `configured` (made absolute against the current directory) as the root.
+    pub(crate) fn open_at(configured: &Path) -> Result<Self, ToolError> {
         let given = if configured.is_absolute() {
             configured.to_path_buf()
         } else {
