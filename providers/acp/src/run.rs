@@ -13,7 +13,6 @@ use tokio::sync::mpsc;
 
 use crate::config::{AcpConfig, Unattended};
 use crate::connection::{Connection, Inbound, Route};
-use crate::error::Error;
 use crate::pool::{Agent, Pool};
 use crate::translate::{HostRun, Translator};
 

@@ -1,1 +1,3 @@
-//! Integration tests.
+//! Integration tests of patchbay-acp.
+
+mod translate;
