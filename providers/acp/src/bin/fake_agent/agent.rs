@@ -59,7 +59,11 @@ impl FakeAgent {
         self.sessions().insert(id, session);
     }
 
-    pub(crate) fn initialize(&self, _request: InitializeRequest, responder: Responder<InitializeResponse>) -> Result<(), Error> {
+    pub(crate) fn initialize(
+        &self,
+        _request: InitializeRequest,
+        responder: Responder<InitializeResponse>,
+    ) -> Result<(), Error> {
         let script = &self.script;
         let info = script
             .agent_info
@@ -86,7 +90,11 @@ impl FakeAgent {
         responder.respond(AuthenticateResponse::new())
     }
 
-    pub(crate) fn new_session(&self, request: NewSessionRequest, responder: Responder<NewSessionResponse>) -> Result<(), Error> {
+    pub(crate) fn new_session(
+        &self,
+        request: NewSessionRequest,
+        responder: Responder<NewSessionResponse>,
+    ) -> Result<(), Error> {
         let id = format!("sess_{}", self.next_session.fetch_add(1, Ordering::SeqCst));
         self.remember(id.clone(), request.mcp_servers);
         responder.respond(NewSessionResponse::new(id))

@@ -24,11 +24,12 @@
 //! the process's life, whatever the session); a prompt beyond the list answers `end_turn`, as does
 //! a list that runs out without `end`. A prompt on an unknown session answers invalid-params.
 //! `session/cancel` stops the running turn at the next step, or at once while it sleeps or waits
-//! (for the client or an MCP server), and answers `cancelled`.
+//! for an MCP server (the call is dropped), and answers `cancelled`; a request to the client
+//! (permission, fs) is still awaited, as the client must answer it (`cancelled` for a permission).
 //!
 //! | STEP | What the agent does |
 //! |------|---------------------|
-//! | `{"update": SessionUpdate}` | `session/update` with that update, as on the wire |
+//! | `{"update": SessionUpdate}` | `session/update` with that update, sent verbatim (only `sessionUpdate` is checked) |
 //! | `{"call_tool": {"id", "server", "name", "input"?, "title"?, "kind"?}}` | `tool_call` (pending, `rawInput`, title default the tool name, kind default `other`); `tools/call` on the session's HTTP MCP server `server` (one client per server per session); `tool_call_update` `completed` (`failed` on `isError` or an error) with the result's text blocks as content and the result as `rawOutput` |
 //! | `{"permission": {"tool_call_id", "title"?, "options": [PermissionOption]}}` | `session/request_permission`, waits; a `cancelled` outcome, a `reject_*` option (or an unknown one, or an error) makes the turn's next `call_tool` send `tool_call` then `tool_call_update` `failed` "permission denied" without calling |
 //! | `{"read_file": {"path", "line"?, "limit"?}}` | `fs/read_text_file`; says `read: <content>` or `error <code>: <message>` (an `agent_message_chunk`) |
@@ -133,5 +134,5 @@ async fn run() -> Result<(), String> {
 
 /// A protocol value from its wire JSON (the scripts write them so).
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Error> {
-    serde_json::from_value(value).map_err(|e| Error::invalid_params().data(format!("fake agent script: {e}")))
+    serde_json::from_value(value).map_err(|e| Error::internal_error().data(format!("fake agent script: {e}")))
 }

@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    PromptResponse, ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification,
-    SessionUpdate, StopReason, Usage, WriteTextFileRequest,
+    PromptResponse, ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, StopReason, Usage,
+    WriteTextFileRequest,
 };
-use agent_client_protocol::{Client, Error};
+use agent_client_protocol::{Client, Error, UntypedMessage};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -29,12 +29,6 @@ pub(crate) struct Turn {
     mcp: Arc<tokio::sync::Mutex<McpClients>>,
     /// The last permission was refused: the next `call_tool` fails instead of running.
     deny_next: bool,
-}
-
-/// How a step lets the turn go on.
-enum Flow {
-    Next,
-    Stop(PromptResponse),
 }
 
 impl Turn {
@@ -61,7 +55,7 @@ impl Turn {
             if self.cancel.is_cancelled() {
                 return Ok(cancelled());
             }
-            if let Flow::Stop(response) = self.step(step).await? {
+            if let Some(response) = self.step(step).await? {
                 return Ok(response);
             }
         }
@@ -72,7 +66,8 @@ impl Turn {
         }))
     }
 
-    async fn step(&mut self, step: Step) -> Result<Flow, Error> {
+    /// Play one step: `Some` answer ends the turn.
+    async fn step(&mut self, step: Step) -> Result<Option<PromptResponse>, Error> {
         match step {
             Step::Update(update) => self.notify(update)?,
             Step::CallTool(call) => return self.call_tool(call).await,
@@ -81,25 +76,21 @@ impl Turn {
                 let mut request = ReadTextFileRequest::new(self.session_id.clone(), read.path);
                 request.line = read.line;
                 request.limit = read.limit;
-                let Some(answer) = self.or_cancel(self.cx.send_request(request).block_task()).await else {
-                    return Ok(Flow::Stop(cancelled()));
-                };
+                let answer = self.cx.send_request(request).block_task().await;
                 self.say(&answer.map_or_else(|e| rpc_error_text(&e), |r| format!("read: {}", r.content)))?;
             }
             Step::WriteFile(write) => {
                 let request = WriteTextFileRequest::new(self.session_id.clone(), write.path, write.content);
-                let Some(answer) = self.or_cancel(self.cx.send_request(request).block_task()).await else {
-                    return Ok(Flow::Stop(cancelled()));
-                };
+                let answer = self.cx.send_request(request).block_task().await;
                 self.say(&answer.map_or_else(|e| rpc_error_text(&e), |_| "wrote".to_owned()))?;
             }
             Step::SleepMs(ms) => {
                 let sleep = tokio::time::sleep(std::time::Duration::from_millis(ms));
                 if self.or_cancel(sleep).await.is_none() {
-                    return Ok(Flow::Stop(cancelled()));
+                    return Ok(Some(cancelled()));
                 }
             }
-            Step::End(end) => return end_response(end).map(Flow::Stop),
+            Step::End(end) => return end_response(end).map(Some),
             Step::Error(error) => return Err(Error::new(error.code, error.message).data(error.data)),
             Step::Exit(code) => {
                 // Written after everything sent so far; the process ends in the writer.
@@ -112,10 +103,10 @@ impl Turn {
                 self.agent.barriers.run(&self.cx, action).await?;
             }
         }
-        Ok(Flow::Next)
+        Ok(None)
     }
 
-    async fn call_tool(&mut self, call: CallTool) -> Result<Flow, Error> {
+    async fn call_tool(&mut self, call: CallTool) -> Result<Option<PromptResponse>, Error> {
         let title = call.title.clone().unwrap_or_else(|| call.name.clone());
         self.notify(json!({
             "sessionUpdate": "tool_call",
@@ -127,12 +118,12 @@ impl Turn {
         }))?;
         if std::mem::take(&mut self.deny_next) {
             self.tool_done(&call.id, "failed", vec![text_block("permission denied")], None)?;
-            return Ok(Flow::Next);
+            return Ok(None);
         }
         let outcome = {
             let mut mcp = self.mcp.lock().await;
             let Some(outcome) = self.or_cancel(mcp.call(&call.server, &call.name, &call.input)).await else {
-                return Ok(Flow::Stop(cancelled()));
+                return Ok(Some(cancelled()));
             };
             outcome
         };
@@ -147,7 +138,7 @@ impl Turn {
                 self.tool_done(&call.id, "failed", vec![text_block(&message)], None)?;
             }
         }
-        Ok(Flow::Next)
+        Ok(None)
     }
 
     fn tool_done(&self, id: &str, status: &str, content: Vec<Value>, raw_output: Option<Value>) -> Result<(), Error> {
@@ -163,7 +154,7 @@ impl Turn {
         self.notify(update)
     }
 
-    async fn permission(&mut self, permission: Permission) -> Result<Flow, Error> {
+    async fn permission(&mut self, permission: Permission) -> Result<Option<PromptResponse>, Error> {
         let mut tool_call = json!({"toolCallId": permission.tool_call_id});
         if let (Some(title), Some(map)) = (&permission.title, tool_call.as_object_mut()) {
             map.insert("title".to_owned(), Value::from(title.as_str()));
@@ -173,10 +164,8 @@ impl Turn {
             "toolCall": tool_call,
             "options": permission.options,
         }))?;
-        let Some(answer) = self.or_cancel(self.cx.send_request(request).block_task()).await else {
-            return Ok(Flow::Stop(cancelled()));
-        };
-        self.deny_next = match answer {
+        // Not cut short by `session/cancel`: the client must answer it (`cancelled`) first.
+        self.deny_next = match self.cx.send_request(request).block_task().await {
             Ok(response) => match response.outcome {
                 RequestPermissionOutcome::Selected(selected) => {
                     let id = Value::from(selected.option_id.0.as_ref());
@@ -199,10 +188,11 @@ impl Turn {
                 true
             }
         };
-        Ok(Flow::Next)
+        Ok(None)
     }
 
-    /// `future`'s output, or `None` when the turn is cancelled first.
+    /// `future`'s output, or `None` when the turn is cancelled first (sleeps and MCP calls; the
+    /// client's own requests are always awaited: the spec has it answer them on cancel).
     async fn or_cancel<F: Future>(&self, future: F) -> Option<F::Output> {
         tokio::select! {
             output = future => Some(output),
@@ -210,11 +200,18 @@ impl Turn {
         }
     }
 
-    /// Send `update` (a `SessionUpdate` as on the wire) for this session.
+    /// Send `update` (a `SessionUpdate` as on the wire) for this session, verbatim: the typed
+    /// `SessionUpdate` would drop fields at their defaults (`status: pending`, `kind: other`)
+    /// and refuse update kinds this schema does not know, which a test may want to send.
     fn notify(&self, update: Value) -> Result<(), Error> {
-        let update: SessionUpdate = from_json(update)?;
+        if update.get("sessionUpdate").and_then(Value::as_str).is_none() {
+            return Err(Error::internal_error().data(format!(
+                "fake agent script: an update without `sessionUpdate`: {update}"
+            )));
+        }
+        let params = json!({"sessionId": self.session_id, "update": update});
         self.cx
-            .send_notification(SessionNotification::new(self.session_id.clone(), update))
+            .send_notification(UntypedMessage::new("session/update", params)?)
     }
 
     /// Send an `agent_message_chunk` with `text`.
