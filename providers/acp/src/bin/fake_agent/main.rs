@@ -26,6 +26,11 @@
 //! `session/cancel` stops the running turn at the next step, or at once while it sleeps or waits
 //! for an MCP server (the call is dropped), and answers `cancelled`; a request to the client
 //! (permission, fs) is still awaited, as the client must answer it (`cancelled` for a permission).
+//! A cancelled MCP call's `tool_call` gets no `tool_call_update`.
+//!
+//! Unknown keys make the script invalid: the agent exits 1 at start, saying why on stderr. A
+//! step the schema refuses (an update without `sessionUpdate`, an unknown stop reason, a bad
+//! `usage`) answers the prompt with error -32603, its `data` saying why.
 //!
 //! | STEP | What the agent does |
 //! |------|---------------------|
