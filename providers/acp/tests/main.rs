@@ -1,3 +1,5 @@
 //! Integration tests of patchbay-acp.
 
+mod provider;
+mod support;
 mod translate;
