@@ -146,6 +146,7 @@ pub struct Target {
     name: String,
     chunkings: Vec<Chunking>,
     mid_stream_cancel: bool,
+    step_usage: bool,
     factory: Factory,
     baseline: Baseline,
     retry: RetryPolicy,
@@ -183,6 +184,7 @@ impl Target {
             name: name.into(),
             chunkings: vec![Chunking::PerFrame],
             mid_stream_cancel: true,
+            step_usage: true,
             factory: Arc::new(move |case| Box::pin(factory(case))),
             baseline: Baseline::default(),
             retry: RetryPolicy::immediate(2),
@@ -207,6 +209,14 @@ impl Target {
     /// Declare that the target cannot be cancelled at a chosen point mid-stream.
     pub fn without_mid_stream_cancel(mut self) -> Self {
         self.mid_stream_cancel = false;
+        self
+    }
+
+    /// Declare that the target reports usage once per turn, not per model call (an agent
+    /// runtime over ACP): the `usage` of `StepFinished` events is left out of the comparison
+    /// with the golden, on both sides. The `Finish` total is still compared.
+    pub fn without_step_usage(mut self) -> Self {
+        self.step_usage = false;
         self
     }
 
@@ -347,6 +357,11 @@ impl fmt::Display for TrialFailure {
 
 /// Check one recording against the validator, the metrics rules and the shared golden snapshot.
 pub fn check(scenario: &Scenario, recording: &Recording) -> Result<(), TrialFailure> {
+    check_with(scenario, recording, true)
+}
+
+/// [`check`], leaving `StepFinished` usage out of the golden comparison unless `step_usage`.
+fn check_with(scenario: &Scenario, recording: &Recording, step_usage: bool) -> Result<(), TrialFailure> {
     if let Err(violations) = recording.validate() {
         let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
         return Err(TrialFailure::Lifecycle(format!(
@@ -359,7 +374,7 @@ pub fn check(scenario: &Scenario, recording: &Recording) -> Result<(), TrialFail
     if std::env::var_os(RECORD_GOLDENS).is_some_and(|v| v == "1") {
         return record_golden(scenario, &outcome);
     }
-    compare_golden(scenario.name, &outcome).map_err(TrialFailure::Golden)
+    compare_golden(scenario.name, &outcome, step_usage).map_err(TrialFailure::Golden)
 }
 
 /// Set to `1` to (re)write a shared golden through insta (`INSTA_UPDATE` applies), for a new
@@ -368,16 +383,21 @@ pub fn check(scenario: &Scenario, recording: &Recording) -> Result<(), TrialFail
 pub const RECORD_GOLDENS: &str = "PATCHBAY_RECORD_GOLDENS";
 
 /// Compares `outcome` with `snapshots/scenarios/<name>.snap`; the error shows a line diff.
-fn compare_golden(name: &str, outcome: &crate::normalize::Outcome) -> Result<(), String> {
+fn compare_golden(name: &str, outcome: &crate::normalize::Outcome, step_usage: bool) -> Result<(), String> {
     let path = crate::snapshot::snapshot_root()
         .join("scenarios")
         .join(format!("{name}.snap"));
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read the golden {}: {e}", path.display()))?;
     // An insta file: a `---` header, then the JSON.
     let body = text.splitn(3, "---\n").nth(2).unwrap_or(&text);
-    let golden: serde_json::Value =
+    let mut golden: serde_json::Value =
         serde_json::from_str(body).map_err(|e| format!("the golden {} is not JSON: {e}", path.display()))?;
-    let actual = serde_json::to_value(outcome).map_err(|e| format!("cannot show the outcome: {e}"))?;
+    let mut actual = serde_json::to_value(outcome).map_err(|e| format!("cannot show the outcome: {e}"))?;
+    if !step_usage {
+        for side in [&mut golden, &mut actual] {
+            strip_step_usage(side);
+        }
+    }
     if golden == actual {
         return Ok(());
     }
@@ -390,6 +410,20 @@ fn compare_golden(name: &str, outcome: &crate::normalize::Outcome) -> Result<(),
         .header("golden", "this run")
         .to_string();
     Err(format!("the outcome differs from the shared golden `{name}`:\n{shown}"))
+}
+
+/// Remove the `usage` of every `step_finished` event of an outcome.
+fn strip_step_usage(outcome: &mut serde_json::Value) {
+    let Some(events) = outcome.get_mut("events").and_then(serde_json::Value::as_array_mut) else {
+        return;
+    };
+    for event in events {
+        if event.get("type").and_then(serde_json::Value::as_str) == Some("step_finished")
+            && let Some(object) = event.as_object_mut()
+        {
+            object.remove("usage");
+        }
+    }
 }
 
 /// Writes or checks the golden through insta, for recording a new scenario.
@@ -437,7 +471,7 @@ fn run_trial(target: &Target, case: Case) -> Result<(), Failed> {
     let result = runtime
         .block_on(target.record_case(case))
         .map_err(|e| TrialFailure::Run(e.to_string()))
-        .and_then(|(recording, _)| check(&scenario, &recording));
+        .and_then(|(recording, _)| check_with(&scenario, &recording, target.step_usage));
     runtime.shutdown_timeout(Duration::from_secs(5));
     verdict(scenario.name, result, target.baseline.reason(scenario.name))
 }

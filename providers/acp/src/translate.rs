@@ -8,7 +8,7 @@
 //! | `agent_message_chunk` (image, audio, resource, link) | `Opaque` (`acp`, the content block) |
 //! | `agent_thought_chunk` | `ReasoningDelta` |
 //! | `tool_call` | `ToolCallStart` |
-//! | `tool_call_update` to `in_progress`, a permission request, or the first result | `ToolCall` (input: the last `rawInput`) |
+//! | `tool_call` with a non-empty `rawInput`; else the first `tool_call_update` to `in_progress`, a permission request, or the result | `ToolCall` (input: the last `rawInput`) |
 //! | `tool_call_update` to `completed` / `failed` | `ToolResult` (a host tool: the tool's own result) |
 //! | `plan` | `Opaque` (`acp`, the plan) |
 //! | text, thought or a new tool call after every call of the step has its result | `StepFinished` (reason `ToolUse`) |
@@ -251,6 +251,11 @@ impl Translator {
         self.calls.insert(id.to_owned(), call);
         self.order.push(id.to_owned());
         out.push(Event::ToolCallStart { id: id.to_owned(), name });
+        // An announcement with its input is complete (ACP sends whole inputs, never fragments);
+        // an empty one waits for the update that carries it.
+        if update.get("rawInput").is_some_and(|input| !is_empty_input(input)) {
+            self.announce(id, out);
+        }
         self.status(id, update, out);
     }
 
@@ -341,6 +346,10 @@ impl Translator {
                 .cloned()
         })
     }
+}
+
+fn is_empty_input(input: &Value) -> bool {
+    input.is_null() || input.as_object().is_some_and(Map::is_empty)
 }
 
 /// The names an update offers, best first: `name`, a `toolName` in `_meta`, the title.
