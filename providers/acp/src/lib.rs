@@ -11,6 +11,7 @@ mod pool;
 mod process;
 mod prompt;
 mod provider;
+mod record;
 mod run;
 pub mod translate;
 pub mod transport;

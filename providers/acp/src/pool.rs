@@ -17,6 +17,8 @@ pub(crate) struct Agent {
     pub(crate) process: AgentProcess,
     /// Sessions this agent has open (loaded or created), so a kept agent needs no `session/load`.
     pub(crate) sessions: Vec<String>,
+    /// Where the transport records the current call's lines.
+    pub(crate) tap: crate::record::TapSlot,
 }
 
 impl Agent {

@@ -25,6 +25,7 @@ use crate::error::Error;
 use crate::pool::{Agent, Pool};
 use crate::process::{AgentProcess, Launch, home_env, temp_home};
 use crate::prompt::{PromptInput, prompt};
+use crate::record::TapSlot;
 use crate::run::{Outcome, Prompted, Turn, drive, route, session_timeout};
 use crate::translate::{HostRun, Translator};
 use crate::transport::{Fault, lines};
@@ -112,14 +113,17 @@ impl AcpProvider {
         };
         let messages = messages.to_vec();
         let (tx, rx) = mpsc::unbounded_channel();
+        let tape = crate::record::tape(&turn.config, model);
+        let watched = tape.clone();
         tokio::spawn(async move {
             let closed = tx.clone();
             tokio::select! {
-                () = run_turn(turn, launch, messages, host, reports, tx) => {}
+                () = run_turn(turn, launch, messages, host, reports, tape, tx) => {}
                 () = closed.closed() => {}
             }
         });
-        Ok(futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) }).boxed())
+        let events = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) }).boxed();
+        Ok(watched.watch(events))
     }
 }
 
@@ -231,7 +235,7 @@ fn plan(config: &AcpConfig, context: &RequestContext, model: &str, program: &std
 }
 
 /// Start the agent and `initialize` it.
-async fn spawn_agent(config: &AcpConfig, launch: &Planned) -> Result<Agent, Error> {
+async fn spawn_agent(config: &AcpConfig, launch: &Planned, sink: Option<patchbay_http::record::BodySink>) -> Result<Agent, Error> {
     let mut env = launch.env.clone();
     let home = if config.isolate_home {
         let home = temp_home(&config.home_files)?;
@@ -257,12 +261,15 @@ async fn spawn_agent(config: &AcpConfig, launch: &Planned) -> Result<Agent, Erro
         home,
     })?;
     let fault = Fault::default();
-    let transport = lines(stdout, stdin, config.max_line_bytes, None, fault.clone());
+    let tap = TapSlot::default();
+    tap.set(sink);
+    let transport = lines(stdout, stdin, config.max_line_bytes, Some(tap.tap()), fault.clone());
     match Connection::open(transport, fault, config.file_access, config.init_timeout).await {
         Ok(connection) => Ok(Agent {
             connection,
             process,
             sessions: Vec::new(),
+            tap,
         }),
         Err(error) => {
             let error = match error {
@@ -359,19 +366,24 @@ async fn run_turn(
     messages: Vec<Message>,
     host: Option<(patchbay_mcp::ContextGuard, Value)>,
     reports: mpsc::UnboundedReceiver<HostRun>,
+    tape: patchbay_http::record::Tape,
     tx: Sender,
 ) {
     let mut emit = |item: Result<Event, ProviderError>| {
         let _ = tx.send(item);
     };
     let mut recorder = MetricsRecorder::start();
+    let sink = crate::record::sink(&tape);
     let kept = turn
         .resume
         .as_ref()
         .and_then(|id| turn.pool.take(id, &turn.fingerprint));
     let mut agent = match kept {
-        Some(agent) => agent,
-        None => match spawn_agent(&turn.config, &launch).await {
+        Some(agent) => {
+            agent.tap.set(sink);
+            agent
+        }
+        None => match spawn_agent(&turn.config, &launch, sink).await {
             Ok(agent) => agent,
             Err(error) => return emit(Err(error.into())),
         },
@@ -466,6 +478,7 @@ async fn run_turn(
     let outcome = drive(&turn, &mut agent, prompted, inbound, reports, translator, &mut recorder, &mut emit).await;
     drop(route_guard);
     drop(host);
+    agent.tap.set(None);
     match (outcome, turn.config.keep_alive) {
         (Outcome::Keep, Some(idle)) if turn.host_tools.is_empty() => {
             turn.pool.park(session, turn.fingerprint.clone(), agent, idle);
