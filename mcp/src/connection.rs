@@ -156,7 +156,7 @@ impl McpClient {
         };
         let tools = peer.list_all_tools().await.map_err(|source| Error::ListTools {
             server: name.clone(),
-            source,
+            source: Box::new(source),
         })?;
         Ok(Self {
             name,

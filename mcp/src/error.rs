@@ -49,9 +49,10 @@ pub enum Error {
     ListTools {
         /// The server's configured name.
         server: String,
-        /// The rmcp error.
+        /// The rmcp error (boxed: its size grows with serde_json's `preserve_order`, which
+        /// the ACP SDK turns on for the whole build).
         #[source]
-        source: rmcp::ServiceError,
+        source: Box<rmcp::ServiceError>,
     },
     /// Connecting (handshake plus tool listing) took longer than the timeout.
     #[error("MCP server `{server}`: no answer within {timeout:?}{}", stderr_note(.stderr))]

@@ -65,9 +65,14 @@ mod tests {
         write_text(root, "a/b.txt", "hello").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(read_text(root, "a/b.txt").ok().as_deref(), Some("hello"));
         let absolute = root.join("a/b.txt");
-        assert_eq!(read_text(root, &absolute.to_string_lossy()).ok().as_deref(), Some("hello"));
+        assert_eq!(
+            read_text(root, &absolute.to_string_lossy()).ok().as_deref(),
+            Some("hello")
+        );
         for outside in ["../x.txt", "/etc/passwd"] {
-            let error = read_text(root, outside).err().unwrap_or_else(|| panic!("{outside} was read"));
+            let error = read_text(root, outside)
+                .err()
+                .unwrap_or_else(|| panic!("{outside} was read"));
             assert!(error.denied, "{outside}: {error}");
             assert!(write_text(root, outside, "x").is_err_and(|e| e.denied), "{outside}");
         }

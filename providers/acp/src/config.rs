@@ -27,7 +27,9 @@ pub const DEFAULT_HOST_SERVER: &str = "host";
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Preset {
-    /// Google's Gemini CLI (`gemini --experimental-acp`); the model by `--model`.
+    /// Google's Gemini CLI (`gemini --acp`, with `GEMINI_CLI_NO_RELAUNCH=true` so one process
+    /// answers signals); the model by `--model`; file requests off by default (the CLI cannot
+    /// create a new file through them: it does not take the client's "not found" as ENOENT).
     Gemini,
     /// OpenAI's Codex through Zed's adapter (`codex-acp`); the model by `-c model="..."`, its
     /// configuration in `$CODEX_HOME` (the temporary home when isolated).
@@ -67,7 +69,7 @@ impl Preset {
     /// The arguments that put it in ACP mode.
     pub fn args(self) -> &'static [&'static str] {
         match self {
-            Self::Gemini => &["--experimental-acp"],
+            Self::Gemini => &["--acp"],
             Self::Codex | Self::Claude => &[],
         }
     }
@@ -81,10 +83,51 @@ impl Preset {
         }
     }
 
+    /// Variables every run of the preset gets (unless configured otherwise).
+    pub(crate) fn env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Self::Gemini => &[
+                ("GEMINI_CLI_NO_RELAUNCH", "true"),
+                ("GEMINI_TELEMETRY_ENABLED", "false"),
+            ],
+            Self::Codex | Self::Claude => &[],
+        }
+    }
+
+    /// Files the temporary home gets unless `home_files` names them: the Gemini CLI's settings
+    /// (API-key auth, no folder trust prompt, no telemetry, no update checks).
+    pub(crate) fn home_files(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Self::Gemini => &[(
+                ".gemini/settings.json",
+                r#"{"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}}, "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false}, "general": {"disableAutoUpdate": true, "disableUpdateNag": true}}"#,
+            )],
+            Self::Codex | Self::Claude => &[],
+        }
+    }
+
+    /// What the agent's file requests may do unless configured.
+    pub(crate) fn file_access(self) -> FileAccess {
+        match self {
+            Self::Gemini => FileAccess::Off,
+            Self::Codex | Self::Claude => FileAccess::ReadWrite,
+        }
+    }
+
     /// The variables that point the agent's own configuration at the temporary home.
     pub(crate) fn home_env(self, home: &Path) -> Vec<(String, OsString)> {
         match self {
-            Self::Gemini => vec![("GEMINI_CLI_HOME".into(), home.as_os_str().to_owned())],
+            Self::Gemini => vec![
+                ("GEMINI_CLI_HOME".into(), home.as_os_str().to_owned()),
+                (
+                    "GEMINI_CLI_SYSTEM_SETTINGS_PATH".into(),
+                    home.join("system-settings.json").into_os_string(),
+                ),
+                (
+                    "GEMINI_CLI_SYSTEM_DEFAULTS_PATH".into(),
+                    home.join("system-defaults.json").into_os_string(),
+                ),
+            ],
             Self::Codex => vec![("CODEX_HOME".into(), home.join(".codex").into_os_string())],
             Self::Claude => vec![("CLAUDE_CONFIG_DIR".into(), home.join(".claude").into_os_string())],
         }
@@ -144,7 +187,7 @@ pub struct AcpConfig {
     pub(crate) isolate_home: bool,
     pub(crate) home_files: BTreeMap<String, String>,
     pub(crate) pass_model: bool,
-    pub(crate) file_access: FileAccess,
+    pub(crate) file_access: Option<FileAccess>,
     pub(crate) unattended: Unattended,
     pub(crate) host_server_name: String,
     pub(crate) max_line_bytes: usize,
@@ -197,7 +240,7 @@ impl AcpConfig {
             isolate_home: true,
             home_files: BTreeMap::new(),
             pass_model: true,
-            file_access: FileAccess::default(),
+            file_access: None,
             unattended: Unattended::default(),
             host_server_name: DEFAULT_HOST_SERVER.into(),
             max_line_bytes: MAX_LINE_BYTES,
@@ -296,9 +339,10 @@ impl AcpConfig {
         self
     }
 
-    /// What the agent's file requests may do (default read and write, confined).
+    /// What the agent's file requests may do (default read and write, confined; the Gemini
+    /// preset's default is off).
     pub fn with_file_access(mut self, access: FileAccess) -> Self {
-        self.file_access = access;
+        self.file_access = Some(access);
         self
     }
 
@@ -365,9 +409,11 @@ impl AcpConfig {
         &self.args
     }
 
-    /// What the agent's file requests may do.
+    /// What the agent's file requests may do: as configured, else the preset's default.
     pub fn file_access(&self) -> FileAccess {
         self.file_access
+            .or(self.preset.map(Preset::file_access))
+            .unwrap_or_default()
     }
 
     /// The host tools' MCP server name.
@@ -398,7 +444,11 @@ impl AcpConfig {
             return invalid("init_timeout_ms", "must be above 0");
         }
         let name = &self.host_server_name;
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
             return invalid("host_server_name", "must be ASCII letters, digits, `_` or `-`");
         }
         if self.env.keys().any(|key| key.is_empty() || key.contains(['=', '\0'])) {
@@ -406,7 +456,9 @@ impl AcpConfig {
         }
         for path in self.home_files.keys() {
             let relative = Path::new(path);
-            let climbs = relative.components().any(|c| !matches!(c, std::path::Component::Normal(_)));
+            let climbs = relative
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)));
             if path.is_empty() || climbs {
                 return invalid("home_files", "a path is empty, absolute or climbs out of the home");
             }
@@ -476,11 +528,22 @@ mod tests {
         for path in ["../x", "/etc/passwd", "", "a/../../b"] {
             let config = AcpConfig::preset(Preset::Codex).with_home_file(path, "x");
             assert!(
-                matches!(config.check(), Err(Error::Invalid { field: "home_files", .. })),
+                matches!(
+                    config.check(),
+                    Err(Error::Invalid {
+                        field: "home_files",
+                        ..
+                    })
+                ),
                 "{path}"
             );
         }
-        assert!(AcpConfig::preset(Preset::Codex).with_home_file(".codex/config.toml", "x").check().is_ok());
+        assert!(
+            AcpConfig::preset(Preset::Codex)
+                .with_home_file(".codex/config.toml", "x")
+                .check()
+                .is_ok()
+        );
     }
 
     #[test]
@@ -499,5 +562,13 @@ mod tests {
         assert_eq!(Preset::Gemini.model("m").0, ["--model", "m"]);
         assert_eq!(Preset::Codex.model("gpt \"x\"").0, ["-c", "model=\"gpt \\\"x\\\"\""]);
         assert_eq!(Preset::Claude.model("m").1, [("ANTHROPIC_MODEL".into(), "m".into())]);
+    }
+
+    #[test]
+    fn file_requests_default_by_preset_and_follow_the_configuration() {
+        assert_eq!(AcpConfig::preset(Preset::Gemini).file_access(), FileAccess::Off);
+        assert_eq!(AcpConfig::preset(Preset::Claude).file_access(), FileAccess::ReadWrite);
+        let config = AcpConfig::preset(Preset::Gemini).with_file_access(FileAccess::Read);
+        assert_eq!(config.file_access(), FileAccess::Read);
     }
 }

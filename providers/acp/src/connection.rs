@@ -190,7 +190,9 @@ impl Connection {
         if let Some(fault) = self.fault.error() {
             return fault;
         }
-        if agent_client_protocol::is_incoming_transport_closed(&error) || agent_client_protocol::is_connection_terminated(&error) {
+        if agent_client_protocol::is_incoming_transport_closed(&error)
+            || agent_client_protocol::is_connection_terminated(&error)
+        {
             return Error::Exited {
                 status: String::new(),
                 tail: String::new(),
@@ -261,9 +263,8 @@ fn route_notification(routes: &Routes, message: UntypedMessage) {
 /// The answer to one request from the agent.
 async fn answer(routes: &Routes, method: &str, params: Value) -> Result<Value, agent_client_protocol::Error> {
     let not_found = agent_client_protocol::Error::method_not_found;
-    let route = route_of(routes, &params).ok_or_else(|| {
-        agent_client_protocol::Error::invalid_params().data(json!({ "reason": "unknown session" }))
-    })?;
+    let route = route_of(routes, &params)
+        .ok_or_else(|| agent_client_protocol::Error::invalid_params().data(json!({ "reason": "unknown session" })))?;
     match method {
         "session/request_permission" => {
             let (tx, rx) = oneshot::channel();
@@ -271,9 +272,9 @@ async fn answer(routes: &Routes, method: &str, params: Value) -> Result<Value, a
             let outcome = rx.await.unwrap_or_else(|_| json!({ "outcome": "cancelled" }));
             Ok(json!({ "outcome": outcome }))
         }
-        "fs/read_text_file" if route.access != FileAccess::Off => {
-            files::read(route.root.as_deref(), &params).await.map(|content| json!({ "content": content }))
-        }
+        "fs/read_text_file" if route.access != FileAccess::Off => files::read(route.root.as_deref(), &params)
+            .await
+            .map(|content| json!({ "content": content })),
         "fs/write_text_file" if route.access == FileAccess::ReadWrite => {
             files::write(route.root.as_deref(), &params).await.map(|()| json!({}))
         }

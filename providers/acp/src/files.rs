@@ -31,7 +31,8 @@ pub(crate) async fn write(root: Option<&Path>, params: &Value) -> Result<(), Rpc
 }
 
 fn target(root: Option<&Path>, params: &Value) -> Result<(PathBuf, String), RpcError> {
-    let root = root.ok_or_else(|| RpcError::new(-32603, "this session has no working directory to serve files from"))?;
+    let root =
+        root.ok_or_else(|| RpcError::new(-32603, "this session has no working directory to serve files from"))?;
     let path = params
         .get("path")
         .and_then(Value::as_str)
@@ -40,7 +41,10 @@ fn target(root: Option<&Path>, params: &Value) -> Result<(PathBuf, String), RpcE
 }
 
 fn number(params: &Value, key: &str) -> Option<usize> {
-    params.get(key).and_then(Value::as_u64).and_then(|n| usize::try_from(n).ok())
+    params
+        .get(key)
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok())
 }
 
 async fn blocking<T: Send + 'static>(

@@ -85,7 +85,9 @@ fn apply(mut config: AcpConfig, options: Options) -> AcpConfig {
     set(&mut config.inherit_env, options.inherit_env);
     set(&mut config.isolate_home, options.isolate_home);
     set(&mut config.pass_model, options.pass_model);
-    set(&mut config.file_access, options.file_access);
+    if options.file_access.is_some() {
+        config.file_access = options.file_access;
+    }
     set(&mut config.unattended, options.unattended);
     set(&mut config.host_server_name, options.host_server_name);
     set(&mut config.max_line_bytes, options.max_line_bytes);
@@ -143,7 +145,7 @@ mod tests {
         );
         assert_eq!(config.preset, Some(Preset::Codex));
         assert_eq!(config.args, ["--x"]);
-        assert_eq!(config.file_access, FileAccess::Read);
+        assert_eq!(config.file_access(), FileAccess::Read);
         assert_eq!(config.unattended, Unattended::Allow);
         assert_eq!(config.keep_alive, None);
         assert_eq!(config.cancel_grace, Duration::from_millis(100));

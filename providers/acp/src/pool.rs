@@ -39,7 +39,11 @@ impl Agent {
                 let tail = self.process.stderr_tail();
                 Error::Exited {
                     status: status.map(|s| format!(": {s}")).unwrap_or_default(),
-                    tail: if tail.is_empty() { String::new() } else { format!("; its stderr ends with:\n{tail}") },
+                    tail: if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; its stderr ends with:\n{tail}")
+                    },
                 }
             }
             other => other,

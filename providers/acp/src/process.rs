@@ -4,7 +4,8 @@
 //! when isolated, a stderr tail for error messages, and a stop that never leaves a process
 //! behind:
 //! - [`AgentProcess::stop`] (a finished or cancelled turn): the caller has closed stdin (the
-//!   connection ended); wait `stop_grace`, SIGTERM to the group, wait, SIGKILL to the group;
+//!   connection ended); wait 100 ms (agents seldom exit at EOF), SIGTERM to the group, wait
+//!   `stop_grace`, SIGKILL to the group;
 //!   then SIGKILL to the group once more for members that outlived the leader.
 //! - `Drop` without a stop (a dropped stream, a dropped pool): SIGTERM to the group at once,
 //!   the rest on a thread, so the caller never waits.
@@ -28,6 +29,8 @@ use crate::error::Error;
 const TAIL_LINES: usize = 40;
 /// How long SIGKILL gets to be seen (bounded, though it never takes this long).
 const KILL_WAIT: Duration = Duration::from_secs(2);
+/// How long an agent gets to exit at stdin's EOF before SIGTERM.
+const EOF_WAIT: Duration = Duration::from_millis(100);
 
 /// What to start.
 pub(crate) struct Launch<'a> {
@@ -130,7 +133,12 @@ impl AgentProcess {
     pub(crate) async fn stop(&mut self) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
         let pid = self.pid.take();
-        let mut status = tokio::time::timeout(self.grace, child.wait()).await.ok().and_then(Result::ok);
+        // Agents seldom exit at stdin's EOF (the Claude and Codex adapters never do, the Gemini
+        // CLI not with an MCP server): a short wait, then SIGTERM, the stop they answer.
+        let mut status = tokio::time::timeout(EOF_WAIT.min(self.grace), child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok);
         for (signal, wait) in [(Sig::SIGTERM, self.grace), (Sig::SIGKILL, KILL_WAIT)] {
             if status.is_some() {
                 break;

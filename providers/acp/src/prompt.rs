@@ -112,7 +112,11 @@ mod tests {
 
     #[test]
     fn the_system_prompt_and_history_go_in_front_with_warnings() {
-        let messages = [Message::user("Hi"), Message::assistant("Hello"), Message::user("Weather?")];
+        let messages = [
+            Message::user("Hi"),
+            Message::assistant("Hello"),
+            Message::user("Weather?"),
+        ];
         let mut warnings = Vec::new();
         let blocks = prompt(&input(&messages), &mut warnings);
         assert_eq!(blocks.len(), 2);
@@ -126,7 +130,11 @@ mod tests {
 
     #[test]
     fn a_loaded_session_gets_the_last_turn_alone() {
-        let messages = [Message::user("Hi"), Message::assistant("Hello"), Message::user("Weather?")];
+        let messages = [
+            Message::user("Hi"),
+            Message::assistant("Hello"),
+            Message::user("Weather?"),
+        ];
         let mut warnings = Vec::new();
         let blocks = prompt(
             &PromptInput {

@@ -40,7 +40,9 @@ pub struct AcpProvider {
 
 impl std::fmt::Debug for AcpProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AcpProvider").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("AcpProvider")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -86,7 +88,9 @@ impl AcpProvider {
         let resume = match &context.session {
             Some(Session::Resume { id }) => Some(id.clone()),
             Some(Session::New { id: Some(_) }) => {
-                warnings.push(unsupported("an ACP agent picks its own session ids: a new one was made"));
+                warnings.push(unsupported(
+                    "an ACP agent picks its own session ids: a new one was made",
+                ));
                 None
             }
             Some(Session::Fork { .. }) => {
@@ -122,7 +126,8 @@ impl AcpProvider {
                 () = closed.closed() => {}
             }
         });
-        let events = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) }).boxed();
+        let events =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) }).boxed();
         Ok(watched.watch(events))
     }
 }
@@ -176,10 +181,14 @@ fn ignored_options(context: &RequestContext) -> Vec<Warning> {
     let mut warnings = Vec::new();
     let sampling = &context.sampling;
     if sampling.temperature.is_some() || sampling.top_p.is_some() || sampling.top_k.is_some() {
-        warnings.push(unsupported("ACP has no sampling options: temperature, top_p and top_k were ignored"));
+        warnings.push(unsupported(
+            "ACP has no sampling options: temperature, top_p and top_k were ignored",
+        ));
     }
     if !sampling.stop_sequences.is_empty() || sampling.max_tokens.is_some() || sampling.thinking_budget.is_some() {
-        warnings.push(unsupported("ACP has no length options: max_tokens, the thinking budget and stop sequences were ignored"));
+        warnings.push(unsupported(
+            "ACP has no length options: max_tokens, the thinking budget and stop sequences were ignored",
+        ));
     }
     if context.tool_choice.is_some() {
         warnings.push(unsupported("ACP has no tool choice: it was ignored"));
@@ -201,7 +210,10 @@ pub(crate) struct Planned {
 }
 
 fn plan(config: &AcpConfig, context: &RequestContext, model: &str, program: &std::path::Path) -> Planned {
-    let mut args: Vec<String> = config.preset.map(|p| p.args().iter().map(|a| (*a).to_owned()).collect()).unwrap_or_default();
+    let mut args: Vec<String> = config
+        .preset
+        .map(|p| p.args().iter().map(|a| (*a).to_owned()).collect())
+        .unwrap_or_default();
     let mut env: BTreeMap<String, OsString> = BTreeMap::new();
     if let Some(preset) = config.preset
         && config.pass_model
@@ -213,6 +225,11 @@ fn plan(config: &AcpConfig, context: &RequestContext, model: &str, program: &std
         env.extend(model_env.into_iter().map(|(k, v)| (k, v.into())));
     }
     args.extend(config.args.iter().cloned());
+    if let Some(preset) = config.preset {
+        for (key, value) in preset.env() {
+            env.insert((*key).to_owned(), value.into());
+        }
+    }
     for (key, value) in config.env.iter().chain(context.env.iter()) {
         env.insert(key.clone(), value.into());
     }
@@ -235,10 +252,22 @@ fn plan(config: &AcpConfig, context: &RequestContext, model: &str, program: &std
 }
 
 /// Start the agent and `initialize` it.
-async fn spawn_agent(config: &AcpConfig, launch: &Planned, sink: Option<patchbay_http::record::BodySink>) -> Result<Agent, Error> {
+async fn spawn_agent(
+    config: &AcpConfig,
+    launch: &Planned,
+    sink: Option<patchbay_http::record::BodySink>,
+) -> Result<Agent, Error> {
     let mut env = launch.env.clone();
     let home = if config.isolate_home {
-        let home = temp_home(&config.home_files)?;
+        let mut files = config.home_files.clone();
+        if let Some(preset) = config.preset {
+            for (path, contents) in preset.home_files() {
+                files
+                    .entry((*path).to_owned())
+                    .or_insert_with(|| (*contents).to_owned());
+            }
+        }
+        let home = temp_home(&files)?;
         for (key, value) in home_env(home.path()) {
             env.entry(key).or_insert(value);
         }
@@ -264,7 +293,7 @@ async fn spawn_agent(config: &AcpConfig, launch: &Planned, sink: Option<patchbay
     let tap = TapSlot::default();
     tap.set(sink);
     let transport = lines(stdout, stdin, config.max_line_bytes, Some(tap.tap()), fault.clone());
-    match Connection::open(transport, fault, config.file_access, config.init_timeout).await {
+    match Connection::open(transport, fault, config.file_access(), config.init_timeout).await {
         Ok(connection) => Ok(Agent {
             connection,
             process,
@@ -279,7 +308,11 @@ async fn spawn_agent(config: &AcpConfig, launch: &Planned, sink: Option<patchbay
                     match error {
                         Error::Exited { .. } => Error::Exited {
                             status: status.map(|s| format!(": {s}")).unwrap_or_default(),
-                            tail: if tail.is_empty() { String::new() } else { format!("; its stderr ends with:\n{tail}") },
+                            tail: if tail.is_empty() {
+                                String::new()
+                            } else {
+                                format!("; its stderr ends with:\n{tail}")
+                            },
                         },
                         other => other,
                     }
@@ -312,7 +345,10 @@ fn host_tools(
         }));
     }
     let guard = server.register_with_tools(context, reporting);
-    let entry = mcp_entry(&guard.server_config(config.host_server_name.clone()).transport, &config.host_server_name);
+    let entry = mcp_entry(
+        &guard.server_config(config.host_server_name.clone()).transport,
+        &config.host_server_name,
+    );
     Ok(Some((guard, entry)))
 }
 
@@ -389,8 +425,16 @@ async fn run_turn(
         },
     };
     tracing::info!(model = %turn.model, pid = agent.process.pid(), "acp turn started");
-    let capabilities = agent.connection.agent.get("agentCapabilities").cloned().unwrap_or_default();
-    let http = capabilities.pointer("/mcpCapabilities/http").and_then(Value::as_bool).unwrap_or(false);
+    let capabilities = agent
+        .connection
+        .agent
+        .get("agentCapabilities")
+        .cloned()
+        .unwrap_or_default();
+    let http = capabilities
+        .pointer("/mcpCapabilities/http")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let mut servers = Vec::new();
     if let Some((_, entry)) = &host {
         if http {
@@ -404,7 +448,9 @@ async fn run_turn(
     }
     for server in &turn.context.mcp_servers {
         if matches!(server.transport, McpTransport::Http { .. }) && !http {
-            turn.warnings.push(unsupported("the agent takes no MCP servers over HTTP: one was left out"));
+            turn.warnings.push(unsupported(
+                "the agent takes no MCP servers over HTTP: one was left out",
+            ));
             continue;
         }
         servers.push(mcp_entry(&server.transport, &server.name));
@@ -416,40 +462,58 @@ async fn run_turn(
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| "/".into());
     let timeout = session_timeout(&turn.config);
-    let loads = capabilities.get("loadSession").and_then(Value::as_bool).unwrap_or(false);
+    let loads = capabilities
+        .get("loadSession")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let session_params = json!({ "cwd": cwd, "mcpServers": servers });
-    let (session, new_session) = match turn.resume.clone() {
-        Some(id) if agent.sessions.contains(&id) => (id, false),
+    let mut loaded = None;
+    match turn.resume.clone() {
+        Some(id) if agent.sessions.contains(&id) => loaded = Some(id),
         Some(id) if loads => {
             // What the agent replays of the session's history is not this turn's answer.
             let (_replay, _discard) = route(&agent.connection, &id, &turn);
             let mut params = session_params.clone();
             params["sessionId"] = json!(id);
             match agent.connection.request_within("session/load", params, timeout).await {
-                Ok(_) => (id, false),
+                Ok(_) => loaded = Some(id),
+                // The agent keeps no such session (the Gemini CLI 0.61 cannot load any): a new
+                // one gets the history as text.
+                Err(Error::Refused { .. }) => turn
+                    .warnings
+                    .push(unsupported("the agent could not load the session: a new one was made")),
                 Err(error) => return emit(Err(agent.explain(error).await.into())),
             }
         }
-        other => {
-            if other.is_some() {
-                turn.warnings.push(unsupported("the agent cannot load sessions: a new one was made"));
-            }
-            match agent.connection.request_within("session/new", session_params, timeout).await {
-                Ok(answer) => match answer.get("sessionId").and_then(Value::as_str) {
-                    Some(id) => (id.to_owned(), true),
-                    None => {
-                        return emit(Err(Error::Protocol {
-                            message: "`session/new` was answered without a `sessionId`".into(),
-                        }
-                        .into()));
+        Some(_) => turn
+            .warnings
+            .push(unsupported("the agent cannot load sessions: a new one was made")),
+        None => {}
+    }
+    let (session, new_session) = match loaded {
+        Some(id) => (id, false),
+        None => match agent
+            .connection
+            .request_within("session/new", session_params, timeout)
+            .await
+        {
+            Ok(answer) => match answer.get("sessionId").and_then(Value::as_str) {
+                Some(id) => (id.to_owned(), true),
+                None => {
+                    return emit(Err(Error::Protocol {
+                        message: "`session/new` was answered without a `sessionId`".into(),
                     }
-                },
-                Err(error) => return emit(Err(agent.explain(error).await.into())),
-            }
-        }
+                    .into()));
+                }
+            },
+            Err(error) => return emit(Err(agent.explain(error).await.into())),
+        },
     };
     agent.sessions.push(session.clone());
-    let images = capabilities.pointer("/promptCapabilities/image").and_then(Value::as_bool).unwrap_or(false);
+    let images = capabilities
+        .pointer("/promptCapabilities/image")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let mut warnings = std::mem::take(&mut turn.warnings);
     let blocks = prompt(
         &PromptInput {
@@ -475,7 +539,17 @@ async fn run_turn(
         session: session.clone(),
         prompt: blocks,
     };
-    let outcome = drive(&turn, &mut agent, prompted, inbound, reports, translator, &mut recorder, &mut emit).await;
+    let outcome = drive(
+        &turn,
+        &mut agent,
+        prompted,
+        inbound,
+        reports,
+        translator,
+        &mut recorder,
+        &mut emit,
+    )
+    .await;
     drop(route_guard);
     drop(host);
     agent.tap.set(None);

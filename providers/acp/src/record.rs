@@ -62,6 +62,10 @@ pub(crate) fn tape(config: &AcpConfig, model: &str) -> Tape {
 
 /// The body file of `tape`, when it records.
 pub(crate) fn sink(tape: &Tape) -> Option<BodySink> {
-    tape.is_on()
-        .then(|| tape.body_sink("jsonl", "ACP JSON-RPC lines, both directions: {\"dir\": \"send\"|\"recv\", \"msg\": ...}"))
+    tape.is_on().then(|| {
+        tape.body_sink(
+            "jsonl",
+            "ACP JSON-RPC lines, both directions: {\"dir\": \"send\"|\"recv\", \"msg\": ...}",
+        )
+    })
 }

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use patchbay_core::kit::MetricsRecorder;
 use patchbay_core::context::{Approval, ApprovalHandler, ApprovalRequest};
+use patchbay_core::kit::MetricsRecorder;
 use patchbay_core::{Event, FinishReason, ProviderError, RequestContext, Signal, ToolContext, Usage, Warning};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -53,37 +53,37 @@ pub(crate) async fn drive(
     let mut cancel_deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     let (decided_tx, mut decided) = mpsc::unbounded_channel::<()>();
     let answer = {
-    let connection = &agent.connection;
-    let prompt = connection.request("session/prompt", params);
-    tokio::pin!(prompt);
-    let answer = loop {
-        tokio::select! {
-            biased;
-            Some(run) = reports.recv() => translator.host_run(run),
-            Some(message) = inbound.recv() => {
-                // A report sent before this update must be seen first.
-                while let Ok(run) = reports.try_recv() {
-                    translator.host_run(run);
+        let connection = &agent.connection;
+        let prompt = connection.request("session/prompt", params);
+        tokio::pin!(prompt);
+        let answer = loop {
+            tokio::select! {
+                biased;
+                Some(run) = reports.recv() => translator.host_run(run),
+                Some(message) = inbound.recv() => {
+                    // A report sent before this update must be seen first.
+                    while let Ok(run) = reports.try_recv() {
+                        translator.host_run(run);
+                    }
+                    handle(turn, &mut translator, message, &decided_tx, &mut out);
                 }
-                handle(turn, &mut translator, message, &decided_tx, &mut out);
+                answer = &mut prompt => break answer,
+                () = turn.signal.cancelled(), if cancel_deadline.is_none() => {
+                    let _ = connection.notify("session/cancel", json!({ "sessionId": prompted.session }));
+                    cancel_deadline = Some(Box::pin(tokio::time::sleep(turn.config.cancel_grace)));
+                }
+                () = async { if let Some(deadline) = cancel_deadline.as_mut() { deadline.await } }, if cancel_deadline.is_some() => {
+                    // The agent did not answer its cancel in time: it is stopped, not kept.
+                    translator.abort_open(&mut out);
+                    flush(&mut out, recorder, emit);
+                    emit(Err(ProviderError::cancelled()));
+                    return Outcome::Stop;
+                }
+                Some(()) = decided.recv() => {}
             }
-            answer = &mut prompt => break answer,
-            () = turn.signal.cancelled(), if cancel_deadline.is_none() => {
-                let _ = connection.notify("session/cancel", json!({ "sessionId": prompted.session }));
-                cancel_deadline = Some(Box::pin(tokio::time::sleep(turn.config.cancel_grace)));
-            }
-            () = async { if let Some(deadline) = cancel_deadline.as_mut() { deadline.await } }, if cancel_deadline.is_some() => {
-                // The agent did not answer its cancel in time: it is stopped, not kept.
-                translator.abort_open(&mut out);
-                flush(&mut out, recorder, emit);
-                emit(Err(ProviderError::cancelled()));
-                return Outcome::Stop;
-            }
-            Some(()) = decided.recv() => {}
-        }
-        flush(&mut out, recorder, emit);
-    };
-    answer
+            flush(&mut out, recorder, emit);
+        };
+        answer
     };
     while let Ok(message) = inbound.try_recv() {
         while let Ok(run) = reports.try_recv() {
@@ -94,8 +94,7 @@ pub(crate) async fn drive(
     flush(&mut out, recorder, emit);
     match answer {
         Ok(answer) => {
-            let stop = answer.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn");
-            let (reason, usage) = translator.finish(stop, answer.get("usage"), &mut out);
+            let (reason, usage) = translator.finish(&answer, &mut out);
             flush(&mut out, recorder, emit);
             if reason == FinishReason::Cancelled || turn.signal.is_cancelled() {
                 emit(Err(ProviderError::cancelled()));
@@ -131,7 +130,11 @@ fn finish(reason: FinishReason, usage: Usage, recorder: &mut MetricsRecorder) ->
     event
 }
 
-fn flush(out: &mut Vec<Event>, recorder: &mut MetricsRecorder, emit: &mut (dyn FnMut(Result<Event, ProviderError>) + Send)) {
+fn flush(
+    out: &mut Vec<Event>,
+    recorder: &mut MetricsRecorder,
+    emit: &mut (dyn FnMut(Result<Event, ProviderError>) + Send),
+) {
     for event in out.drain(..) {
         recorder.observe(&event);
         emit(Ok(event));
@@ -149,7 +152,11 @@ fn handle(
         Inbound::Update(update) => translator.update(&update, out),
         Inbound::Permission(params, reply) => {
             let call = params.get("toolCall").cloned().unwrap_or_default();
-            let id = call.get("toolCallId").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let id = call
+                .get("toolCallId")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
             if translator.call_of(&id).is_none() {
                 let mut announce = call.clone();
                 if let Some(object) = announce.as_object_mut() {
@@ -157,7 +164,7 @@ fn handle(
                 }
                 translator.update(&announce, out);
             }
-            translator.permission_asked(&id, call.get("rawInput"), out);
+            translator.permission_asked(&id, &call, out);
             let (name, input) = translator
                 .call_of(&id)
                 .map(|(name, input)| (name.to_owned(), input.clone()))
@@ -167,7 +174,11 @@ fn handle(
                 tool_name: name,
                 input,
             };
-            let options = params.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
+            let options = params
+                .get("options")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             let handler = turn.context.approval.clone();
             let mut cx = turn.context.tool_context(&turn.signal);
             cx.tool_use_id = Some(request.tool_use_id.clone());
@@ -217,14 +228,22 @@ pub(crate) fn session_timeout(config: &AcpConfig) -> Duration {
 }
 
 /// The route of a session and its receiver.
-pub(crate) fn route(connection: &Connection, session: &str, turn: &Turn) -> (crate::connection::RouteGuard, mpsc::UnboundedReceiver<Inbound>) {
+pub(crate) fn route(
+    connection: &Connection,
+    session: &str,
+    turn: &Turn,
+) -> (crate::connection::RouteGuard, mpsc::UnboundedReceiver<Inbound>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let guard = connection.route(
         session,
         Route {
             tx,
-            root: turn.context.working_dir.clone().or_else(|| std::env::current_dir().ok()),
-            access: turn.config.file_access,
+            root: turn
+                .context
+                .working_dir
+                .clone()
+                .or_else(|| std::env::current_dir().ok()),
+            access: turn.config.file_access(),
         },
     );
     (guard, rx)

@@ -13,7 +13,7 @@
 //! | `plan` | `Opaque` (`acp`, the plan) |
 //! | text, thought or a new tool call after every call of the step has its result | `StepFinished` (reason `ToolUse`) |
 //! | the prompt's `stopReason` | `Finish`: `end_turn` `Stop`, `max_tokens` `Length`, `refusal` `Refusal`, `cancelled` `Cancelled`, `max_turn_requests` `Other` |
-//! | the prompt's `usage` | `Usage`, and the `Finish` usage |
+//! | the prompt's `usage` (the Gemini CLI: `_meta.quota.token_count`) | `Usage`, and the `Finish` usage |
 //! | `user_message_chunk`, `available_commands_update`, `current_mode_update`, `config_option_update`, `session_info_update`, `usage_update` | nothing (session state, not the answer) |
 //!
 //! A host tool (served to the agent by patchbay's MCP tool server) is recognised by its name:
@@ -118,10 +118,18 @@ impl Translator {
     }
 
     /// The agent asks permission for call `id`: its input is complete now.
-    pub fn permission_asked(&mut self, id: &str, raw_input: Option<&Value>, out: &mut Vec<Event>) {
+    ///
+    /// `tool_call` is the request's `toolCall`. Without a `rawInput`, a single text content
+    /// block holding a JSON object is taken as the input (the Gemini CLI sends its MCP calls'
+    /// arguments only that way).
+    pub fn permission_asked(&mut self, id: &str, tool_call: &Value, out: &mut Vec<Event>) {
         if let Some(call) = self.calls.get_mut(id) {
-            if let Some(input) = raw_input.filter(|v| !v.is_null()) {
+            if let Some(input) = tool_call.get("rawInput").filter(|v| !v.is_null()) {
                 call.input = input.clone();
+            } else if is_empty_input(&call.input)
+                && let Some(input) = input_in_content(tool_call)
+            {
+                call.input = input;
             }
         }
         self.announce(id, out);
@@ -129,7 +137,10 @@ impl Translator {
 
     /// The host's name of call `id`, when it is a known host tool.
     pub fn host_tool_of(&self, id: &str) -> Option<&str> {
-        self.calls.get(id).filter(|call| call.host).map(|call| call.name.as_str())
+        self.calls
+            .get(id)
+            .filter(|call| call.host)
+            .map(|call| call.name.as_str())
     }
 
     /// The name and input of call `id`, as far as known.
@@ -139,8 +150,18 @@ impl Translator {
 
     /// The prompt's answer: usage, then every open call aborted, then nothing more (the
     /// provider emits `Finish`). Returns the finish reason.
-    pub fn finish(&mut self, stop_reason: &str, usage: Option<&Value>, out: &mut Vec<Event>) -> (FinishReason, Usage) {
-        let usage = usage.map(read_usage).unwrap_or_default();
+    ///
+    /// `answer` is the `session/prompt` result: `stopReason`, and `usage` (or, from the Gemini
+    /// CLI, `_meta.quota.token_count`).
+    pub fn finish(&mut self, answer: &Value, out: &mut Vec<Event>) -> (FinishReason, Usage) {
+        let stop_reason = answer.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn");
+        let usage = match answer.get("usage").filter(|u| u.is_object()) {
+            Some(usage) => read_usage(usage),
+            None => answer
+                .pointer("/_meta/quota/token_count")
+                .map(read_quota)
+                .unwrap_or_default(),
+        };
         if usage != Usage::default() {
             out.push(Event::Usage(usage.clone()));
         }
@@ -170,7 +191,10 @@ impl Translator {
     fn chunk(&mut self, block: Block, content: Option<&Value>, out: &mut Vec<Event>) {
         let Some(content) = content else { return };
         self.close_step_if_tools_done(out);
-        match (content.get("type").and_then(Value::as_str), content.get("text").and_then(Value::as_str)) {
+        match (
+            content.get("type").and_then(Value::as_str),
+            content.get("text").and_then(Value::as_str),
+        ) {
             (Some("text"), Some(text)) => {
                 if text.is_empty() {
                     return;
@@ -250,7 +274,10 @@ impl Translator {
         absorb(&mut call, update);
         self.calls.insert(id.to_owned(), call);
         self.order.push(id.to_owned());
-        out.push(Event::ToolCallStart { id: id.to_owned(), name });
+        out.push(Event::ToolCallStart {
+            id: id.to_owned(),
+            name,
+        });
         // An announcement with its input is complete (ACP sends whole inputs, never fragments);
         // an empty one waits for the update that carries it.
         if update.get("rawInput").is_some_and(|input| !is_empty_input(input)) {
@@ -296,7 +323,11 @@ impl Translator {
             id: id.to_owned(),
             name: call.name.clone(),
             input: call.input.clone(),
-            executed_by: if call.host { ExecutedBy::Host } else { ExecutedBy::Provider },
+            executed_by: if call.host {
+                ExecutedBy::Host
+            } else {
+                ExecutedBy::Provider
+            },
             signature: None,
         });
     }
@@ -346,6 +377,14 @@ impl Translator {
                 .cloned()
         })
     }
+}
+
+/// A JSON object given as the only text content of a tool call.
+fn input_in_content(tool_call: &Value) -> Option<Value> {
+    let content = tool_call.get("content")?.as_array()?;
+    let [item] = content.as_slice() else { return None };
+    let text = item.pointer("/content/text")?.as_str()?;
+    serde_json::from_str::<Value>(text).ok().filter(Value::is_object)
 }
 
 fn is_empty_input(input: &Value) -> bool {
@@ -398,7 +437,11 @@ fn provider_result(call: &Call, failed: bool) -> ToolResult {
     let mut diffs = Vec::new();
     let mut terminals = Vec::new();
     let mut facts = call.facts.clone();
-    for item in facts.remove("content").and_then(|c| c.as_array().cloned()).unwrap_or_default() {
+    for item in facts
+        .remove("content")
+        .and_then(|c| c.as_array().cloned())
+        .unwrap_or_default()
+    {
         match item.get("type").and_then(Value::as_str) {
             Some("content") => {
                 if let Some(block) = item.get("content") {
@@ -418,7 +461,11 @@ fn provider_result(call: &Call, failed: bool) -> ToolResult {
     }
     ToolResult {
         content,
-        status: if failed { ToolStatus::Failed } else { ToolStatus::Completed },
+        status: if failed {
+            ToolStatus::Failed
+        } else {
+            ToolStatus::Completed
+        },
         metadata: Some(Value::Object(facts)),
     }
 }
@@ -472,6 +519,14 @@ struct AcpUsage {
     thought_tokens: Option<u64>,
     cached_read_tokens: Option<u64>,
     cached_write_tokens: Option<u64>,
+}
+
+/// The Gemini CLI's `_meta.quota.token_count` (`input_tokens`, `output_tokens`).
+fn read_quota(value: &Value) -> Usage {
+    let mut out = Usage::default();
+    out.input = value.get("input_tokens").and_then(Value::as_u64);
+    out.output = value.get("output_tokens").and_then(Value::as_u64);
+    out
 }
 
 /// The prompt response's `usage` (ACP `Usage`) as patchbay's.

@@ -80,7 +80,12 @@ struct ReadState<R> {
     fault: Fault,
 }
 
-fn reader<R>(stdout: R, max_line: usize, tap: Option<Tap>, fault: Fault) -> impl Stream<Item = io::Result<String>> + Send
+fn reader<R>(
+    stdout: R,
+    max_line: usize,
+    tap: Option<Tap>,
+    fault: Fault,
+) -> impl Stream<Item = io::Result<String>> + Send
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
@@ -107,7 +112,9 @@ where
             let read = match state.stdout.read(&mut state.buf).await {
                 Ok(read) => read,
                 Err(error) => {
-                    state.fault.set(FaultKind::Read(format!("reading the agent's stdout: {error}")));
+                    state
+                        .fault
+                        .set(FaultKind::Read(format!("reading the agent's stdout: {error}")));
                     state.ended = true;
                     return Some((Err(error), state));
                 }

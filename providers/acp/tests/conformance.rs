@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 const BASELINE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance-baseline.toml");
 
 /// The fake agent's script for a scenario's model script.
-pub fn fake_script(script: &Script) -> Value {
+fn fake_script(script: &Script) -> Value {
     let mut steps = Vec::new();
     let (mut input, mut output) = (0u64, 0u64);
     let mut stop = "end_turn";

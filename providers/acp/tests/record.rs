@@ -19,27 +19,51 @@ async fn a_recorded_call_keeps_every_line_without_the_secrets_and_replays_the_sa
         .with_env("FAKE_TOKEN", "sk-very-secret-value")
         .with_record_dir(Some(records.path().to_path_buf()));
     let provider = patchbay_acp::AcpProvider::new(config).unwrap_or_else(|e| panic!("{e}"));
-    let first = call(&provider, &[Message::user("Hello")], &ToolSet::new(), &fake.context(), &Signal::new()).await;
+    let first = call(
+        &provider,
+        &[Message::user("Hello")],
+        &ToolSet::new(),
+        &fake.context(),
+        &Signal::new(),
+    )
+    .await;
     assert!(first.error.is_none(), "{:?}", first.error);
 
-    let bodies: Vec<_> = walk(records.path()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "jsonl")).collect();
+    let bodies: Vec<_> = walk(records.path())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
     let transcript = bodies
         .iter()
         .find(|p| !p.ends_with("manifest.jsonl"))
         .map(|p| std::fs::read_to_string(p).unwrap_or_default())
         .unwrap_or_else(|| panic!("no transcript in {bodies:?}"));
     assert!(!transcript.contains("sk-very-secret-value"));
-    let lines: Vec<Value> = transcript.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let lines: Vec<Value> = transcript
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
     let methods: Vec<_> = lines
         .iter()
         .filter(|l| l["dir"] == "send")
         .filter_map(|l| l["msg"]["method"].as_str())
         .collect();
     assert_eq!(methods, ["initialize", "session/new", "session/prompt"]);
-    assert!(lines.iter().any(|l| l["dir"] == "recv" && l["msg"]["method"] == "session/update"));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["dir"] == "recv" && l["msg"]["method"] == "session/update")
+    );
 
     let replay = Fake::new(&crate::replay::script_of(&transcript));
-    let second = call(&*replay.provider(), &[Message::user("Hello")], &ToolSet::new(), &replay.context(), &Signal::new()).await;
+    let second = call(
+        &*replay.provider(),
+        &[Message::user("Hello")],
+        &ToolSet::new(),
+        &replay.context(),
+        &Signal::new(),
+    )
+    .await;
     assert_eq!(without_timings(&first.events), without_timings(&second.events));
 }
 

@@ -7,14 +7,19 @@ use serde_json::{Value, json};
 /// The fake agent's script that replays the agent's side of `transcript`: its `session/update`
 /// notifications as `update` steps, its permission requests as `permission` steps, and each
 /// `session/prompt` answer (or error) as the prompt's `end` (or `error`).
-pub fn script_of(transcript: &str) -> Value {
-    let lines: Vec<Value> = transcript.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
+pub(crate) fn script_of(transcript: &str) -> Value {
+    let lines: Vec<Value> = transcript
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
     let prompt_ids: Vec<Value> = lines
         .iter()
         .filter(|l| l["dir"] == "send" && l["msg"]["method"] == "session/prompt")
         .map(|l| l["msg"]["id"].clone())
         .collect();
-    let load = lines.iter().any(|l| l["dir"] == "recv" && l["msg"]["result"]["agentCapabilities"]["loadSession"] == true);
+    let load = lines
+        .iter()
+        .any(|l| l["dir"] == "recv" && l["msg"]["result"]["agentCapabilities"]["loadSession"] == true);
     let mut prompts = Vec::new();
     let mut steps = Vec::new();
     let mut in_prompt = false;

@@ -9,18 +9,18 @@ use patchbay_core::{Event, Message, Provider, ProviderError, RequestContext, Sig
 use serde_json::Value;
 
 /// The fake agent's binary.
-pub fn fake_agent() -> PathBuf {
+pub(crate) fn fake_agent() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_patchbay-acp-fake-agent"))
 }
 
 /// A folder with the script, the fake agent's log, and a working directory.
-pub struct Fake {
-    pub dir: tempfile::TempDir,
+pub(crate) struct Fake {
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Fake {
     /// A fake agent playing `script`.
-    pub fn new(script: &Value) -> Self {
+    pub(crate) fn new(script: &Value) -> Self {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap_or_else(|e| panic!("{e}"));
         std::fs::create_dir_all(dir.path().join("work")).unwrap_or_else(|e| panic!("{e}"));
@@ -28,19 +28,22 @@ impl Fake {
     }
 
     /// The agent's working directory.
-    pub fn work(&self) -> PathBuf {
+    pub(crate) fn work(&self) -> PathBuf {
         self.dir.path().join("work")
     }
 
     /// The configuration that starts it.
-    pub fn config(&self) -> AcpConfig {
+    pub(crate) fn config(&self) -> AcpConfig {
         AcpConfig::command(fake_agent(), Vec::<String>::new())
-            .with_env("PATCHBAY_ACP_FAKE_SCRIPT", self.dir.path().join("script.json").to_string_lossy())
+            .with_env(
+                "PATCHBAY_ACP_FAKE_SCRIPT",
+                self.dir.path().join("script.json").to_string_lossy(),
+            )
             .with_env("PATCHBAY_ACP_FAKE_LOG", self.log_path().to_string_lossy())
     }
 
     /// A provider on [`Self::config`].
-    pub fn provider(&self) -> Arc<AcpProvider> {
+    pub(crate) fn provider(&self) -> Arc<AcpProvider> {
         Arc::new(AcpProvider::new(self.config()).unwrap_or_else(|e| panic!("{e}")))
     }
 
@@ -49,7 +52,7 @@ impl Fake {
     }
 
     /// What the agent received, one JSON object per message.
-    pub fn log(&self) -> Vec<Value> {
+    pub(crate) fn log(&self) -> Vec<Value> {
         std::fs::read_to_string(self.log_path())
             .unwrap_or_default()
             .lines()
@@ -58,26 +61,26 @@ impl Fake {
     }
 
     /// The received messages of `method`.
-    pub fn received(&self, method: &str) -> Vec<Value> {
+    pub(crate) fn received(&self, method: &str) -> Vec<Value> {
         self.log().into_iter().filter(|m| m["method"] == method).collect()
     }
 
     /// A context working in [`Self::work`].
-    pub fn context(&self) -> RequestContext {
+    pub(crate) fn context(&self) -> RequestContext {
         RequestContext::new().with_working_dir(self.work())
     }
 }
 
 /// What a call produced: its events and the error that ended it.
 #[derive(Debug, Default)]
-pub struct Run {
-    pub events: Vec<Event>,
-    pub error: Option<ProviderError>,
+pub(crate) struct Run {
+    pub(crate) events: Vec<Event>,
+    pub(crate) error: Option<ProviderError>,
 }
 
 impl Run {
     /// The joined text.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.events
             .iter()
             .filter_map(|e| match e {
@@ -88,7 +91,7 @@ impl Run {
     }
 
     /// The session id on `Started`.
-    pub fn session(&self) -> Option<String> {
+    pub(crate) fn session(&self) -> Option<String> {
         self.events.iter().find_map(|e| match e {
             Event::Started { session_id, .. } => session_id.clone(),
             _ => None,
@@ -96,7 +99,7 @@ impl Run {
     }
 
     /// The warnings' codes on `Started`.
-    pub fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<String> {
         self.events
             .iter()
             .find_map(|e| match e {
@@ -108,7 +111,7 @@ impl Run {
 }
 
 /// One call, read to its end (the validator checks the lifecycle rules).
-pub async fn call(
+pub(crate) async fn call(
     provider: &dyn Provider,
     messages: &[Message],
     tools: &ToolSet,
@@ -116,7 +119,10 @@ pub async fn call(
     signal: &Signal,
 ) -> Run {
     let mut run = Run::default();
-    let mut stream = match provider.create_response(messages, tools, "fake-model", signal, Some(context)).await {
+    let mut stream = match provider
+        .create_response(messages, tools, "fake-model", signal, Some(context))
+        .await
+    {
         Ok(stream) => stream,
         Err(error) => {
             run.error = Some(error);
@@ -136,15 +142,22 @@ pub async fn call(
 }
 
 /// Whether any process still runs with `needle` in its command line or environment.
-pub fn running_with(needle: &Path) -> Vec<u32> {
+pub(crate) fn running_with(needle: &Path) -> Vec<u32> {
     let needle = needle.to_string_lossy().into_owned();
     let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return found };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
         let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
         let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'));
         if !zombie && String::from_utf8_lossy(&environ).contains(&needle) {
             found.push(pid);
         }
@@ -153,7 +166,7 @@ pub fn running_with(needle: &Path) -> Vec<u32> {
 }
 
 /// Wait up to 5 s for every process started with `needle` in its environment to go.
-pub async fn none_left(needle: &Path) -> Vec<u32> {
+pub(crate) async fn none_left(needle: &Path) -> Vec<u32> {
     for _ in 0..100 {
         let left = running_with(needle);
         if left.is_empty() {

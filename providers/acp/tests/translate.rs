@@ -1,9 +1,9 @@
 //! The translator on `session/update` JSON, through its public API.
 
+use patchbay_acp::Translator;
+use patchbay_acp::translate::HostRun;
 use patchbay_core::tool::ToolStatus;
 use patchbay_core::{Event, ExecutedBy, FinishReason, ToolResult};
-use patchbay_acp::translate::HostRun;
-use patchbay_acp::Translator;
 use serde_json::{Value, json};
 
 fn run(translator: &mut Translator, updates: &[Value]) -> Vec<Event> {
@@ -33,9 +33,18 @@ fn message_and_thought_chunks_are_text_and_reasoning_blocks() {
     assert_eq!(
         events,
         [
-            Event::ReasoningDelta { index: 0, text: "Hmm".into() },
-            Event::TextDelta { index: 1, text: "Hel".into() },
-            Event::TextDelta { index: 1, text: "lo".into() },
+            Event::ReasoningDelta {
+                index: 0,
+                text: "Hmm".into()
+            },
+            Event::TextDelta {
+                index: 1,
+                text: "Hel".into()
+            },
+            Event::TextDelta {
+                index: 1,
+                text: "lo".into()
+            },
         ]
     );
 }
@@ -56,20 +65,42 @@ fn an_agent_tool_call_keeps_its_acp_facts_and_a_step_follows_its_result() {
         ],
     );
     assert!(matches!(&events[0], Event::ToolCallStart { id, name } if id == "t1" && name == "Read notes.txt"));
-    assert!(matches!(&events[1], Event::ToolCall { input, executed_by: ExecutedBy::Provider, .. } if input == &json!({ "path": "notes.txt" })));
-    let Event::ToolResult { result, .. } = &events[2] else { panic!("{events:?}") };
+    assert!(
+        matches!(&events[1], Event::ToolCall { input, executed_by: ExecutedBy::Provider, .. } if input == &json!({ "path": "notes.txt" }))
+    );
+    let Event::ToolResult { result, .. } = &events[2] else {
+        panic!("{events:?}")
+    };
     assert_eq!(result.status, ToolStatus::Completed);
     let metadata = result.metadata.clone().unwrap_or_default();
     assert_eq!(metadata["kind"], "read");
     assert_eq!(metadata["locations"][0]["path"], "/w/notes.txt");
     assert_eq!(metadata["diffs"][0]["newText"], "y");
-    assert!(matches!(&events[3], Event::StepFinished { step: 0, reason: FinishReason::ToolUse, .. }));
-    assert_eq!(events[4], Event::TextDelta { index: 0, text: "Done.".into() });
+    assert!(matches!(
+        &events[3],
+        Event::StepFinished {
+            step: 0,
+            reason: FinishReason::ToolUse,
+            ..
+        }
+    ));
+    assert_eq!(
+        events[4],
+        Event::TextDelta {
+            index: 0,
+            text: "Done.".into()
+        }
+    );
 }
 
 #[test]
 fn a_host_tool_is_named_as_the_host_knows_it_and_carries_its_own_result() {
-    for title in ["mcp__host__get_weather", "get_weather (host MCP Server)", "host/get_weather", "get_weather"] {
+    for title in [
+        "mcp__host__get_weather",
+        "get_weather (host MCP Server)",
+        "host/get_weather",
+        "get_weather",
+    ] {
         let mut translator = Translator::new("host", ["get_weather"]);
         translator.host_run(HostRun {
             name: "get_weather".into(),
@@ -102,10 +133,14 @@ fn the_stop_reason_and_usage_end_the_turn_and_open_calls_are_aborted() {
         &mut translator,
         &[json!({ "sessionUpdate": "tool_call", "toolCallId": "t", "title": "Run", "status": "in_progress" })],
     );
-    let usage = json!({ "inputTokens": 10, "outputTokens": 5, "totalTokens": 15, "thoughtTokens": 2 });
-    let (reason, total) = translator.finish("max_tokens", Some(&usage), &mut out);
+    let answer = json!({ "stopReason": "max_tokens",
+                         "usage": { "inputTokens": 10, "outputTokens": 5, "totalTokens": 15, "thoughtTokens": 2 } });
+    let (reason, total) = translator.finish(&answer, &mut out);
     assert_eq!(reason, FinishReason::Length);
-    assert_eq!((total.input, total.output, total.reasoning), (Some(10), Some(5), Some(2)));
+    assert_eq!(
+        (total.input, total.output, total.reasoning),
+        (Some(10), Some(5), Some(2))
+    );
     assert!(matches!(out.last(), Some(Event::ToolResult { result, .. }) if result.status == ToolStatus::Aborted));
     for (stop, expected) in [
         ("end_turn", FinishReason::Stop),
@@ -129,8 +164,36 @@ fn an_update_for_an_unknown_call_announces_it_and_a_plan_is_opaque() {
             json!({ "no": "tag" }),
         ],
     );
-    assert!(matches!(&events[0], Event::Opaque { provider, data, .. } if provider == "acp" && data["entries"][0]["content"] == "Look"));
+    assert!(
+        matches!(&events[0], Event::Opaque { provider, data, .. } if provider == "acp" && data["entries"][0]["content"] == "Look")
+    );
     assert!(matches!(&events[1], Event::ToolCallStart { name, .. } if name == "Fetch"));
     assert!(matches!(&events[3], Event::ToolResult { result, .. } if result.status == ToolStatus::Failed));
     assert_eq!(events.len(), 4);
+}
+
+#[test]
+fn a_permission_without_a_tool_call_announces_it_with_the_input_from_its_content() {
+    // The Gemini CLI: no `tool_call`, no `rawInput`; the arguments as JSON text.
+    let mut translator = Translator::new("host", ["get_weather"]);
+    let tool_call = json!({ "toolCallId": "g1", "status": "pending", "title": "get_weather (host MCP Server)",
+        "content": [{ "type": "content", "content": { "type": "text", "text": "{\"city\":\"Paris\"}" } }], "kind": "other" });
+    let mut announce = tool_call.clone();
+    announce["sessionUpdate"] = json!("tool_call");
+    let mut out = run(&mut translator, &[announce]);
+    translator.permission_asked("g1", &tool_call, &mut out);
+    assert!(
+        matches!(&out[1], Event::ToolCall { name, input, executed_by: ExecutedBy::Host, .. }
+            if name == "get_weather" && input == &json!({ "city": "Paris" })),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn the_gemini_quota_is_the_usage_when_there_is_no_usage() {
+    let mut translator = Translator::new("host", Vec::<String>::new());
+    let answer = json!({ "stopReason": "end_turn",
+        "_meta": { "quota": { "token_count": { "input_tokens": 50, "output_tokens": 14 } } } });
+    let (_, usage) = translator.finish(&answer, &mut Vec::new());
+    assert_eq!((usage.input, usage.output), (Some(50), Some(14)));
 }
