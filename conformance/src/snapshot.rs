@@ -18,9 +18,12 @@ pub fn settings_in(folder: &str) -> insta::Settings {
 }
 
 /// Settings for snapshots in `dir`, named only by the snapshot name (no module prefix, no
-/// expression in the file).
+/// expression in the file), with JSON object keys sorted: serde_json keeps insertion order
+/// when any crate of the build turns on its `preserve_order` (the ACP SDK does), so a
+/// snapshot must not depend on it.
 pub fn settings_at(dir: PathBuf) -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
+    settings.set_sort_maps(true);
     settings.set_snapshot_path(dir);
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);

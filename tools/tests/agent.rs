@@ -68,8 +68,10 @@ async fn a_scripted_agent_lists_reads_greps_and_edits() {
     );
     assert_eq!(fx.read("notes/todo.md"), "- ship it\n");
 
-    insta::assert_json_snapshot!("agent_coding_session", normalize(&events, &fx), {
-        ".**.metrics" => "[metrics]",
+    insta::with_settings!({ sort_maps => true }, {
+        insta::assert_json_snapshot!("agent_coding_session", normalize(&events, &fx), {
+            ".**.metrics" => "[metrics]",
+        });
     });
 }
 

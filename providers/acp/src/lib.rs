@@ -91,6 +91,12 @@ mod run;
 pub mod translate;
 pub mod transport;
 
+/// What each field of the real agents' messages becomes: every field of the recorded
+/// transcripts, mapped to an event or knowingly ignored with the reason (the `fields` test
+/// proves each row by changing the field).
+#[doc = include_str!("../FIELDS.md")]
+pub mod fields {}
+
 pub use config::{AGENT_ENV, AcpConfig, COMMAND_ENV, DEFAULT_HOST_SERVER, FileAccess, PEERS_ENV, Preset, Unattended};
 pub use error::Error;
 pub use provider::{AcpProvider, factory};

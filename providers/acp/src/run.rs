@@ -152,23 +152,10 @@ fn handle(
         Inbound::Update(update) => translator.update(&update, out),
         Inbound::Permission(params, reply) => {
             let call = params.get("toolCall").cloned().unwrap_or_default();
-            let id = call
-                .get("toolCallId")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            if translator.call_of(&id).is_none() {
-                let mut announce = call.clone();
-                if let Some(object) = announce.as_object_mut() {
-                    object.insert("sessionUpdate".into(), "tool_call".into());
-                }
-                translator.update(&announce, out);
-            }
-            translator.permission_asked(&id, &call, out);
-            let (name, input) = translator
+            let (id, input) = translator.permission(&call, out);
+            let name = translator
                 .call_of(&id)
-                .map(|(name, input)| (name.to_owned(), input.clone()))
-                .unwrap_or_else(|| ("tool".into(), Value::Null));
+                .map_or_else(|| "tool".to_owned(), |(name, _)| name.to_owned());
             let request = ApprovalRequest {
                 tool_use_id: id,
                 tool_name: name,

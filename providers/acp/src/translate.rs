@@ -17,8 +17,10 @@
 //! | `user_message_chunk`, `available_commands_update`, `current_mode_update`, `config_option_update`, `session_info_update`, `usage_update` | nothing (session state, not the answer) |
 //!
 //! A host tool (served to the agent by patchbay's MCP tool server) is recognised by its name:
-//! the update's `name`, a `toolName` in its `_meta`, or its title, as `<tool>`,
-//! `mcp__<server>__<tool>`, `<server>__<tool>`, `<server>/<tool>` or `<tool> (<server> ...)`;
+//! the update's `name`, a `toolName` in its `_meta`, the `server` and `tool` of an MCP call
+//! envelope in `rawInput` (Codex: `{"server", "tool", "arguments"}`, whose `arguments` are the
+//! input), or its title, as `<tool>`, `mcp__<server>__<tool>`, `<server>__<tool>`,
+//! `<server>/<tool>`, `Tool: <server>/<tool>` or `<tool> (<server> ...)`;
 //! or, failing that, by the tool server's report of a run with the same input. Its `ToolCall`
 //! carries the host's tool name and `executed_by: Host`, its result is the tool's own.
 //! Every other call is the agent's (`executed_by: Provider`), named by `name`, `toolName` or
@@ -117,22 +119,52 @@ impl Translator {
         }
     }
 
-    /// The agent asks permission for call `id`: its input is complete now.
-    ///
-    /// `tool_call` is the request's `toolCall`. Without a `rawInput`, a single text content
-    /// block holding a JSON object is taken as the input (the Gemini CLI sends its MCP calls'
-    /// arguments only that way).
-    pub fn permission_asked(&mut self, id: &str, tool_call: &Value, out: &mut Vec<Event>) {
-        if let Some(call) = self.calls.get_mut(id) {
-            if let Some(input) = tool_call.get("rawInput").filter(|v| !v.is_null()) {
-                call.input = input.clone();
-            } else if is_empty_input(&call.input)
-                && let Some(input) = input_in_content(tool_call)
-            {
-                call.input = input;
+    /// A `session/request_permission`'s `toolCall`. A call announced before (`tool_call`) is
+    /// complete now: its input, if still unknown, is the request's `rawInput` (the Claude
+    /// adapter sends the input only there) or a JSON object in its only text content (the
+    /// Gemini CLI, which sends no `tool_call` at all). A call not announced before starts here,
+    /// but its `rawInput` is not taken for its input (Codex asks before its `tool_call`, with a
+    /// `rawInput` describing the approval): it completes with its `tool_call`, unless its
+    /// content holds the input. Returns the call's id and the input to show the approval
+    /// handler (the call's input, else the request's `rawInput`).
+    pub fn permission(&mut self, tool_call: &Value, out: &mut Vec<Event>) -> (String, Value) {
+        let id = tool_call
+            .get("toolCallId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let raw = tool_call.get("rawInput").filter(|v| !is_empty_input(v)).cloned();
+        let known = self.calls.contains_key(&id);
+        if !known {
+            let mut announce = tool_call.clone();
+            if let Some(object) = announce.as_object_mut() {
+                object.insert("sessionUpdate".into(), "tool_call".into());
+                object.remove("rawInput");
+                object.remove("status");
+            }
+            self.update(&announce, out);
+        }
+        if let Some(call) = self.calls.get_mut(&id)
+            && is_empty_input(&call.input)
+        {
+            match (&raw, known) {
+                (Some(input), true) => call.input = call_input(input),
+                _ => {
+                    if let Some(input) = input_in_content(tool_call) {
+                        call.input = input;
+                    }
+                }
             }
         }
-        self.announce(id, out);
+        let input = match self.calls.get(&id) {
+            Some(call) if !is_empty_input(&call.input) => {
+                let input = call.input.clone();
+                self.announce(&id, out);
+                input
+            }
+            _ => raw.unwrap_or_else(|| Value::Object(Map::new())),
+        };
+        (id, input)
     }
 
     /// The host's name of call `id`, when it is a known host tool.
@@ -372,11 +404,31 @@ impl Translator {
                         || *candidate == format!("mcp__{server}__{tool}")
                         || *candidate == format!("{server}__{tool}")
                         || *candidate == format!("{server}/{tool}")
+                        || *candidate == format!("Tool: {server}/{tool}")
                         || candidate.starts_with(&format!("{tool} ({server}"))
                 })
                 .cloned()
         })
     }
+}
+
+/// A call's input from its `rawInput`: the `arguments` of an MCP call envelope
+/// (`{"server", "tool", "arguments"}`, as Codex sends its MCP calls), else the value itself.
+fn call_input(raw: &Value) -> Value {
+    match raw.as_object() {
+        Some(object) if object.len() == 3 && object.contains_key("server") && object.contains_key("tool") => {
+            object.get("arguments").cloned().unwrap_or_default()
+        }
+        _ => raw.clone(),
+    }
+}
+
+/// The `server/tool` an MCP call envelope names.
+fn envelope_name(update: &Value) -> Option<String> {
+    let raw = update.get("rawInput")?;
+    let server = raw.get("server")?.as_str()?;
+    let tool = raw.get("tool")?.as_str()?;
+    raw.get("arguments").map(|_| format!("{server}/{tool}"))
 }
 
 /// A JSON object given as the only text content of a tool call.
@@ -405,6 +457,9 @@ fn names(update: &Value) -> Vec<String> {
             }
         }
     }
+    if let Some(name) = envelope_name(update) {
+        names.push(name);
+    }
     if let Some(title) = update.get("title").and_then(Value::as_str).filter(|t| !t.is_empty()) {
         names.push(title.to_owned());
     }
@@ -414,7 +469,7 @@ fn names(update: &Value) -> Vec<String> {
 /// Keep what an announcement or update says about a call.
 fn absorb(call: &mut Call, update: &Value) {
     if let Some(input) = update.get("rawInput").filter(|v| !v.is_null()) {
-        call.input = input.clone();
+        call.input = call_input(input);
     }
     for (field, key) in [
         ("kind", "kind"),

@@ -1,7 +1,9 @@
 //! Integration tests of patchbay-acp.
 
+mod fields;
 mod provider;
 mod record;
 mod replay;
 mod support;
+mod transcripts;
 mod translate;

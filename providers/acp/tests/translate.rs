@@ -178,10 +178,9 @@ fn a_permission_without_a_tool_call_announces_it_with_the_input_from_its_content
     let mut translator = Translator::new("host", ["get_weather"]);
     let tool_call = json!({ "toolCallId": "g1", "status": "pending", "title": "get_weather (host MCP Server)",
         "content": [{ "type": "content", "content": { "type": "text", "text": "{\"city\":\"Paris\"}" } }], "kind": "other" });
-    let mut announce = tool_call.clone();
-    announce["sessionUpdate"] = json!("tool_call");
-    let mut out = run(&mut translator, &[announce]);
-    translator.permission_asked("g1", &tool_call, &mut out);
+    let mut out = Vec::new();
+    let (_, shown) = translator.permission(&tool_call, &mut out);
+    assert_eq!(shown, json!({ "city": "Paris" }));
     assert!(
         matches!(&out[1], Event::ToolCall { name, input, executed_by: ExecutedBy::Host, .. }
             if name == "get_weather" && input == &json!({ "city": "Paris" })),
@@ -196,4 +195,48 @@ fn the_gemini_quota_is_the_usage_when_there_is_no_usage() {
         "_meta": { "quota": { "token_count": { "input_tokens": 50, "output_tokens": 14 } } } });
     let (_, usage) = translator.finish(&answer, &mut Vec::new());
     assert_eq!((usage.input, usage.output), (Some(50), Some(14)));
+}
+
+#[test]
+fn a_codex_mcp_call_is_a_host_call_with_its_arguments_and_its_approval_is_not_the_input() {
+    let mut translator = Translator::new("host", ["get_weather"]);
+    let mut out = run(
+        &mut translator,
+        &[
+            json!({ "sessionUpdate": "tool_call", "toolCallId": "call_1", "title": "Tool: host/get_weather",
+                  "status": "in_progress", "rawInput": { "server": "host", "tool": "get_weather", "arguments": { "city": "Paris" } } }),
+        ],
+    );
+    let approval = json!({ "toolCallId": "call_1", "title": "Approve MCP tool call",
+                           "rawInput": { "server_name": "host", "id": "mcp_tool_call_approval_call_1" } });
+    translator.permission(&approval, &mut out);
+    assert!(
+        matches!(&out[1], Event::ToolCall { name, input, executed_by: ExecutedBy::Host, .. }
+            if name == "get_weather" && input == &json!({ "city": "Paris" })),
+        "{out:?}"
+    );
+    assert_eq!(out.len(), 2, "{out:?}");
+}
+
+#[test]
+fn a_permission_before_its_tool_call_waits_for_the_real_input() {
+    // Codex asks before its `tool_call`, with a `rawInput` describing the approval.
+    let mut translator = Translator::new("host", Vec::<String>::new());
+    let mut out = Vec::new();
+    let approval = json!({ "toolCallId": "x1", "title": "Run echo", "rawInput": { "call_id": "x1", "reason": "r" } });
+    let (id, shown) = translator.permission(&approval, &mut out);
+    assert_eq!(
+        (id.as_str(), &shown),
+        ("x1", &json!({ "call_id": "x1", "reason": "r" }))
+    );
+    assert!(matches!(out.as_slice(), [Event::ToolCallStart { .. }]), "{out:?}");
+    translator.update(
+        &json!({ "sessionUpdate": "tool_call", "toolCallId": "x1", "title": "echo hi", "status": "in_progress",
+                 "rawInput": { "command": ["echo", "hi"] } }),
+        &mut out,
+    );
+    assert!(
+        matches!(&out[1], Event::ToolCall { input, .. } if input == &json!({ "command": ["echo", "hi"] })),
+        "{out:?}"
+    );
 }

@@ -141,7 +141,7 @@ fn a_failed_cli_tool_result_is_a_failed_tool_result() {
 fn transcript_events_snapshot() {
     for name in ["one_tool_call", "thinking_then_tool_call"] {
         let (events, _) = translate(name);
-        insta::with_settings!({ snapshot_suffix => name }, {
+        insta::with_settings!({ snapshot_suffix => name, sort_maps => true }, {
             insta::assert_json_snapshot!("transcript", events, {
                 ".**.metrics" => "[metrics]",
             });

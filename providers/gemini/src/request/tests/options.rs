@@ -410,7 +410,7 @@ fn snapshot_a_tool_conversation() {
         .with_provider_options(NAME, json!({ "code_execution": true }));
     let built = try_build(&messages, &toolset(vec![weather()]), Some(&context)).unwrap_or_else(|e| panic!("{e}"));
     assert!(built.warnings.is_empty(), "{:?}", built.warnings);
-    insta::assert_json_snapshot!("tool_conversation", built.body);
+    insta::with_settings!({ sort_maps => true }, { insta::assert_json_snapshot!("tool_conversation", built.body) });
 }
 
 #[test]
@@ -440,5 +440,5 @@ fn snapshot_options_on_vertex() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(built.warnings.is_empty(), "{:?}", built.warnings);
-    insta::assert_json_snapshot!("options_on_vertex", built.body);
+    insta::with_settings!({ sort_maps => true }, { insta::assert_json_snapshot!("options_on_vertex", built.body) });
 }

@@ -476,5 +476,5 @@ fn a_whole_tool_conversation() {
     let built =
         try_build(&messages, &toolset(vec![weather()]), "gpt-5", Some(&context)).unwrap_or_else(|e| panic!("{e}"));
     assert!(built.warnings.is_empty(), "{:?}", built.warnings);
-    insta::assert_json_snapshot!("tool_conversation", built.body);
+    insta::with_settings!({ sort_maps => true }, { insta::assert_json_snapshot!("tool_conversation", built.body) });
 }
