@@ -6,6 +6,8 @@
 //! cargo run --example chat --features anthropic -- --provider anthropic "hi"
 //! cargo run --example chat --features gemini -- --provider gemini "hi"
 //! cargo run --example chat --features openai -- --provider openai "hi"
+//! cargo run --example chat --features acp -- --provider acp --agent gemini "hi"   # or codex, claude
+//! cargo run --example chat --features acp -- --provider acp --agent-command ./my-acp-agent "hi"
 //! cargo run --example chat -- --schema examples/weather.schema.json "weather in Paris?"
 //! OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 cargo run --features otel --example chat -- "hi"
 //! ```
@@ -13,6 +15,12 @@
 //! Text is printed as it arrives, tool calls and their results as they happen, and a last line
 //! with usage and metrics. The tools are patchbay-tools' coding tools, rooted at the current
 //! directory (bash off).
+//!
+//! `--provider acp` runs an Agent Client Protocol agent as the model: `--agent gemini|codex|claude`
+//! picks a preset (its program found on `PATH` or in `node_modules/.bin`), `--agent-command PATH`
+//! any other ACP agent (both: the preset's settings with that program); neither reads
+//! `PATCHBAY_ACP_AGENT` and `PATCHBAY_ACP_COMMAND`. `--agent` or `--agent-command` alone implies
+//! `--provider acp`. The agent runs its own tools, and reaches the coding tools over MCP.
 //!
 //! With `--schema FILE` (a JSON Schema) the answer is a JSON object of that schema instead, asked
 //! for with structured output (no tools): the object is printed each time it grows, then the
@@ -37,17 +45,31 @@ use serde_json::{Value, json};
 
 struct Args {
     provider: String,
+    /// Whether `--provider` was given (`--agent` implies `acp` only when it was not).
+    provider_given: bool,
+    /// `--agent`: an ACP preset (`gemini`, `codex`, `claude`).
+    agent: Option<String>,
+    /// `--agent-command`: the ACP agent program.
+    agent_command: Option<PathBuf>,
     model: Option<String>,
     json: bool,
     schema: Option<PathBuf>,
     prompt: String,
 }
 
-const USAGE: &str = "usage: chat [--provider NAME] [--model MODEL] [--json] [--schema FILE] PROMPT...";
+const USAGE: &str = "usage: chat [--provider NAME] [--agent gemini|codex|claude] [--agent-command PATH] \
+                     [--model MODEL] [--json] [--schema FILE] PROMPT...\n  \
+                     --provider NAME         scripted (default, offline), anthropic, openrouter, gemini, openai, \
+                     claude-agent, acp\n  \
+                     --agent NAME            with acp: the agent preset (gemini, codex, claude)\n  \
+                     --agent-command PATH    with acp: any ACP agent program";
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         provider: "scripted".into(),
+        provider_given: false,
+        agent: None,
+        agent_command: None,
         model: None,
         json: false,
         schema: None,
@@ -57,13 +79,30 @@ fn parse_args() -> Result<Args, String> {
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
         match arg.as_str() {
-            "--provider" => args.provider = iter.next().ok_or("--provider needs a name")?,
+            "--provider" => {
+                args.provider = iter.next().ok_or("--provider needs a name")?;
+                args.provider_given = true;
+            }
+            "--agent" => args.agent = Some(iter.next().ok_or("--agent needs a name (gemini, codex, claude)")?),
+            "--agent-command" => {
+                args.agent_command = Some(iter.next().ok_or("--agent-command needs a program")?.into())
+            }
             "--model" => args.model = Some(iter.next().ok_or("--model needs a name")?),
             "--json" => args.json = true,
             "--schema" => args.schema = Some(iter.next().ok_or("--schema needs a JSON Schema file")?.into()),
             "-h" | "--help" => return Err(USAGE.into()),
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{USAGE}")),
             _ => words.push(arg),
+        }
+    }
+    if args.agent.is_some() || args.agent_command.is_some() {
+        if !args.provider_given {
+            args.provider = "acp".into();
+        } else if args.provider != "acp" {
+            return Err(format!(
+                "--agent and --agent-command are for --provider acp, not {}\n{USAGE}",
+                args.provider
+            ));
         }
     }
     args.prompt = if words.is_empty() {
@@ -99,11 +138,18 @@ fn default_model(provider: &str) -> &'static str {
         "claude-agent" => "sonnet",
         "gemini" => "gemini-2.5-flash",
         "openai" => "gpt-5-mini",
+        // Never passed to the agent: it uses its own default model.
+        "acp" => "default",
         _ => "scripted-demo",
     }
 }
 
-fn build_provider(name: &str, schema: Option<&OutputSchema>) -> Result<Arc<dyn Provider>, patchbay::ProviderError> {
+fn build_provider(args: &Args, schema: Option<&OutputSchema>) -> Result<Arc<dyn Provider>, patchbay::ProviderError> {
+    let name = args.provider.as_str();
+    #[cfg(feature = "acp")]
+    if name == "acp" {
+        return acp_provider(args);
+    }
     if name == "scripted" {
         let script = match schema {
             Some(schema) => {
@@ -117,6 +163,24 @@ fn build_provider(name: &str, schema: Option<&OutputSchema>) -> Result<Arc<dyn P
         return Ok(Arc::new(ScriptedProvider::new(script)));
     }
     Registry::compiled().build(name, &serde_json::Value::Null)
+}
+
+/// `--provider acp`: the environment's settings (`PATCHBAY_ACP_AGENT`, `PATCHBAY_ACP_COMMAND`,
+/// `PATCHBAY_RECORD_DIR`), then the preset of `--agent` and the program of `--agent-command`.
+#[cfg(feature = "acp")]
+fn acp_provider(args: &Args) -> Result<Arc<dyn Provider>, patchbay::ProviderError> {
+    use patchbay::acp::{AcpConfig, AcpProvider, Preset};
+    let mut config = AcpConfig::from_env()?;
+    if let Some(agent) = &args.agent {
+        let preset = Preset::from_name(agent).ok_or_else(|| {
+            patchbay::ProviderError::config(format!("--agent {agent}: not an ACP preset (gemini, codex, claude)"))
+        })?;
+        config = config.with_preset(preset);
+    }
+    if let Some(program) = &args.agent_command {
+        config = config.with_command(program);
+    }
+    Ok(Arc::new(AcpProvider::new(config)?))
 }
 
 fn preview(result: &ToolResult, lines: usize) -> String {
@@ -321,15 +385,24 @@ async fn structured(provider: &dyn Provider, model: &str, args: &Args, schema: O
 /// The provider asked for; when it cannot be built, the error (and the feature that would
 /// compile it in) is printed and the exit code returned instead.
 fn provider_or_hint(args: &Args, schema: Option<&OutputSchema>) -> Result<Arc<dyn Provider>, ExitCode> {
-    build_provider(&args.provider, schema).map_err(|error| {
+    build_provider(args, schema).map_err(|error| {
         eprintln!("chat: {error}");
         let compiled = Registry::compiled().names().contains(&args.provider.as_str());
         if let (false, Some(feature)) = (compiled, Registry::feature_for(&args.provider)) {
+            let mut agent = String::new();
+            if let Some(name) = &args.agent {
+                agent.push_str(&format!(" --agent {name}"));
+            }
+            if let Some(program) = &args.agent_command {
+                agent.push_str(&format!(" --agent-command {}", program.display()));
+            }
             eprintln!(
                 "chat: to use it, build the example with that feature:\n  \
-                 cargo run --features {feature} --example chat -- --provider {} \"{}\"",
+                 cargo run --features {feature} --example chat -- --provider {}{agent} \"{}\"",
                 args.provider, args.prompt
             );
+        } else if compiled && args.provider == "acp" && args.agent.is_none() && args.agent_command.is_none() {
+            eprintln!("chat: name the agent: --agent gemini|codex|claude, or --agent-command PATH");
         }
         ExitCode::from(2)
     })

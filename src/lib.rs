@@ -43,6 +43,10 @@ pub use patchbay_openai as openai;
 #[cfg(feature = "claude-agent")]
 pub use patchbay_claude_agent as claude_agent;
 
+/// Any Agent Client Protocol agent (Gemini CLI, Codex, Claude) as an agent runtime (feature `acp`).
+#[cfg(feature = "acp")]
+pub use patchbay_acp as acp;
+
 /// MCP client set and tool server (feature `mcp`).
 #[cfg(feature = "mcp")]
 pub use patchbay_mcp as mcp;

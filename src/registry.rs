@@ -6,13 +6,14 @@ use patchbay_core::{Provider, ProviderError, ProviderFactory};
 use serde_json::Value;
 
 /// The providers patchbay ships: registry name and the facade's cargo feature that compiles it in.
-pub const KNOWN_PROVIDERS: [(&str, &str); 6] = [
+pub const KNOWN_PROVIDERS: [(&str, &str); 7] = [
     ("scripted", "scripted"),
     ("anthropic", "anthropic"),
     ("openrouter", "openrouter"),
     ("claude-agent", "claude-agent"),
     ("gemini", "gemini"),
     ("openai", "openai"),
+    ("acp", "acp"),
 ];
 
 /// Providers by name. [`Registry::compiled`] holds every provider whose cargo feature is on;
@@ -53,6 +54,8 @@ impl Registry {
         registry.register(patchbay_gemini::factory());
         #[cfg(feature = "openai")]
         registry.register(patchbay_openai::factory());
+        #[cfg(feature = "acp")]
+        registry.register(patchbay_acp::factory());
         registry
     }
 

@@ -21,6 +21,22 @@ pub(crate) fn chat_binary() -> Peer {
     )
 }
 
+/// patchbay-acp's scripted ACP agent, built by `cargo build -p patchbay-acp` (and by
+/// `cargo test --workspace`, as every package's binaries are) into this test binary's target
+/// folder (`target/<profile>/patchbay-acp-fake-agent`). Another package's binary has no
+/// `CARGO_BIN_EXE_*` here, so it is found next to the `deps` folder this test runs from.
+#[cfg(feature = "acp")]
+pub(crate) fn acp_fake_agent() -> Peer {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap_or(Path::new("."));
+    let path = profile_dir.join(format!("patchbay-acp-fake-agent{}", std::env::consts::EXE_SUFFIX));
+    Peer::at(
+        "patchbay-acp's fake agent",
+        path,
+        "build it with `cargo build -p patchbay-acp` (`cargo test --workspace` builds it)",
+    )
+}
+
 fn run_chat(args: &[&str]) -> (String, String, bool) {
     let binary = chat_binary().path().to_path_buf();
     let dir = tempfile::tempdir().expect("temp dir");
@@ -108,6 +124,66 @@ pub(crate) fn chat_schema_reports_a_mismatch_with_the_raw_answer() {
         stderr.contains("raw text of the answer") && stderr.contains("\"n\": 1"),
         "{stderr}"
     );
+}
+
+/// `--provider acp --agent-command <fake agent>`: the agent, scripted by
+/// `PATCHBAY_ACP_FAKE_SCRIPT` (inherited through the chat process), reads the folder with the
+/// host's `read` tool over MCP, then answers; the run prints the call, its result and the text.
+#[cfg(feature = "acp")]
+pub(crate) fn chat_runs_on_acp_with_the_fake_agent() {
+    let agent = acp_fake_agent().path().to_path_buf();
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("notes.md"), "# notes\n").expect("write");
+    let script = serde_json::json!({ "prompts": [[
+        { "call_tool": { "id": "t1", "server": patchbay::acp::DEFAULT_HOST_SERVER, "name": "read", "input": { "path": "." } } },
+        { "update": { "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": "Hello from the fake agent." } } },
+        { "end": { "stop_reason": "end_turn" } },
+    ]] });
+    let script_path = dir.path().join("script.json");
+    std::fs::write(&script_path, script.to_string()).expect("write the script");
+    // The user's own acp settings stay out of it.
+    let chat = |args: &[&std::ffi::OsStr]| {
+        Command::new(chat_binary().path())
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove(patchbay::acp::AGENT_ENV)
+            .env_remove(patchbay::acp::COMMAND_ENV)
+            .env("PATCHBAY_ACP_FAKE_SCRIPT", &script_path)
+            .output()
+            .expect("chat runs")
+    };
+    let output = chat(&[
+        "--provider".as_ref(),
+        "acp".as_ref(),
+        "--agent-command".as_ref(),
+        agent.as_ref(),
+        "what is here?".as_ref(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("→ read") && stdout.contains("notes.md"), "{stdout}");
+    assert!(stdout.contains("Hello from the fake agent."), "{stdout}");
+    assert!(
+        stdout.lines().last().is_some_and(|l| l.starts_with("[Stop | usage:")),
+        "{stdout}"
+    );
+
+    // Without an agent named: a clear error and the flags that name one.
+    let output = chat(&["--provider".as_ref(), "acp".as_ref(), "hi".as_ref()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("--agent gemini|codex|claude"), "{stderr}");
+    let output = chat(&[
+        "--provider".as_ref(),
+        "anthropic".as_ref(),
+        "--agent".as_ref(),
+        "gemini".as_ref(),
+        "hi".as_ref(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("for --provider acp"), "{stderr}");
 }
 
 pub(crate) fn chat_names_the_compiled_providers_for_an_unknown_one() {

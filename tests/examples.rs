@@ -41,6 +41,15 @@ fn main() {
             against_mocks::chat_runs_on_gemini_against_the_mock,
         ]);
     }
+    #[cfg(feature = "acp")]
+    {
+        let agent: &Peer = &chat_example::acp_fake_agent();
+        trials.push(peers::trial(
+            "chat_example::chat_runs_on_acp_with_the_fake_agent",
+            &[chat, agent],
+            chat_example::chat_runs_on_acp_with_the_fake_agent,
+        ));
+    }
     #[cfg(feature = "otel")]
     trials.extend(trials![trial, chat =>
         chat_example::chat_exports_spans_and_metrics_when_an_otlp_endpoint_is_set,

@@ -37,6 +37,13 @@ fn buildable() -> Vec<(&'static str, Value)> {
         patchbay::claude_agent::NAME,
         json!({ "cli_path": "/usr/bin/true", "keep_alive_ms": 500 }),
     ));
+    // An agent runtime: a preset names the agent (its program is looked up only when a call
+    // starts), no key is needed.
+    #[cfg(feature = "acp")]
+    all.push((
+        patchbay::acp::NAME,
+        json!({ "agent": "gemini", "init_timeout_ms": 1000 }),
+    ));
     all
 }
 
@@ -105,6 +112,8 @@ fn provider_crates() -> Vec<(&'static str, &'static str)> {
     all.push((patchbay::gemini::NAME, "GEMINI_API_KEY"));
     #[cfg(feature = "openai")]
     all.push((patchbay::openai::NAME, "OPENAI_API_KEY"));
+    #[cfg(feature = "acp")]
+    all.push((patchbay::acp::NAME, patchbay::acp::AGENT_ENV));
     all
 }
 
@@ -121,6 +130,7 @@ async fn every_provider_refuses_a_bad_call_option_as_an_invalid_request() {
         "claude-agent" => Some(("max_turns", json!({ "max_turns": "sk-CANARY" }))),
         "gemini" => Some(("safety_settings", json!({ "safety_settings": "sk-CANARY" }))),
         "openai" => Some(("store", json!({ "store": "sk-CANARY" }))),
+        "acp" => Some(("init_timeout_ms", json!({ "init_timeout_ms": "sk-CANARY" }))),
         _ => None,
     };
     for (name, options) in buildable() {
@@ -225,6 +235,11 @@ fn env_child_refuses_its_variable() {
             Err(patchbay::claude_agent::Error::Env { name, .. }) => Some(name),
             other => panic!("{other:?}"),
         },
+        #[cfg(feature = "acp")]
+        "acp" => match patchbay::acp::AcpConfig::from_env() {
+            Err(patchbay::acp::Error::Env { name, .. }) => Some(name),
+            other => panic!("{other:?}"),
+        },
         _ => None,
     };
     assert_eq!(env_error.as_deref(), Some(variable), "{name}");
@@ -239,6 +254,66 @@ fn env_child_refuses_its_variable() {
         source = next.source();
     }
     assert!(shown.contains(variable) && !shown.contains("CANARY"), "{name}: {shown}");
+}
+
+/// Set in the child process of [`acp_without_an_agent_is_a_config_error_at_construction`].
+#[cfg(feature = "acp")]
+const NO_AGENT_CHILD: &str = "PATCHBAY_ACP_NO_AGENT_CHILD";
+
+/// acp needs no key, but it needs an agent: with no preset (`agent`) and no `command`, in the
+/// options or the environment, building it is a `Config` error of `acp` naming the option,
+/// before anything is started. The registry half runs in a child without `PATCHBAY_ACP_AGENT`
+/// and `PATCHBAY_ACP_COMMAND`, so a developer's own settings cannot mask it.
+#[cfg(feature = "acp")]
+#[test]
+fn acp_without_an_agent_is_a_config_error_at_construction() {
+    use patchbay::acp::{AGENT_ENV, AcpConfig, AcpProvider, COMMAND_ENV, Error};
+    let error = AcpProvider::new(AcpConfig::new()).expect_err("no agent named");
+    assert!(matches!(error, Error::Invalid { field: "command", .. }), "{error:?}");
+    let error = patchbay::ProviderError::from(error);
+    assert_eq!(error.kind(), ErrorKind::Config, "{error}");
+    assert!(error.to_string().contains("agent"), "{error}");
+
+    let exe = std::env::current_exe().expect("the test binary");
+    let output = std::process::Command::new(&exe)
+        .args([
+            "--exact",
+            "factories::acp_child_builds_without_an_agent",
+            "--test-threads=1",
+        ])
+        .env(NO_AGENT_CHILD, "1")
+        .env_remove(AGENT_ENV)
+        .env_remove(COMMAND_ENV)
+        .output()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The child half of [`acp_without_an_agent_is_a_config_error_at_construction`]; in any other
+/// process it has nothing to check.
+#[cfg(feature = "acp")]
+#[test]
+fn acp_child_builds_without_an_agent() {
+    if std::env::var_os(NO_AGENT_CHILD).is_none() {
+        return;
+    }
+    for options in [json!({}), Value::Null, json!({ "env": { "K": "v" }, "args": ["--x"] })] {
+        let Err(error) = Registry::compiled().build(patchbay::acp::NAME, &options) else {
+            panic!("acp built without an agent from {options}");
+        };
+        assert_eq!(error.kind(), ErrorKind::Config, "{error}");
+        assert_eq!(error.facts().provider.as_deref(), Some("acp"), "{error:?}");
+        let message = error.to_string();
+        assert!(
+            message.contains("command") && message.contains("agent"),
+            "names the options to set: {message}"
+        );
+    }
 }
 
 /// A configured header HTTP refuses is the same `Error::Header { name }` in every HTTP crate,

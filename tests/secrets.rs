@@ -171,6 +171,38 @@ fn configs_providers_and_errors_never_show_a_secret() {
     let provider = ClaudeAgentProvider::new(config).expect("a valid configuration");
     assert_debug_clean("ClaudeAgentProvider", &provider);
 
+    // ACP agent runtime: `env` values, arguments and home files (keys are shown, values never).
+    #[cfg(feature = "acp")]
+    {
+        use patchbay::acp::{AcpConfig, AcpProvider, Preset};
+        let config = AcpConfig::preset(Preset::Gemini)
+            .with_env("GEMINI_API_KEY", secret("acp-env"))
+            .with_args([format!("--token={}", secret("acp-arg"))])
+            .with_home_file(".codex/config.toml", secret("acp-home-file"));
+        assert_debug_clean("AcpConfig", &config);
+        let provider = AcpProvider::new(config).expect("a valid configuration");
+        assert_debug_clean("AcpProvider", &provider);
+        let options = json!({
+            "agent": "codex",
+            "env": { "OPENAI_API_KEY": secret("acp-option-env") },
+            "args": [secret("acp-option-arg")],
+            "home_files": { ".codex/auth.json": secret("acp-option-home") },
+        });
+        let config = AcpConfig::from_options(&options).expect("valid options");
+        assert_debug_clean("AcpConfig from options", &config);
+        assert_debug_clean("AcpProvider from options", &AcpProvider::new(config).expect("builds"));
+        let error = patchbay::acp::factory()
+            .build(&json!({ "agent": "gemini", "env": secret("misplaced") }))
+            .err()
+            .expect("not an object");
+        assert_error_clean("acp options error quoting a value", &error);
+        let error = patchbay::acp::factory()
+            .build(&json!({ "agent": secret("agent"), "env": { "K": secret("acp-env") } }))
+            .err()
+            .expect("not a preset");
+        assert_error_clean("acp options error with an unknown preset", &error);
+    }
+
     // Core and MCP.
     assert_debug_clean("RequestContext", &context());
     assert_debug_clean("McpServerConfig", &mcp_servers());
@@ -294,6 +326,16 @@ async fn traced_calls() {
             config = config.with_key_header(KeyHeader::Named("api-key".into()));
         }
         let provider = OpenAiProvider::new(config).expect("builds");
+        drain(&provider, Some(&context())).await;
+    }
+    // An ACP "agent" that exits at once (`true`), started with secrets in its environment and
+    // arguments and the context's MCP servers: the failed call shows none of them.
+    #[cfg(feature = "acp")]
+    {
+        let config = patchbay::acp::AcpConfig::command("/usr/bin/true", [format!("--token={}", secret("acp-arg"))])
+            .with_env("ACP_API_KEY", secret("acp-env"))
+            .with_home_file(".agent/auth.json", secret("acp-home-file"));
+        let provider = patchbay::acp::AcpProvider::new(config).expect("builds");
         drain(&provider, Some(&context())).await;
     }
     // An MCP client reaching a token-protected tool server, and one refused by it.

@@ -82,7 +82,7 @@ pub struct Blueprint {
     /// What the agent is for, shown to parent agents choosing one.
     #[serde(default)]
     pub description: String,
-    /// The provider's registry name: `scripted`, `anthropic`, `openrouter`, `gemini`, `openai`, `claude-agent`.
+    /// The provider's registry name: `scripted`, `anthropic`, `openrouter`, `gemini`, `openai`, `claude-agent`, `acp`.
     pub provider: String,
     /// The model name passed to the provider.
     pub model: String,
@@ -196,7 +196,7 @@ pub enum BlueprintError {
         max: u64,
     },
     /// A blueprint has an empty `provider`.
-    #[error("{}: blueprint `{name}` has an empty `provider`: name one (scripted, anthropic, openrouter, gemini, openai, claude-agent)", path.display())]
+    #[error("{}: blueprint `{name}` has an empty `provider`: name one (scripted, anthropic, openrouter, gemini, openai, claude-agent, acp)", path.display())]
     EmptyProvider {
         /// The file.
         path: PathBuf,

@@ -82,7 +82,7 @@
 //!   `job_id` and `job_status` (the queued job's own status).
 //! - `list_agent_sessions` pages (100 by default, `next_after`); `total` counts every match.
 //! - Two tools more: `cancel_agent_session` and `get_agent_session_events`.
-//! - **Runs of agent runtimes** (claude-agent) resume through their provider session id; other
+//! - **Runs of agent runtimes** (claude-agent, acp) resume through their provider session id; other
 //!   providers resume from the stored conversation.
 //! - **Worker slots are lent while a run waits**: a run that makes a sync start or resume, or
 //!   a status call with `wait_seconds`, on another session (its caller header names a run in
@@ -102,7 +102,7 @@
 //!   token says who calls); with the bearer token it is the caller's claim: its holder may
 //!   name any session, as in the original design.
 //! - **No run outlives its orchestrator**: the processes a run starts (a `bash` tool's shell, a
-//!   claude-agent CLI) get the parent-death signal (`setpriv --pdeathsig=KILL` when util-linux
+//!   claude-agent CLI, an ACP agent) get the parent-death signal (`setpriv --pdeathsig=KILL` when util-linux
 //!   is installed), so a `kill -9` of the orchestrator kills them; and every process a run
 //!   starts carries [`RUN_ENV`]`=<job id>`, so what those started (a shell's `sleep`, a CLI's
 //!   tools) is killed at the next start, before the interrupted job is marked failed (SQLite),
