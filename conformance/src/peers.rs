@@ -92,6 +92,33 @@ pub fn claude_code_cli() -> Peer {
     Peer::installed("the Claude Code CLI", "node_modules/.bin/claude", ".ci/peers/claude.sh")
 }
 
+/// Zed's Claude ACP adapter (`claude-agent-acp`, bundling its own Claude Code), installed by
+/// `.ci/peers/acp.sh` under [`peers_dir`]`/acp`: patchbay-acp's `claude` preset.
+pub fn acp_claude() -> Peer {
+    Peer::installed(
+        "the Claude ACP adapter (claude-agent-acp)",
+        "acp/node_modules/.bin/claude-agent-acp",
+        ".ci/peers/acp.sh",
+    )
+}
+
+/// The Gemini CLI (`gemini --acp`), installed by `.ci/peers/acp.sh` under [`peers_dir`]`/acp`:
+/// patchbay-acp's `gemini` preset.
+pub fn acp_gemini() -> Peer {
+    Peer::installed("the Gemini CLI", "acp/node_modules/.bin/gemini", ".ci/peers/acp.sh")
+}
+
+/// Zed's Codex ACP adapter (`codex-acp`: a Node launcher of the native binary, which the
+/// script pins too), installed by `.ci/peers/acp.sh` under [`peers_dir`]`/acp`: patchbay-acp's
+/// `codex` preset.
+pub fn acp_codex() -> Peer {
+    Peer::installed(
+        "the Codex ACP adapter (codex-acp)",
+        "acp/node_modules/.bin/codex-acp",
+        ".ci/peers/acp.sh",
+    )
+}
+
 /// The environment that keeps the Claude Code CLI offline against a Messages API mock at
 /// `base_url`: a dummy key, no nonessential traffic, telemetry, updates or retries, and `home`
 /// as its config, home and temp folder (its sessions live there). The same variables as the

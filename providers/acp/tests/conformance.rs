@@ -11,6 +11,8 @@
 #[allow(dead_code, unreachable_pub)]
 mod support;
 
+mod real;
+
 use std::sync::Arc;
 
 use patchbay_acp::AcpProvider;
@@ -88,5 +90,7 @@ fn fake_target() -> Target {
 }
 
 fn main() {
-    patchbay_conformance::peers::run(trials(&fake_target()))
+    let mut all = trials(&fake_target());
+    all.extend(real::trials());
+    patchbay_conformance::peers::run(all)
 }

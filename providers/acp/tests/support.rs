@@ -118,9 +118,21 @@ pub(crate) async fn call(
     context: &RequestContext,
     signal: &Signal,
 ) -> Run {
+    call_model(provider, messages, tools, "fake-model", context, signal).await
+}
+
+/// [`call`] with `model`.
+pub(crate) async fn call_model(
+    provider: &dyn Provider,
+    messages: &[Message],
+    tools: &ToolSet,
+    model: &str,
+    context: &RequestContext,
+    signal: &Signal,
+) -> Run {
     let mut run = Run::default();
     let mut stream = match provider
-        .create_response(messages, tools, "fake-model", signal, Some(context))
+        .create_response(messages, tools, model, signal, Some(context))
         .await
     {
         Ok(stream) => stream,

@@ -26,6 +26,12 @@
 //! | [`End::Truncate`], [`End::Stall`] | every item event, no terminal event (the server then closes or stalls) |
 //! | [`Turn::Fail`](patchbay_scripted::Turn::Fail) | status (scripted, else [`error_status`]), `content-type: application/json`, `x-request-id: req_<n>`, `retry-after` in whole seconds rounded up when the script gives a wait, body `{"error": {"message", "type", "param": null, "code"}}` with the type of the status ([`error_type`]) and the code of the kind |
 //!
+//! With [`ResponsesWire::with_tool_namespaces`], a scripted call named `mcp__<server>__<tool>`
+//! is rendered as Codex's namespaced MCP call: the `function_call` item (in its
+//! `output_item.added`, `output_item.done` and the terminal event's `output`) has
+//! `"namespace": "mcp__<server>"` and `"name": "<tool>"`. Any other name, and every name by
+//! default, is rendered as scripted.
+//!
 //! The server answers every POST with the next scripted turn, whatever the path, and reads the
 //! model from the request body's `model`. Point the provider's base URL (the part before
 //! `/responses`) at `format!("{}/v1", server.url())`: it then posts to `/v1/responses` as on
@@ -57,12 +63,22 @@ pub struct ResponsesWire {
     calls: AtomicU64,
     /// Output items streamed so far.
     items: AtomicU64,
+    /// Whether `mcp__<server>__<tool>` calls are rendered with a `namespace`.
+    namespaces: bool,
 }
 
 impl ResponsesWire {
     /// A wire that numbers from 1.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Render a scripted tool call named `mcp__<server>__<tool>` as Codex expects an MCP tool
+    /// call: a `function_call` item with `"namespace": "mcp__<server>"` and `"name": "<tool>"`
+    /// (Codex offers each MCP server as a `namespace` tool and refuses the flat name).
+    pub fn with_tool_namespaces(mut self) -> Self {
+        self.namespaces = true;
+        self
     }
 
     /// The number of the next call (from 1).
@@ -76,6 +92,7 @@ impl Clone for ResponsesWire {
         Self {
             calls: AtomicU64::new(self.calls.load(Ordering::Relaxed)),
             items: AtomicU64::new(self.items.load(Ordering::Relaxed)),
+            namespaces: self.namespaces,
         }
     }
 }
@@ -175,10 +192,20 @@ fn message_item(id: &str, status: &str, content: Value) -> Value {
     json!({ "id": id, "type": "message", "status": status, "role": "assistant", "content": content })
 }
 
+/// A call name split as a namespaced MCP call: `mcp__<server>__<tool>` into `mcp__<server>`
+/// and `<tool>` (neither part empty).
+fn mcp_namespace(name: &str) -> Option<(String, &str)> {
+    let rest = name.strip_prefix("mcp__")?;
+    let (server, tool) = rest.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then(|| (format!("mcp__{server}"), tool))
+}
+
 /// The frames of one response being rendered.
 struct Stream<'a> {
     id: String,
     model: &'a str,
+    /// Whether MCP calls get a `namespace` ([`ResponsesWire::with_tool_namespaces`]).
+    namespaces: bool,
     /// The number of this response's first item.
     first_item: u64,
     sequence: u64,
@@ -320,11 +347,17 @@ impl Stream<'_> {
 
     fn function_call(&mut self, call_id: &str, name: &str, input: &Value) {
         let (index, id) = self.open("fc");
+        let namespaced = if self.namespaces { mcp_namespace(name) } else { None };
         let item = |status: &str, arguments: &str| {
-            json!({
+            let mut item = json!({
                 "id": id, "type": "function_call", "status": status, "arguments": arguments,
                 "call_id": call_id, "name": name,
-            })
+            });
+            if let Some((namespace, tool)) = &namespaced {
+                item["namespace"] = json!(namespace);
+                item["name"] = json!(tool);
+            }
+            item
         };
         self.added(index, item("in_progress", ""));
         let arguments = input.to_string();
@@ -374,6 +407,7 @@ impl WireFormat for ResponsesWire {
         let mut out = Stream {
             id: response.id.clone().unwrap_or_else(|| format!("resp_{call}")),
             model,
+            namespaces: self.namespaces,
             first_item,
             sequence: 0,
             frames: Vec::new(),

@@ -171,6 +171,31 @@ fn thinking_then_a_tool_call_are_a_reasoning_and_a_function_call_item() {
 }
 
 #[test]
+fn with_tool_namespaces_an_mcp_call_names_its_server_as_the_namespace() {
+    let response = Response::new(vec![
+        Part::tool_call("call_1", "mcp__host__get_weather", json!({ "city": "Paris" })),
+        Part::tool_call("call_2", "shell", json!({ "command": "ls" })),
+    ]);
+    let plain = render(&response);
+    let item = &named(&plain, "response.output_item.added")[0]["item"];
+    assert_eq!(item["name"], "mcp__host__get_weather", "unchanged by default");
+    assert!(item.get("namespace").is_none());
+
+    let events = events(&ResponsesWire::new().with_tool_namespaces().render_response(&response, MODEL));
+    let added = named(&events, "response.output_item.added");
+    let done = named(&events, "response.output_item.done");
+    let (_, terminal) = events.last().unwrap();
+    for item in [&added[0]["item"], &done[0]["item"], &terminal["response"]["output"][0]] {
+        assert_eq!((&item["namespace"], &item["name"]), (&json!("mcp__host"), &json!("get_weather")));
+        assert_eq!(item["call_id"], "call_1");
+    }
+    for item in [&added[1]["item"], &done[1]["item"]] {
+        assert_eq!(item["name"], "shell", "a name that is not mcp__<server>__<tool> is kept");
+        assert!(item.get("namespace").is_none());
+    }
+}
+
+#[test]
 fn an_empty_thinking_has_no_summary_events_and_no_signature_no_encrypted_content() {
     let signed = Part::Thinking {
         text: String::new(),
