@@ -132,6 +132,12 @@ impl Agent {
                     ("CLAUDE_CODE_MAX_RETRIES", "0"),
                 ]);
                 env.push(("ANTHROPIC_BASE_URL", url.to_owned()));
+                // The adapter offers the bypass mode as root when `IS_SANDBOX` is set at all,
+                // its bundled CLI accepts it only for `1` and exits otherwise ("cannot be used
+                // with root/sudo privileges"): any other inherited value breaks `session/new`.
+                if std::env::var_os("IS_SANDBOX").is_some_and(|value| value != "1") {
+                    env.push(("IS_SANDBOX", "1".to_owned()));
+                }
                 env
             }
             Self::Gemini => {
@@ -260,8 +266,10 @@ impl World {
         config
     }
 
+    /// A provider on `config`, recording into `$PATCHBAY_RECORD_DIR` when it is set.
     fn provider(&self, config: AcpConfig) -> AcpProvider {
-        AcpProvider::new(config).unwrap_or_else(|e| panic!("{e}"))
+        let record = std::env::var_os("PATCHBAY_RECORD_DIR").map(PathBuf::from);
+        AcpProvider::new(config.with_record_dir(record)).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn context(&self) -> RequestContext {
