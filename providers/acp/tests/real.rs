@@ -739,16 +739,54 @@ async fn a_kept_alive_agent_serves_the_next_turn(agent: Agent) {
     assert!(left.is_empty(), "{left:?} outlived the provider");
 }
 
+/// What the provider must change before a test of an agent can pass, if anything. Such a test
+/// still runs, as a known failure: it passes while the test fails (the failure is printed), and
+/// fails once the test passes, so the mark goes with the fix.
+fn provider_change_needed(agent: Agent, test: &str) -> Option<&'static str> {
+    const CODEX_MCP_CALL: &str = "translate.rs must read Codex's MCP calls: a `tool_call` titled \
+        `Tool: <server>/<tool>` with `rawInput` `{server, tool, arguments}` is the host tool `<tool>` \
+        with input `arguments`, and its permission request's `rawInput` (an elicitation, \
+        `request._meta.tool_params` the input) must not replace the call's input";
+    match (agent, test) {
+        (
+            Agent::Codex,
+            "runs_a_host_tool_over_mcp_with_the_request_context" | "asks_permission_once_and_a_denial_stops_the_tool",
+        ) => Some(CODEX_MCP_CALL),
+        _ => None,
+    }
+}
+
+/// The trial `real::<agent>::<test>`, needing the agent (see [`provider_change_needed`]).
+fn agent_trial<F, Fut>(agent: Agent, test: &'static str, body: F) -> Trial
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = ()>,
+{
+    let name = format!("real::{}::{test}", agent.name());
+    let peer = agent.peer();
+    let Some(change) = provider_change_needed(agent, test) else {
+        return peers::async_trial(name, &[&peer], body);
+    };
+    peers::trial(name, &[&peer], move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("a tokio runtime: {e}"));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(body())));
+        runtime.shutdown_timeout(Duration::from_secs(5));
+        match outcome {
+            Err(_) => eprintln!("known failure (the panic above) until the provider changes: {change}"),
+            Ok(()) => panic!("this test passes now: take it out of `provider_change_needed` ({change})"),
+        }
+    })
+}
+
 /// One trial per test of one agent.
 macro_rules! agent_trials {
     ($agent:expr => $($test:ident),+ $(,)?) => {{
         let agent: Agent = $agent;
-        let peer = agent.peer();
-        vec![$(peers::async_trial(
-            format!("real::{}::{}", agent.name(), stringify!($test)),
-            &[&peer],
-            move || $test(agent),
-        )),+]
+        vec![$(agent_trial(agent, stringify!($test), move || $test(agent))),+]
     }};
 }
 
