@@ -114,12 +114,8 @@ impl Agent {
 
     /// The variables that point the agent at the mock at `url`, offline.
     fn env(self, url: &str) -> Vec<(&'static str, String)> {
-        let fixed = |pairs: &[(&'static str, &str)]| {
-            pairs
-                .iter()
-                .map(|(k, v)| (*k, (*v).to_owned()))
-                .collect::<Vec<_>>()
-        };
+        let fixed =
+            |pairs: &[(&'static str, &str)]| pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect::<Vec<_>>();
         match self {
             Self::Claude => {
                 let mut env = fixed(&[
@@ -277,19 +273,18 @@ impl World {
     }
 
     /// One call with the agent's model, read to its end within [`CALL_LIMIT`].
-    async fn call(&self, provider: &dyn Provider, messages: &[Message], tools: &ToolSet, context: &RequestContext) -> Run {
+    async fn call(
+        &self,
+        provider: &dyn Provider,
+        messages: &[Message],
+        tools: &ToolSet,
+        context: &RequestContext,
+    ) -> Run {
         let started = Instant::now();
         let run = within(
             CALL_LIMIT,
             "the call",
-            call_model(
-                provider,
-                messages,
-                tools,
-                self.agent.model(),
-                context,
-                &Signal::new(),
-            ),
+            call_model(provider, messages, tools, self.agent.model(), context, &Signal::new()),
         )
         .await;
         eprintln!(
@@ -429,7 +424,12 @@ async fn answers_a_prompt(agent: Agent) {
     let world = World::new(agent, vec![text("Hello from the mock.")]).await;
     let provider = world.provider(world.config());
     let run = world
-        .call(&provider, &[Message::user("Say hello.")], &ToolSet::new(), &world.context())
+        .call(
+            &provider,
+            &[Message::user("Say hello.")],
+            &ToolSet::new(),
+            &world.context(),
+        )
         .await;
     assert!(run.error.is_none(), "{:?}\n{:#?}", run.error, run.events);
     validate(&run);
@@ -443,10 +443,7 @@ async fn answers_a_prompt(agent: Agent) {
     let requests = world.model_requests();
     assert_eq!(requests.len(), 1, "one model call: {requests:#?}");
     assert!(requests[0].to_string().contains("Say hello."));
-    assert!(
-        none_left(world.tag()).await.is_empty(),
-        "the agent outlived its turn"
-    );
+    assert!(none_left(world.tag()).await.is_empty(), "the agent outlived its turn");
 }
 
 /// The weather turn with an approval handler that allows or denies; the run, the handler,
@@ -507,14 +504,13 @@ async fn runs_a_host_tool_over_mcp_with_the_request_context(agent: Agent) {
     let requests = world.model_requests();
     assert_eq!(requests.len(), 2, "two model calls: {requests:#?}");
     assert!(
-        requests[1].to_string().contains(&format!("Sunny in Paris (project {PROJECT}).")),
+        requests[1]
+            .to_string()
+            .contains(&format!("Sunny in Paris (project {PROJECT}).")),
         "the tool's result went back to the model: {}",
         requests[1]
     );
-    assert!(
-        none_left(world.tag()).await.is_empty(),
-        "the agent outlived its turn"
-    );
+    assert!(none_left(world.tag()).await.is_empty(), "the agent outlived its turn");
 }
 
 async fn asks_permission_once_and_a_denial_stops_the_tool(agent: Agent) {
@@ -529,10 +525,7 @@ async fn asks_permission_once_and_a_denial_stops_the_tool(agent: Agent) {
     assert_eq!(runs, 0, "a denied tool did not run");
     assert!(run.error.is_none(), "{:?}\n{:#?}", run.error, run.events);
     validate(&run);
-    assert!(
-        none_left(world.tag()).await.is_empty(),
-        "the agent outlived its turn"
-    );
+    assert!(none_left(world.tag()).await.is_empty(), "the agent outlived its turn");
 }
 
 /// A run stalled mid-answer: the stream after its first text, with the agent running.
@@ -618,7 +611,12 @@ async fn first_turn_then_stop(agent: Agent) -> (World, AcpConfig, String) {
     let config = world.config_with_home();
     let first = world.provider(config.clone());
     let run = world
-        .call(&first, &[Message::user("first question")], &ToolSet::new(), &world.context())
+        .call(
+            &first,
+            &[Message::user("first question")],
+            &ToolSet::new(),
+            &world.context(),
+        )
         .await;
     assert!(run.error.is_none(), "{:?}\n{:#?}", run.error, run.events);
     let session = run.session().unwrap_or_else(|| panic!("no session id"));
@@ -684,10 +682,7 @@ async fn a_session_it_cannot_load_becomes_a_new_one_with_the_history(agent: Agen
             .any(|w| w.code == Warning::UNSUPPORTED_OPTION && w.message.contains("could not load")),
         "{warnings:?}"
     );
-    assert!(
-        warnings.iter().any(|w| w.code == "history_flattened"),
-        "{warnings:?}"
-    );
+    assert!(warnings.iter().any(|w| w.code == "history_flattened"), "{warnings:?}");
     assert_eq!(run.text(), "Second answer.");
     let requests = world.model_requests();
     assert_eq!(requests.len(), 2, "{requests:#?}");

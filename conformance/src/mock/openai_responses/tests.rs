@@ -181,16 +181,26 @@ fn with_tool_namespaces_an_mcp_call_names_its_server_as_the_namespace() {
     assert_eq!(item["name"], "mcp__host__get_weather", "unchanged by default");
     assert!(item.get("namespace").is_none());
 
-    let events = events(&ResponsesWire::new().with_tool_namespaces().render_response(&response, MODEL));
+    let events = events(
+        &ResponsesWire::new()
+            .with_tool_namespaces()
+            .render_response(&response, MODEL),
+    );
     let added = named(&events, "response.output_item.added");
     let done = named(&events, "response.output_item.done");
     let (_, terminal) = events.last().unwrap();
     for item in [&added[0]["item"], &done[0]["item"], &terminal["response"]["output"][0]] {
-        assert_eq!((&item["namespace"], &item["name"]), (&json!("mcp__host"), &json!("get_weather")));
+        assert_eq!(
+            (&item["namespace"], &item["name"]),
+            (&json!("mcp__host"), &json!("get_weather"))
+        );
         assert_eq!(item["call_id"], "call_1");
     }
     for item in [&added[1]["item"], &done[1]["item"]] {
-        assert_eq!(item["name"], "shell", "a name that is not mcp__<server>__<tool> is kept");
+        assert_eq!(
+            item["name"], "shell",
+            "a name that is not mcp__<server>__<tool> is kept"
+        );
         assert!(item.get("namespace").is_none());
     }
 }
