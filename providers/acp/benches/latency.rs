@@ -34,7 +34,13 @@ async fn turn(provider: &dyn Provider, session: Option<String>) -> Option<(f64, 
     let context = session.map(|id| RequestContext::new().with_session(Session::Resume { id }));
     let start = Instant::now();
     let mut stream = provider
-        .create_response(&[Message::user("Say hello.")], &ToolSet::new(), "claude-sonnet-4-5", &Signal::new(), context.as_ref())
+        .create_response(
+            &[Message::user("Say hello.")],
+            &ToolSet::new(),
+            "claude-sonnet-4-5",
+            &Signal::new(),
+            context.as_ref(),
+        )
         .await
         .map_err(|e| eprintln!("turn failed: {e}"))
         .ok()?;
@@ -65,7 +71,12 @@ async fn bench(peers: &Path, runs: usize) {
     let answer = Serve::Turn(Turn::Respond(
         Response::new(vec![Part::text("Hello from the mock.")]).with_usage(10, 5),
     ));
-    let server = match MockServer::builder(AnthropicWire).serve([answer]).repeat_last().start().await {
+    let server = match MockServer::builder(AnthropicWire)
+        .serve([answer])
+        .repeat_last()
+        .start()
+        .await
+    {
         Ok(server) => server,
         Err(error) => return eprintln!("mock: {error}"),
     };
@@ -74,7 +85,9 @@ async fn bench(peers: &Path, runs: usize) {
     };
     let cli = peers.join("node_modules/.bin/claude");
     let adapter = peers.join("acp/node_modules/.bin/claude-agent-acp");
-    let claude = ClaudeAgentConfig::new().with_cli_path(&cli).offline(&server.url(), home.path());
+    let claude = ClaudeAgentConfig::new()
+        .with_cli_path(&cli)
+        .offline(&server.url(), home.path());
     let mut acp = AcpConfig::preset(Preset::Claude).with_command(&adapter);
     for (key, value) in claude_code_offline_env(&server.url(), acp_home.path()) {
         acp = acp.with_env(key, value);
@@ -117,8 +130,14 @@ async fn bench(peers: &Path, runs: usize) {
         s_kept.len()
     );
     let (ac, ak, sc, sk) = (median(&a_cold), median(&a_kept), median(&s_cold), median(&s_kept));
-    println!("medians to Finish: acp cold {ac:.0} ms, kept alive {ak:.0} ms; claude-agent cold {sc:.0} ms, kept alive {sk:.0} ms");
-    println!("ratio acp / claude-agent: cold {:.2}x, kept alive {:.2}x", ac / sc, ak / sk);
+    println!(
+        "medians to Finish: acp cold {ac:.0} ms, kept alive {ak:.0} ms; claude-agent cold {sc:.0} ms, kept alive {sk:.0} ms"
+    );
+    println!(
+        "ratio acp / claude-agent: cold {:.2}x, kept alive {:.2}x",
+        ac / sc,
+        ak / sk
+    );
     println!("acp kept alive / acp cold: {:.2}x", ak / ac);
 }
 
@@ -126,12 +145,22 @@ fn main() {
     let peers = patchbay_conformance::peers::peers_dir();
     for needed in ["node_modules/.bin/claude", "acp/node_modules/.bin/claude-agent-acp"] {
         if !peers.join(needed).exists() {
-            eprintln!("{needed} is not installed in {} (run .ci/peers/claude.sh and .ci/peers/acp.sh)", peers.display());
+            eprintln!(
+                "{needed} is not installed in {} (run .ci/peers/claude.sh and .ci/peers/acp.sh)",
+                peers.display()
+            );
             return;
         }
     }
-    let runs: usize = std::env::var("BENCH_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(10);
-    match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(10);
+    match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime.block_on(bench(&peers, runs)),
         Err(error) => eprintln!("no runtime: {error}"),
     }

@@ -799,23 +799,12 @@ struct KnownFailure {
 
 /// Whether a test of an agent needs a provider change before it can pass.
 fn known_failure(agent: Agent, test: &str) -> Option<KnownFailure> {
-    const CODEX_MCP_CALL: &str = "translate.rs must read Codex's MCP calls: a `tool_call` titled \
-        `Tool: <server>/<tool>` with `rawInput` `{server, tool, arguments}` is the host tool `<tool>` \
-        with input `arguments`, and its permission request's `rawInput` (an elicitation, \
-        `request._meta.tool_params` the input) must not replace the call's input";
     const STOP_DROPPED: &str = "process.rs `AgentProcess::stop` takes `child` and `pid` out of the \
         process before its waits, so a stop whose future is dropped (the turn task's select drops \
         `run_turn` when the caller drops the stream, here right after the Cancelled error) leaves \
         an agent that ignores stdin's EOF running with nobody to kill it: keep them in place until \
         the final SIGKILL, so `Drop` still kills the group";
     match (agent, test) {
-        (
-            Agent::Codex,
-            "runs_a_host_tool_over_mcp_with_the_request_context" | "asks_permission_once_and_a_denial_stops_the_tool",
-        ) => Some(KnownFailure {
-            change: CODEX_MCP_CALL,
-            always: true,
-        }),
         (Agent::Claude | Agent::Codex, "cancel_mid_run_leaves_nothing_running") => Some(KnownFailure {
             change: STOP_DROPPED,
             always: false,
