@@ -129,10 +129,12 @@ impl AgentProcess {
         self.child.as_mut().and_then(|child| child.try_wait().ok().flatten())
     }
 
-    /// Stop (stdin already closed): wait, SIGTERM, wait, SIGKILL, each to the group.
+    /// Stop (stdin already closed): a short wait, SIGTERM, wait, SIGKILL, each to the group.
+    /// The child stays in place until the end: a stop whose future is dropped midway (the
+    /// caller dropped the stream) leaves it to `Drop`, which still kills the group.
     pub(crate) async fn stop(&mut self) -> Option<ExitStatus> {
-        let mut child = self.child.take()?;
-        let pid = self.pid.take();
+        let pid = self.pid;
+        let child = self.child.as_mut()?;
         // Agents seldom exit at stdin's EOF (the Claude and Codex adapters never do, the Gemini
         // CLI not with an MCP server): a short wait, then SIGTERM, the stop they answer.
         let mut status = tokio::time::timeout(EOF_WAIT.min(self.grace), child.wait())
@@ -152,6 +154,8 @@ impl AgentProcess {
         if let Some(pid) = pid {
             let _ = killpg(pid, Sig::SIGKILL);
         }
+        self.child = None;
+        self.pid = None;
         status
     }
 }

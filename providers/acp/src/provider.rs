@@ -230,6 +230,14 @@ fn plan(config: &AcpConfig, context: &RequestContext, model: &str, program: &std
             env.insert((*key).to_owned(), value.into());
         }
     }
+    // As root with `IS_SANDBOX` set to anything but `1`, the Claude adapter offers its bypass
+    // mode while its bundled CLI refuses to start (`session/new` fails): give it `1`.
+    if config.preset == Some(crate::config::Preset::Claude)
+        && config.inherit_env
+        && std::env::var("IS_SANDBOX").is_ok_and(|value| value != "1")
+    {
+        env.insert("IS_SANDBOX".into(), "1".into());
+    }
     for (key, value) in config.env.iter().chain(context.env.iter()) {
         env.insert(key.clone(), value.into());
     }
@@ -538,18 +546,11 @@ async fn run_turn(
     let prompted = Prompted {
         session: session.clone(),
         prompt: blocks,
-    };
-    let outcome = drive(
-        &turn,
-        &mut agent,
-        prompted,
         inbound,
         reports,
         translator,
-        &mut recorder,
-        &mut emit,
-    )
-    .await;
+    };
+    let outcome = drive(&turn, &mut agent, prompted, &mut recorder, &mut emit).await;
     drop(route_guard);
     drop(host);
     agent.tap.set(None);

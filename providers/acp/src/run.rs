@@ -30,10 +30,15 @@ pub(crate) struct Turn {
     pub(crate) fingerprint: String,
 }
 
-/// The session's state while the prompt runs.
+/// The prompt and what it reads while it runs.
 pub(crate) struct Prompted {
     pub(crate) session: String,
     pub(crate) prompt: Vec<Value>,
+    /// The session's route: updates and permission requests.
+    pub(crate) inbound: mpsc::UnboundedReceiver<Inbound>,
+    /// The host tools' runs, reported by the tool server.
+    pub(crate) reports: mpsc::UnboundedReceiver<HostRun>,
+    pub(crate) translator: Translator,
 }
 
 /// Drive one prompt on `agent`: yields events through `emit`; returns the agent when it can be
@@ -42,21 +47,25 @@ pub(crate) async fn drive(
     turn: &Turn,
     agent: &mut Agent,
     prompted: Prompted,
-    mut inbound: mpsc::UnboundedReceiver<Inbound>,
-    mut reports: mpsc::UnboundedReceiver<HostRun>,
-    mut translator: Translator,
     recorder: &mut MetricsRecorder,
     emit: &mut (dyn FnMut(Result<Event, ProviderError>) + Send),
 ) -> Outcome {
+    let Prompted {
+        session,
+        prompt,
+        mut inbound,
+        mut reports,
+        mut translator,
+    } = prompted;
     let mut out = Vec::new();
-    let params = json!({ "sessionId": prompted.session, "prompt": prompted.prompt });
+    let params = json!({ "sessionId": session, "prompt": prompt });
     let mut cancel_deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     let (decided_tx, mut decided) = mpsc::unbounded_channel::<()>();
     let answer = {
         let connection = &agent.connection;
         let prompt = connection.request("session/prompt", params);
         tokio::pin!(prompt);
-        let answer = loop {
+        loop {
             tokio::select! {
                 biased;
                 Some(run) = reports.recv() => translator.host_run(run),
@@ -69,7 +78,7 @@ pub(crate) async fn drive(
                 }
                 answer = &mut prompt => break answer,
                 () = turn.signal.cancelled(), if cancel_deadline.is_none() => {
-                    let _ = connection.notify("session/cancel", json!({ "sessionId": prompted.session }));
+                    let _ = connection.notify("session/cancel", json!({ "sessionId": session }));
                     cancel_deadline = Some(Box::pin(tokio::time::sleep(turn.config.cancel_grace)));
                 }
                 () = async { if let Some(deadline) = cancel_deadline.as_mut() { deadline.await } }, if cancel_deadline.is_some() => {
@@ -82,8 +91,7 @@ pub(crate) async fn drive(
                 Some(()) = decided.recv() => {}
             }
             flush(&mut out, recorder, emit);
-        };
-        answer
+        }
     };
     while let Ok(message) = inbound.try_recv() {
         while let Ok(run) = reports.try_recv() {

@@ -195,7 +195,7 @@ impl Translator {
                 .unwrap_or_default(),
         };
         if usage != Usage::default() {
-            out.push(Event::Usage(usage.clone()));
+            out.push(Event::Usage(usage));
         }
         self.abort_open(out);
         (finish_reason(stop_reason), usage)
@@ -578,20 +578,22 @@ struct AcpUsage {
 
 /// The Gemini CLI's `_meta.quota.token_count` (`input_tokens`, `output_tokens`).
 fn read_quota(value: &Value) -> Usage {
-    let mut out = Usage::default();
-    out.input = value.get("input_tokens").and_then(Value::as_u64);
-    out.output = value.get("output_tokens").and_then(Value::as_u64);
-    out
+    Usage {
+        input: value.get("input_tokens").and_then(Value::as_u64),
+        output: value.get("output_tokens").and_then(Value::as_u64),
+        ..Usage::default()
+    }
 }
 
 /// The prompt response's `usage` (ACP `Usage`) as patchbay's.
 fn read_usage(value: &Value) -> Usage {
     let usage: AcpUsage = serde_json::from_value(value.clone()).unwrap_or_default();
-    let mut out = Usage::default();
-    out.input = usage.input_tokens;
-    out.output = usage.output_tokens;
-    out.reasoning = usage.thought_tokens;
-    out.cache_read = usage.cached_read_tokens;
-    out.cache_write = usage.cached_write_tokens;
-    out
+    Usage {
+        input: usage.input_tokens,
+        output: usage.output_tokens,
+        reasoning: usage.thought_tokens,
+        cache_read: usage.cached_read_tokens,
+        cache_write: usage.cached_write_tokens,
+        ..Usage::default()
+    }
 }

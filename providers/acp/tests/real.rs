@@ -787,60 +787,14 @@ async fn a_kept_alive_agent_serves_the_next_turn(agent: Agent) {
     assert!(left.is_empty(), "{left:?} outlived the provider");
 }
 
-/// A test that fails until the provider changes: it still runs, and passes while it fails (the
-/// panic is printed with the change needed).
-struct KnownFailure {
-    /// What the provider must change.
-    change: &'static str,
-    /// Whether it always fails: then a pass fails the trial, so the mark goes with the fix (a
-    /// race that fails most runs is not).
-    always: bool,
-}
-
-/// Whether a test of an agent needs a provider change before it can pass.
-fn known_failure(agent: Agent, test: &str) -> Option<KnownFailure> {
-    const STOP_DROPPED: &str = "process.rs `AgentProcess::stop` takes `child` and `pid` out of the \
-        process before its waits, so a stop whose future is dropped (the turn task's select drops \
-        `run_turn` when the caller drops the stream, here right after the Cancelled error) leaves \
-        an agent that ignores stdin's EOF running with nobody to kill it: keep them in place until \
-        the final SIGKILL, so `Drop` still kills the group";
-    match (agent, test) {
-        (Agent::Claude | Agent::Codex, "cancel_mid_run_leaves_nothing_running") => Some(KnownFailure {
-            change: STOP_DROPPED,
-            always: false,
-        }),
-        _ => None,
-    }
-}
-
-/// The trial `real::<agent>::<test>`, needing the agent (see [`known_failure`]).
+/// The trial `real::<agent>::<test>`, needing the agent.
 fn agent_trial<F, Fut>(agent: Agent, test: &'static str, body: F) -> Trial
 where
     F: FnOnce() -> Fut + Send + 'static,
     Fut: Future<Output = ()>,
 {
-    let name = format!("real::{}::{test}", agent.name());
     let peer = agent.peer();
-    let Some(known) = known_failure(agent, test) else {
-        return peers::async_trial(name, &[&peer], body);
-    };
-    peers::trial(name, &[&peer], move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap_or_else(|e| panic!("a tokio runtime: {e}"));
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(body())));
-        runtime.shutdown_timeout(Duration::from_secs(5));
-        let change = known.change;
-        match outcome {
-            Err(_) => eprintln!("known failure (the panic above) until the provider changes: {change}"),
-            Ok(()) if known.always => {
-                panic!("this test passes now: take it out of `known_failure` ({change})")
-            }
-            Ok(()) => eprintln!("a known failure passed this time (a race): {change}"),
-        }
-    })
+    peers::async_trial(format!("real::{}::{test}", agent.name()), &[&peer], body)
 }
 
 /// One trial per test of one agent.
