@@ -79,7 +79,7 @@ impl FakeAgent {
             "authMethods": script.auth_methods,
             "agentInfo": info,
         });
-        responder.respond_with_result(crate::from_json(response))
+        responder.respond_with_result(crate::script::from_json(response))
     }
 
     pub(crate) fn authenticate(
@@ -155,7 +155,7 @@ impl FakeAgent {
         };
         let index = self.next_prompt.fetch_add(1, Ordering::SeqCst);
         let steps = self.script.prompts.get(index).cloned().unwrap_or_default();
-        let turn = Turn::new(self.clone(), cx, session_id, cancel, mcp);
+        let turn = Turn::new(self.barriers.clone(), cx, session_id, cancel, mcp);
         let sent = match turn.run(steps).await {
             Ok(response) => responder.respond(response),
             Err(error) => responder.respond_with_error(error),

@@ -58,7 +58,7 @@ use agent_client_protocol::v1::schema::{
     AuthenticateRequest, CancelNotification, InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
     SetSessionModeRequest,
 };
-use agent_client_protocol::{Agent, Error, Lines};
+use agent_client_protocol::{Agent, Lines};
 
 use crate::agent::FakeAgent;
 use crate::io::Barriers;
@@ -135,9 +135,4 @@ async fn run() -> Result<(), String> {
         .connect_to(transport)
         .await
         .map_err(|error| format!("connection failed: {error}"))
-}
-
-/// A protocol value from its wire JSON (the scripts write them so).
-pub(crate) fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Error> {
-    serde_json::from_value(value).map_err(|e| Error::internal_error().data(format!("fake agent script: {e}")))
 }

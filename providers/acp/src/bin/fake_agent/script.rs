@@ -141,6 +141,14 @@ pub(crate) struct RawRepeat {
     pub(crate) count: u64,
 }
 
+/// A protocol value from its wire JSON (the scripts write them so).
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+) -> Result<T, agent_client_protocol::Error> {
+    serde_json::from_value(value)
+        .map_err(|e| agent_client_protocol::Error::internal_error().data(format!("fake agent script: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

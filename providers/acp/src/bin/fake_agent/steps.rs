@@ -11,10 +11,10 @@ use agent_client_protocol::{Client, Error, UntypedMessage};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::FakeAgent;
-use crate::from_json;
 use crate::io::Action;
+use crate::io::Barriers;
 use crate::mcp::{McpClients, text_block, text_content};
+use crate::script::from_json;
 use crate::script::{CallTool, End, Permission, Step};
 
 /// The permission option kinds that refuse.
@@ -22,7 +22,7 @@ const REJECT_KINDS: [&str; 2] = ["reject_once", "reject_always"];
 
 /// A prompt turn in progress.
 pub(crate) struct Turn {
-    agent: Arc<FakeAgent>,
+    barriers: Arc<Barriers>,
     cx: ConnectionTo<Client>,
     session_id: String,
     cancel: CancellationToken,
@@ -33,14 +33,14 @@ pub(crate) struct Turn {
 
 impl Turn {
     pub(crate) fn new(
-        agent: Arc<FakeAgent>,
+        barriers: Arc<Barriers>,
         cx: ConnectionTo<Client>,
         session_id: String,
         cancel: CancellationToken,
         mcp: Arc<tokio::sync::Mutex<McpClients>>,
     ) -> Self {
         Self {
-            agent,
+            barriers,
             cx,
             session_id,
             cancel,
@@ -94,13 +94,13 @@ impl Turn {
             Step::Error(error) => return Err(Error::new(error.code, error.message).data(error.data)),
             Step::Exit(code) => {
                 // Written after everything sent so far; the process ends in the writer.
-                drop(self.agent.barriers.run(&self.cx, Action::Exit(code)).await);
+                drop(self.barriers.run(&self.cx, Action::Exit(code)).await);
                 std::process::exit(code);
             }
-            Step::Raw(text) => self.agent.barriers.run(&self.cx, Action::Raw(text)).await?,
+            Step::Raw(text) => self.barriers.run(&self.cx, Action::Raw(text)).await?,
             Step::RawRepeat(repeat) => {
                 let action = Action::Repeat(repeat.byte, repeat.count);
-                self.agent.barriers.run(&self.cx, action).await?;
+                self.barriers.run(&self.cx, action).await?;
             }
         }
         Ok(None)
