@@ -2,7 +2,6 @@
 //! wait. Fields are private: set with the `with_*` methods, read with the getters.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -11,6 +10,8 @@ use patchbay_core::kit::{MAX_LINE_BYTES, env_var, find_program};
 use serde::Deserialize;
 
 use crate::error::Error;
+pub use crate::preset::Preset;
+use crate::preset::codex_native;
 
 /// The variable naming the agent program (`command`), read by [`AcpConfig::from_env`].
 pub const COMMAND_ENV: &str = "PATCHBAY_ACP_COMMAND";
@@ -21,134 +22,6 @@ pub const AGENT_ENV: &str = "PATCHBAY_ACP_AGENT";
 pub const PEERS_ENV: &str = "PATCHBAY_PEERS";
 /// The MCP server name host tools are served under, unless configured.
 pub const DEFAULT_HOST_SERVER: &str = "host";
-
-/// A known agent: its program, arguments and isolation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Preset {
-    /// Google's Gemini CLI (`gemini --acp`, with `GEMINI_CLI_NO_RELAUNCH=true` so one process
-    /// answers signals); the model by `--model`; file requests off by default (the CLI cannot
-    /// create a new file through them: it does not take the client's "not found" as ENOENT).
-    Gemini,
-    /// OpenAI's Codex through Zed's adapter (`codex-acp`); the model by `-c model="..."`, its
-    /// configuration in `$CODEX_HOME` (the temporary home when isolated).
-    Codex,
-    /// The Claude Agent SDK through Zed's adapter (`claude-agent-acp`); the model by
-    /// `ANTHROPIC_MODEL`, its configuration in `$CLAUDE_CONFIG_DIR`.
-    Claude,
-}
-
-impl Preset {
-    /// Every preset, in the order the docs list them.
-    pub const ALL: [Preset; 3] = [Preset::Gemini, Preset::Codex, Preset::Claude];
-
-    /// Its name in options (`gemini`, `codex`, `claude`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Gemini => "gemini",
-            Self::Codex => "codex",
-            Self::Claude => "claude",
-        }
-    }
-
-    /// The preset called `name`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|preset| preset.name() == name)
-    }
-
-    /// The program it starts (searched on `PATH`, then in `node_modules/.bin`).
-    pub fn program(self) -> &'static str {
-        match self {
-            Self::Gemini => "gemini",
-            Self::Codex => "codex-acp",
-            Self::Claude => "claude-agent-acp",
-        }
-    }
-
-    /// The arguments that put it in ACP mode.
-    pub fn args(self) -> &'static [&'static str] {
-        match self {
-            Self::Gemini => &["--acp"],
-            Self::Codex | Self::Claude => &[],
-        }
-    }
-
-    /// How the call's model reaches the agent: extra arguments and environment.
-    pub(crate) fn model(self, model: &str) -> (Vec<String>, Vec<(String, String)>) {
-        match self {
-            Self::Gemini => (vec!["--model".into(), model.into()], Vec::new()),
-            Self::Codex => (vec!["-c".into(), format!("model={}", toml_string(model))], Vec::new()),
-            Self::Claude => (Vec::new(), vec![("ANTHROPIC_MODEL".into(), model.into())]),
-        }
-    }
-
-    /// Variables every run of the preset gets (unless configured otherwise).
-    pub(crate) fn env(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Self::Gemini => &[
-                ("GEMINI_CLI_NO_RELAUNCH", "true"),
-                ("GEMINI_TELEMETRY_ENABLED", "false"),
-            ],
-            Self::Codex | Self::Claude => &[],
-        }
-    }
-
-    /// Files the temporary home gets unless `home_files` names them: the Gemini CLI's settings
-    /// (API-key auth, no folder trust prompt, no telemetry, no update checks).
-    pub(crate) fn home_files(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Self::Gemini => &[(
-                ".gemini/settings.json",
-                r#"{"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}}, "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false}, "general": {"disableAutoUpdate": true, "disableUpdateNag": true}}"#,
-            )],
-            Self::Codex | Self::Claude => &[],
-        }
-    }
-
-    /// What the agent's file requests may do unless configured.
-    pub(crate) fn file_access(self) -> FileAccess {
-        match self {
-            Self::Gemini => FileAccess::Off,
-            Self::Codex | Self::Claude => FileAccess::ReadWrite,
-        }
-    }
-
-    /// The variables that point the agent's own configuration at the temporary home.
-    pub(crate) fn home_env(self, home: &Path) -> Vec<(String, OsString)> {
-        match self {
-            Self::Gemini => vec![
-                ("GEMINI_CLI_HOME".into(), home.as_os_str().to_owned()),
-                (
-                    "GEMINI_CLI_SYSTEM_SETTINGS_PATH".into(),
-                    home.join("system-settings.json").into_os_string(),
-                ),
-                (
-                    "GEMINI_CLI_SYSTEM_DEFAULTS_PATH".into(),
-                    home.join("system-defaults.json").into_os_string(),
-                ),
-            ],
-            Self::Codex => vec![("CODEX_HOME".into(), home.join(".codex").into_os_string())],
-            Self::Claude => vec![("CLAUDE_CONFIG_DIR".into(), home.join(".claude").into_os_string())],
-        }
-    }
-}
-
-/// A TOML basic string (for `-c key=value` overrides).
-fn toml_string(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 2);
-    out.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
 
 /// What the agent's file-system requests (`fs/read_text_file`, `fs/write_text_file`) may do.
 /// Either way a path must lie inside the call's working directory (patchbay-tools'
@@ -411,9 +284,12 @@ impl AcpConfig {
 
     /// What the agent's file requests may do: as configured, else the preset's default.
     pub fn file_access(&self) -> FileAccess {
-        self.file_access
-            .or(self.preset.map(Preset::file_access))
-            .unwrap_or_default()
+        // The Gemini CLI cannot create a file through them (see [`Preset::Gemini`]).
+        let preset_default = match self.preset {
+            Some(Preset::Gemini) => FileAccess::Off,
+            _ => FileAccess::ReadWrite,
+        };
+        self.file_access.unwrap_or(preset_default)
     }
 
     /// The host tools' MCP server name.
@@ -498,9 +374,16 @@ impl AcpConfig {
             dirs.push(Path::new(&peers).join("acp/node_modules/.bin"));
         }
         let joined = std::env::join_paths(&dirs).ok();
-        find_program(&text, std::env::var_os("PATH").as_deref())
+        let found = find_program(&text, std::env::var_os("PATH").as_deref())
             .or_else(|| find_program(&text, joined.as_deref()))
-            .map(|found| std::path::absolute(&found).unwrap_or(found))
+            .map(|found| std::path::absolute(&found).unwrap_or(found));
+        let native = |found: &PathBuf| {
+            (self.preset == Some(Preset::Codex))
+                .then(|| codex_native(found))
+                .flatten()
+        };
+        found
+            .map(|found| native(&found).unwrap_or(found))
             .ok_or_else(|| Error::AgentNotFound {
                 program: text,
                 looked: format!(
@@ -570,5 +453,27 @@ mod tests {
         assert_eq!(AcpConfig::preset(Preset::Claude).file_access(), FileAccess::ReadWrite);
         let config = AcpConfig::preset(Preset::Gemini).with_file_access(FileAccess::Read);
         assert_eq!(config.file_access(), FileAccess::Read);
+    }
+
+    #[test]
+    fn codex_runs_its_native_adapter_when_npm_installed_it() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let bin = dir.path().join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap_or_else(|e| panic!("{e}"));
+        let launcher = bin.join("codex-acp");
+        std::fs::write(&launcher, "").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(codex_native(&launcher), None);
+        if let Some(platform) = [("linux", "x86_64", "linux-x64")]
+            .iter()
+            .find(|(os, arch, _)| *os == std::env::consts::OS && *arch == std::env::consts::ARCH)
+            .map(|(_, _, platform)| *platform)
+        {
+            let native = dir.path().join(format!(
+                "node_modules/@zed-industries/codex-acp-{platform}/bin/codex-acp"
+            ));
+            std::fs::create_dir_all(native.parent().unwrap_or(dir.path())).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(&native, "").unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(codex_native(&launcher), Some(native));
+        }
     }
 }

@@ -18,7 +18,7 @@
 //! | `isolate_home` | bool | `true`: a temporary `HOME`, XDG folders and the preset's config folder per agent process |
 //! | `home_files` | object: path in the home → contents | `{}` (a Codex `config.toml`, say; needs `isolate_home`) |
 //! | `pass_model` | bool | `true`: the call's model reaches a preset agent (`--model`, `-c model=`, `ANTHROPIC_MODEL`) |
-//! | `file_access` | `"off"`, `"read"`, `"read_write"` | `"read_write"`, confined to the working directory |
+//! | `file_access` | `"off"`, `"read"`, `"read_write"` | `"read_write"`, confined to the working directory (the `gemini` preset: `"off"`) |
 //! | `unattended` | `"reject"` or `"allow"` | `"reject"`: the answer to a permission request without an approval handler |
 //! | `host_server_name` | string (ASCII letters, digits, `_`, `-`) | `"host"` |
 //! | `max_line_bytes` | integer | 64 MiB (above 0) |
@@ -83,6 +83,7 @@ mod error;
 mod files;
 mod options;
 mod pool;
+mod preset;
 mod process;
 mod prompt;
 mod provider;
