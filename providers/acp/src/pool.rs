@@ -22,32 +22,9 @@ pub(crate) struct Agent {
 }
 
 impl Agent {
-    /// `error` with what the process says: a connection that ended is the agent's exit, with its
-    /// status and stderr tail.
+    /// `error` with what the process says (see [`AgentProcess::explain`]).
     pub(crate) async fn explain(&mut self, error: Error) -> Error {
-        match error {
-            Error::Exited { .. } => {
-                // Give the exit a moment to be seen.
-                let mut status = self.process.exited();
-                for _ in 0..20 {
-                    if status.is_some() {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    status = self.process.exited();
-                }
-                let tail = self.process.stderr_tail();
-                Error::Exited {
-                    status: status.map(|s| format!(": {s}")).unwrap_or_default(),
-                    tail: if tail.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; its stderr ends with:\n{tail}")
-                    },
-                }
-            }
-            other => other,
-        }
+        self.process.explain(error).await
     }
 
     /// End the connection (the agent's stdin closes) and stop the process.

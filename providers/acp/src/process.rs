@@ -129,6 +129,31 @@ impl AgentProcess {
         self.child.as_mut().and_then(|child| child.try_wait().ok().flatten())
     }
 
+    /// `error` with what the process says: a connection that ended is the agent's exit, with
+    /// its status (given a moment to be seen) and its stderr tail; any other error unchanged.
+    pub(crate) async fn explain(&mut self, error: Error) -> Error {
+        let Error::Exited { .. } = error else {
+            return error;
+        };
+        let mut status = self.exited();
+        for _ in 0..20 {
+            if status.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            status = self.exited();
+        }
+        let tail = self.stderr_tail();
+        Error::Exited {
+            status: status.map(|s| format!(": {s}")).unwrap_or_default(),
+            tail: if tail.is_empty() {
+                String::new()
+            } else {
+                format!("; its stderr ends with:\n{tail}")
+            },
+        }
+    }
+
     /// Stop (stdin already closed): a short wait, SIGTERM, wait, SIGKILL, each to the group.
     /// The child stays in place until the end: a stop whose future is dropped midway (the
     /// caller dropped the stream) leaves it to `Drop`, which still kills the group.

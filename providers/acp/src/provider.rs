@@ -26,7 +26,7 @@ use crate::pool::{Agent, Pool};
 use crate::process::{AgentProcess, Launch, home_env, temp_home};
 use crate::prompt::{PromptInput, prompt};
 use crate::record::TapSlot;
-use crate::run::{Outcome, Prompted, Turn, drive, route, session_timeout};
+use crate::run::{Outcome, Prompted, Turn, drive, route};
 use crate::translate::{HostRun, Translator};
 use crate::transport::{Fault, lines};
 
@@ -309,24 +309,7 @@ async fn spawn_agent(
             tap,
         }),
         Err(error) => {
-            let error = match error {
-                Error::Exited { .. } | Error::Refused { .. } | Error::Timeout { .. } => {
-                    let tail = process.stderr_tail();
-                    let status = process.exited();
-                    match error {
-                        Error::Exited { .. } => Error::Exited {
-                            status: status.map(|s| format!(": {s}")).unwrap_or_default(),
-                            tail: if tail.is_empty() {
-                                String::new()
-                            } else {
-                                format!("; its stderr ends with:\n{tail}")
-                            },
-                        },
-                        other => other,
-                    }
-                }
-                other => other,
-            };
+            let error = process.explain(error).await;
             process.stop().await;
             Err(error)
         }
@@ -469,7 +452,7 @@ async fn run_turn(
         .clone()
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| "/".into());
-    let timeout = session_timeout(&turn.config);
+    let timeout = turn.config.init_timeout;
     let loads = capabilities
         .get("loadSession")
         .and_then(Value::as_bool)

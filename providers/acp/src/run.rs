@@ -3,7 +3,6 @@
 //! until the prompt is answered, cancelled, or the agent goes away.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use patchbay_core::context::{Approval, ApprovalHandler, ApprovalRequest};
 use patchbay_core::kit::MetricsRecorder;
@@ -215,11 +214,6 @@ async fn decide(
         Some(id) => json!({ "outcome": "selected", "optionId": id }),
         None => json!({ "outcome": "cancelled" }),
     }
-}
-
-/// How long the session requests (`session/new`, `session/load`) may take.
-pub(crate) fn session_timeout(config: &AcpConfig) -> Duration {
-    config.init_timeout
 }
 
 /// The route of a session and its receiver.

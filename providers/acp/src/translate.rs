@@ -167,14 +167,6 @@ impl Translator {
         (id, input)
     }
 
-    /// The host's name of call `id`, when it is a known host tool.
-    pub fn host_tool_of(&self, id: &str) -> Option<&str> {
-        self.calls
-            .get(id)
-            .filter(|call| call.host)
-            .map(|call| call.name.as_str())
-    }
-
     /// The name and input of call `id`, as far as known.
     pub fn call_of(&self, id: &str) -> Option<(&str, &Value)> {
         self.calls.get(id).map(|call| (call.name.as_str(), &call.input))
