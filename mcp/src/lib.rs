@@ -10,6 +10,7 @@ mod convert;
 mod error;
 mod listen;
 mod progress;
+mod reporting;
 mod server;
 
 pub use auth::{Authorizer, Grant};
@@ -23,6 +24,7 @@ pub use convert::{
 };
 pub use error::Error;
 pub use listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+pub use reporting::reporting_tools;
 pub use server::{ToolServer, ToolServerBuilder};
 
 /// The rmcp version this crate is built on, re-exported for its model types.

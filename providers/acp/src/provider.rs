@@ -12,8 +12,8 @@ use futures::StreamExt;
 use patchbay_core::context::{McpTransport, Session};
 use patchbay_core::kit::{MetricsRecorder, check_conversation, in_span, record_error, request_span_for};
 use patchbay_core::{
-    Capabilities, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, Tool,
-    ToolContext, ToolResult, ToolSet, ToolSpec, Warning,
+    Capabilities, Event, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
+    Warning,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -328,13 +328,13 @@ fn host_tools(
         return Ok(None);
     }
     let server = patchbay_mcp::ToolServer::global().map_err(|source| Error::ToolServer { source })?;
-    let mut reporting = ToolSet::new();
-    for tool in tools.iter() {
-        let _ = reporting.insert(Arc::new(Reporting {
-            inner: tool.clone(),
-            tx: report_tx.clone(),
-        }));
-    }
+    let reporting = patchbay_mcp::reporting_tools(tools, move |name, input, result| {
+        let _ = report_tx.send(HostRun {
+            name: name.to_owned(),
+            input: input.clone(),
+            result: result.clone(),
+        });
+    });
     let guard = server.register_with_tools(context, reporting);
     let entry = mcp_entry(
         &guard.server_config(config.host_server_name.clone()).transport,
@@ -358,29 +358,6 @@ fn mcp_entry(transport: &McpTransport, name: &str) -> Value {
             "args": args,
             "env": env.iter().map(|(k, v)| json!({ "name": k, "value": v })).collect::<Vec<_>>(),
         }),
-    }
-}
-
-/// A host tool served over MCP that also reports its run to the turn.
-struct Reporting {
-    inner: Arc<dyn Tool>,
-    tx: mpsc::UnboundedSender<HostRun>,
-}
-
-#[async_trait]
-impl Tool for Reporting {
-    fn spec(&self) -> &ToolSpec {
-        self.inner.spec()
-    }
-
-    async fn execute(&self, input: Value, cx: &ToolContext) -> ToolResult {
-        let result = self.inner.execute(input.clone(), cx).await;
-        let _ = self.tx.send(HostRun {
-            name: self.inner.spec().name.clone(),
-            input,
-            result: result.clone(),
-        });
-        result
     }
 }
 

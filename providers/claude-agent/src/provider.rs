@@ -7,11 +7,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use patchbay_core::kit::{check_conversation, record_error, request_span_for};
 use patchbay_core::{
-    Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, Tool,
-    ToolContext, ToolResult, ToolSet, ToolSpec,
+    Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
 };
 use patchbay_http::record::{Recorder, Tape};
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::NAME;
@@ -228,33 +226,10 @@ fn http_host(
         return Ok(None);
     }
     let server = patchbay_mcp::ToolServer::global().map_err(|source| Error::ToolServer { source })?;
-    let mut reporting = ToolSet::new();
-    for tool in call.tools.iter() {
-        let _ = reporting.insert(Arc::new(Reporting {
-            inner: tool.clone(),
-            tx: report_tx.clone(),
-        }));
-    }
+    let reporting = patchbay_mcp::reporting_tools(call.tools, move |name, input, result| {
+        let _ = report_tx.send((name.to_owned(), input.clone(), result.clone()));
+    });
     Ok(Some(server.register_with_tools(call.context, reporting)))
-}
-
-/// A host tool served over HTTP that also reports its result to the run.
-struct Reporting {
-    inner: Arc<dyn Tool>,
-    tx: mpsc::UnboundedSender<Report>,
-}
-
-#[async_trait]
-impl Tool for Reporting {
-    fn spec(&self) -> &ToolSpec {
-        self.inner.spec()
-    }
-
-    async fn execute(&self, input: Value, cx: &ToolContext) -> ToolResult {
-        let result = self.inner.execute(input.clone(), cx).await;
-        let _ = self.tx.send((self.inner.spec().name.clone(), input, result.clone()));
-        result
-    }
 }
 
 fn translator(config: &ClaudeAgentConfig, call: &Call<'_>, plan: &mut LaunchPlan) -> Translator {
