@@ -254,6 +254,20 @@ impl Normalizer {
             Event::ToolCallStart { id, name } => {
                 json!({ "type": "tool_call_start", "id": self.call_id(id), "name": name })
             }
+            Event::SubagentMessage {
+                parent_tool_use_id,
+                subagent,
+                message,
+            } => json!({
+                "type": "subagent_message", "parent": self.call_id(parent_tool_use_id),
+                "subagent": subagent, "message": message,
+            }),
+            Event::ApprovalRequested { calls } => json!({
+                "type": "approval_requested",
+                "calls": calls.iter().map(|call| json!({
+                    "id": self.call_id(&call.tool_use_id), "name": call.tool_name, "input": call.input,
+                })).collect::<Vec<_>>(),
+            }),
             Event::ToolCall {
                 id,
                 name,

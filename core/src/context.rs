@@ -6,12 +6,13 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::approval::{Approval, ApprovalHandler, ApprovalRequest, PauseFor};
 use crate::cache::CacheControl;
 pub use crate::extensions::Extensions;
+use crate::hooks::Hooks;
 use crate::schema::OutputSchema;
 use crate::tool::ToolContext;
 
@@ -121,38 +122,6 @@ pub struct McpServerConfig {
     pub transport: McpTransport,
 }
 
-/// What the approval handler is asked about.
-#[derive(Debug, Clone)]
-pub struct ApprovalRequest {
-    /// The call id.
-    pub tool_use_id: String,
-    /// The tool name.
-    pub tool_name: String,
-    /// The input the model gave.
-    pub input: Value,
-}
-
-/// The approval handler's answer.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Approval {
-    /// Run the tool as asked.
-    Allow,
-    /// Run the tool with this input instead.
-    AllowWithInput(Value),
-    /// Do not run it; the model is told this message.
-    Deny {
-        /// Why, in words the model can act on.
-        message: String,
-    },
-}
-
-/// Asked before a tool runs: allow, allow with edited input, or deny with a message.
-#[async_trait]
-pub trait ApprovalHandler: Send + Sync {
-    /// Decide on one call.
-    async fn approve(&self, request: &ApprovalRequest, cx: &ToolContext) -> Approval;
-}
-
 /// Everything optional a call can carry beyond messages, tools and model.
 ///
 /// A provider ignores what it cannot use and says so in a [`Warning`](crate::Warning) on
@@ -189,6 +158,12 @@ pub struct RequestContext {
     pub session: Option<Session>,
     /// Asked before each host tool runs.
     pub approval: Option<Arc<dyn ApprovalHandler>>,
+    /// Decisions a person made on the calls a paused run asked about, by call id: they answer
+    /// those calls without asking the approval handler again (see [`Approval::Pause`]).
+    pub decisions: BTreeMap<String, Approval>,
+    /// Hooks called around tools, on the prompt and at the stop, on every provider that
+    /// supports them (see [`crate::hooks`]).
+    pub hooks: Option<Arc<dyn Hooks>>,
     /// MCP servers to attach for this call. An agent runtime connects them itself; for a
     /// direct API they need a tool source on the [`crate::Agent`] (patchbay-mcp's
     /// `McpClientSet`), and a provider that gets them unattached says so with a
@@ -260,6 +235,18 @@ impl RequestContext {
     /// Set the approval handler.
     pub fn with_approval(mut self, handler: Arc<dyn ApprovalHandler>) -> Self {
         self.approval = Some(handler);
+        self
+    }
+
+    /// Answer call `tool_use_id` of a paused run with `approval` (see [`Approval::Pause`]).
+    pub fn with_decision(mut self, tool_use_id: impl Into<String>, approval: Approval) -> Self {
+        self.decisions.insert(tool_use_id.into(), approval);
+        self
+    }
+
+    /// Set the hooks.
+    pub fn with_hooks(mut self, hooks: Arc<dyn Hooks>) -> Self {
+        self.hooks = Some(hooks);
         self
     }
 
@@ -342,6 +329,8 @@ impl fmt::Debug for RequestContext {
             .field("metadata", &self.metadata)
             .field("session", &self.session)
             .field("approval", &self.approval.is_some())
+            .field("decisions", &self.decisions)
+            .field("hooks", &self.hooks.is_some())
             .field("mcp_servers", &self.mcp_servers)
             .field("extensions", &self.extensions)
             .field("provider_options", &self.provider_options.keys().collect::<Vec<_>>())

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::approval::ApprovalRequest;
+use crate::message::Message;
 use crate::source::Source;
 use crate::tool::{ExecutedBy, ToolResult};
 
@@ -269,6 +271,27 @@ pub enum Event {
         /// The block as sent.
         data: Value,
     },
+    /// A whole message of a sub-agent the runtime ran on its own (the Claude Code CLI's `Task`
+    /// tool): which call started it, which sub-agent it is, and what it said or got back. Not part
+    /// of the conversation sent back; the runtime keeps the sub-agent's history itself.
+    SubagentMessage {
+        /// The id of the tool call that started the sub-agent.
+        parent_tool_use_id: String,
+        /// The sub-agent's type (`subagent_type` of the call that started it), when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subagent: Option<String>,
+        /// The message: the sub-agent's model output (`Assistant`) or the tool results it got
+        /// (`User`).
+        message: Message,
+    },
+    /// The run paused: these tool calls wait for a person's decision
+    /// ([`Approval::Pause`](crate::context::Approval::Pause)). `Finish` with reason `ToolUse`
+    /// follows at once; a later call with the decisions resumes the run
+    /// ([`Agent::resume`](crate::Agent::resume)).
+    ApprovalRequested {
+        /// The calls waiting, in call order.
+        calls: Vec<ApprovalRequest>,
+    },
     /// A URL source or document citation the model used: a citation of text block `index`,
     /// or a result of the server tool whose block is `index`.
     Source(Source),
@@ -309,6 +332,8 @@ impl Event {
             Event::ToolCall { .. } => "tool_call",
             Event::ToolResult { .. } => "tool_result",
             Event::Opaque { .. } => "opaque",
+            Event::SubagentMessage { .. } => "subagent_message",
+            Event::ApprovalRequested { .. } => "approval_requested",
             Event::Source(_) => "source",
             Event::Usage(_) => "usage",
             Event::StepFinished { .. } => "step_finished",

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod agent;
+mod approval;
 mod cache;
 pub mod context;
 pub mod error;
@@ -8,6 +9,7 @@ pub mod event;
 mod ext;
 mod extensions;
 mod factory;
+pub mod hooks;
 pub mod kit;
 mod message;
 pub mod object;
@@ -17,6 +19,7 @@ mod schema;
 mod signal;
 pub mod sink;
 pub mod source;
+pub mod summary;
 pub mod telemetry;
 pub mod tool;
 mod toolset;

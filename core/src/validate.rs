@@ -53,6 +53,9 @@ pub enum Rule {
     /// as one delta, no two blocks of one step carry the same text, and a block is not
     /// reopened after another block began. Texts shorter than 16 characters are exempt.
     TextNotDuplicated,
+    /// `ApprovalRequested` ends the run: `Finish` with reason `ToolUse` comes right after it,
+    /// and each call it waits for was a `ToolCall` of the run with no result yet.
+    ApprovalEndsRun,
     /// A `Source` has an id unique within its step (a source is not announced twice), a
     /// non-empty URL when it points at one, and ranges that do not run backwards.
     SourceWellFormed,
@@ -117,6 +120,10 @@ pub struct Validator {
     calls: HashSet<String>,
     /// Source ids of the current step.
     sources: HashSet<String>,
+    /// Calls that have a `ToolResult`.
+    answered: HashSet<String>,
+    /// An `ApprovalRequested` went out; only `Finish` may follow.
+    paused: bool,
     violations: Vec<Violation>,
 }
 
@@ -161,6 +168,24 @@ impl Validator {
             self.violate(Rule::StartedFirst, format!("`{}` came before `Started`", event.kind()));
             self.started = true;
         }
+        if self.paused
+            && !matches!(
+                event,
+                Event::Finish {
+                    reason: crate::event::FinishReason::ToolUse,
+                    ..
+                }
+            )
+        {
+            self.violate(
+                Rule::ApprovalEndsRun,
+                format!(
+                    "`{}` followed `ApprovalRequested` (only `Finish` with reason `tool_use` may)",
+                    event.kind()
+                ),
+            );
+            self.paused = false;
+        }
         match event {
             Event::Started { .. } => {
                 if self.started {
@@ -170,7 +195,11 @@ impl Validator {
             }
             Event::TextDelta { index, text } => self.delta(false, *index, text),
             Event::ReasoningDelta { index, text } => self.delta(true, *index, text),
-            Event::ReasoningSignature { .. } | Event::RedactedReasoning { .. } | Event::Opaque { .. } => {}
+            Event::ReasoningSignature { .. }
+            | Event::RedactedReasoning { .. }
+            | Event::Opaque { .. }
+            | Event::SubagentMessage { .. } => {}
+            Event::ApprovalRequested { calls } => self.approval_requested(calls),
             Event::ToolCallStart { id, .. } => self.tool_call_start(id),
             Event::ToolCallDelta { id, partial_json } => self.tool_call_delta(id, partial_json),
             Event::ToolCall { id, input, .. } => self.tool_call(id, input),
@@ -183,6 +212,25 @@ impl Validator {
             Event::Finish { .. } => {
                 self.close_step();
                 self.finished = true;
+            }
+        }
+    }
+
+    /// The run paused for these calls: each must be a call of the run still waiting.
+    fn approval_requested(&mut self, calls: &[crate::approval::ApprovalRequest]) {
+        self.paused = true;
+        for call in calls {
+            let id = &call.tool_use_id;
+            if !self.calls.contains(id) {
+                self.violate(
+                    Rule::ApprovalEndsRun,
+                    format!("approval requested for `{id}`, which is no `ToolCall` of the run"),
+                );
+            } else if self.answered.contains(id) {
+                self.violate(
+                    Rule::ApprovalEndsRun,
+                    format!("approval requested for `{id}`, which already has its result"),
+                );
             }
         }
     }
@@ -290,6 +338,7 @@ impl Validator {
     /// A tool result: it must answer a call seen before, or close an abandoned one (a started
     /// call whose input never completed, answered as `Aborted`).
     fn tool_result(&mut self, id: &str, status: ToolStatus) {
+        self.answered.insert(id.to_owned());
         if self.calls.contains(id) {
             return;
         }

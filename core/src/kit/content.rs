@@ -134,6 +134,11 @@ impl ContentBuilder {
         }
     }
 
+    /// The text of the blocks built so far, joined.
+    pub fn text(&self) -> String {
+        self.blocks.iter().filter_map(ContentBlock::as_text).collect()
+    }
+
     /// The blocks built so far, leaving the builder empty.
     pub fn take(&mut self) -> Vec<ContentBlock> {
         self.open = None;

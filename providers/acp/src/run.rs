@@ -196,7 +196,11 @@ async fn decide(
     options: &[Value],
 ) -> Value {
     let allow = match handler {
-        Some(handler) => !matches!(handler.approve(request, cx).await, Approval::Deny { .. }),
+        // `Pause` rejects too: an ACP agent's permission request cannot wait for a later call.
+        Some(handler) => matches!(
+            handler.approve(request, cx).await,
+            Approval::Allow | Approval::AllowWithInput(_)
+        ),
         None => unattended == Unattended::Allow,
     };
     let kinds: &[&str] = if allow {

@@ -57,6 +57,7 @@ pub fn permission_response(approval: &Approval, original_input: &Value) -> Value
         Approval::Allow => json!({ "behavior": "allow", "updatedInput": original_input }),
         Approval::AllowWithInput(input) => json!({ "behavior": "allow", "updatedInput": input }),
         Approval::Deny { message } => json!({ "behavior": "deny", "message": message }),
+        Approval::Pause => json!({ "behavior": "deny", "message": "this call waits for a person's approval" }),
     }
 }
 

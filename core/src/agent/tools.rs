@@ -1,0 +1,109 @@
+//! Running a step's host tool calls: hooks first, then the decision (a person's from a resume,
+//! else the approval handler's), then the approved calls concurrently, then the after hooks.
+
+use crate::agent::pause::{Decisions, PausedCall};
+use crate::approval::{Approval, ApprovalRequest};
+use crate::context::RequestContext;
+use crate::hooks::{BeforeTool, ToolInvocation};
+use crate::kit::run_tool;
+use crate::tool::{ExecutedBy, ToolContext, ToolResult};
+use crate::toolset::ToolSet;
+
+/// How a step's calls ended: run, or waiting for a person.
+pub(super) enum Decided {
+    /// Every call was decided and run (or refused): the calls and their results, in call order.
+    Ran(Vec<PausedCall>, Vec<ToolResult>),
+    /// At least one call waits for a person; nothing ran.
+    Paused(Vec<PausedCall>),
+}
+
+/// Decide every call in call order, then run the approved ones concurrently (unless one
+/// waits for a person: then none runs).
+pub(super) async fn run_calls(
+    tools: &ToolSet,
+    mut calls: Vec<PausedCall>,
+    decisions: &Decisions,
+    base: &ToolContext,
+    context: &RequestContext,
+) -> Decided {
+    for call in &mut calls {
+        if call.decided.is_some() {
+            continue;
+        }
+        if let Some(decision) = decisions.get(&call.id).filter(|d| **d != Approval::Pause) {
+            call.decided = Some(decision.clone());
+            continue;
+        }
+        let cx = base.clone().with_tool_use_id(call.id.clone());
+        call.decided = decide(call, &cx, context).await;
+    }
+    if calls.iter().any(|call| call.decided.is_none()) {
+        return Decided::Paused(calls);
+    }
+    let runs = calls.iter().map(|call| async move {
+        let cx = base.clone().with_tool_use_id(call.id.clone());
+        let input = match call.decided.clone() {
+            Some(Approval::Allow) | None | Some(Approval::Pause) => call.input.clone(),
+            Some(Approval::AllowWithInput(edited)) => edited,
+            Some(Approval::Deny { message }) => return after(call, ToolResult::denied(message), &cx, context).await,
+        };
+        let result = match tools.get(&call.name) {
+            None => ToolResult::error(format!("unknown tool `{}`", call.name)),
+            Some(_) if cx.signal.is_cancelled() => ToolResult::aborted(),
+            Some(tool) => run_tool(tool.as_ref(), input, &cx).await,
+        };
+        after(call, result, &cx, context).await
+    });
+    let results = futures::future::join_all(runs).await;
+    Decided::Ran(calls, results)
+}
+
+/// The hook's and the approval handler's decision on one call (`None`: a person decides).
+/// A hook's rewrite becomes the call's input.
+async fn decide(call: &mut PausedCall, cx: &ToolContext, context: &RequestContext) -> Option<Approval> {
+    if let Some(hooks) = &context.hooks {
+        let invocation = invocation(call);
+        let verdict = tokio::select! {
+            verdict = hooks.before_tool(&invocation, cx) => verdict,
+            _ = cx.signal.cancelled() => BeforeTool::deny("cancelled before the tool ran"),
+        };
+        match verdict {
+            BeforeTool::Continue => {}
+            BeforeTool::Deny { message } => return Some(Approval::Deny { message }),
+            BeforeTool::Rewrite(input) => call.input = input,
+        }
+    }
+    let Some(handler) = &context.approval else {
+        return Some(Approval::Allow);
+    };
+    let request = ApprovalRequest {
+        tool_use_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        input: call.input.clone(),
+    };
+    let decision = tokio::select! {
+        decision = handler.approve(&request, cx) => decision,
+        _ = cx.signal.cancelled() => Approval::deny("cancelled before approval"),
+    };
+    (decision != Approval::Pause).then_some(decision)
+}
+
+/// The result after the `after_tool` hook (which may replace it).
+async fn after(call: &PausedCall, result: ToolResult, cx: &ToolContext, context: &RequestContext) -> ToolResult {
+    let Some(hooks) = &context.hooks else {
+        return result;
+    };
+    match hooks.after_tool(&invocation(call), &result, cx).await {
+        Some(replaced) => replaced,
+        None => result,
+    }
+}
+
+fn invocation(call: &PausedCall) -> ToolInvocation {
+    ToolInvocation {
+        tool_use_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        input: call.input.clone(),
+        executed_by: ExecutedBy::Host,
+    }
+}
