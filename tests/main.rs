@@ -2,12 +2,15 @@
 //! public APIs, on the scripted provider.
 
 mod agent;
+#[cfg(feature = "anthropic")]
+mod approvals;
 mod common;
 mod concurrency;
 mod factories;
 mod handles;
 #[cfg(all(feature = "anthropic", feature = "openrouter"))]
 mod hardening;
+mod hooks;
 mod retry;
 #[cfg(all(
     feature = "anthropic",

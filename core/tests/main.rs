@@ -315,3 +315,63 @@ fn partial_json_fuzz_inputs_give_what_serde_json_reads() {
         folder.display()
     );
 }
+
+#[test]
+fn approval_requested_must_end_the_run_and_name_calls_of_it() {
+    use patchbay_core::context::ApprovalRequest;
+    use patchbay_core::validate::{Rule, validate};
+    use patchbay_core::{FinishReason, Metrics};
+    let started = Event::Started {
+        response_id: None,
+        model: "m".into(),
+        session_id: None,
+        warnings: vec![],
+    };
+    let call = Event::ToolCall {
+        id: "c1".into(),
+        name: "t".into(),
+        input: json!({}),
+        executed_by: ExecutedBy::Host,
+        signature: None,
+    };
+    let asked = |id: &str| Event::ApprovalRequested {
+        calls: vec![ApprovalRequest {
+            tool_use_id: id.into(),
+            tool_name: "t".into(),
+            input: json!({}),
+        }],
+    };
+    let finish = |reason| Event::Finish {
+        reason,
+        usage: Usage::default(),
+        metrics: Metrics::default(),
+    };
+    let rules = |events: Vec<Event>| -> Vec<Rule> {
+        match validate(events.iter().map(Ok)) {
+            Ok(()) => vec![],
+            Err(violations) => violations.into_iter().map(|v| v.rule).collect(),
+        }
+    };
+    let good = vec![
+        started.clone(),
+        call.clone(),
+        asked("c1"),
+        finish(FinishReason::ToolUse),
+    ];
+    assert_eq!(rules(good), []);
+    let text_after = vec![
+        started.clone(),
+        call.clone(),
+        asked("c1"),
+        Event::TextDelta {
+            index: 0,
+            text: "more".into(),
+        },
+        finish(FinishReason::ToolUse),
+    ];
+    assert_eq!(rules(text_after), [Rule::ApprovalEndsRun]);
+    let wrong_reason = vec![started.clone(), call.clone(), asked("c1"), finish(FinishReason::Stop)];
+    assert_eq!(rules(wrong_reason), [Rule::ApprovalEndsRun]);
+    let unknown = vec![started, call, asked("c9"), finish(FinishReason::ToolUse)];
+    assert_eq!(rules(unknown), [Rule::ApprovalEndsRun]);
+}
