@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+#[cfg(feature = "browser")]
+pub mod browser;
 pub mod fields;
 pub mod fixtures;
 pub mod hardening;

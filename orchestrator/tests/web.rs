@@ -7,8 +7,6 @@
 //! Chromium or chromedriver (`.ci/peers/chromium.sh` installs them) the browser trial shows as
 //! ignored with the reason, and fails when `CI=true`.
 
-#[path = "web/browser.rs"]
-mod browser;
 mod common;
 #[path = "web/drip.rs"]
 mod drip;
@@ -16,21 +14,19 @@ mod drip;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use browser::{Chromedriver, click, texts, wait_text};
 use common::{Fallible, Harness, TestResult, registry, stalling};
 use drip::{drip_blueprint, hold};
 use fantoccini::{Client, Locator};
-use patchbay_conformance::peers::{self, Peer};
+use patchbay_conformance::browser::{
+    Chromedriver, PAGE_WAIT, chromedriver, chromium, click, screenshot, texts, wait_text,
+};
+use patchbay_conformance::peers;
 use patchbay_orchestrator::http::{HttpOptions, Serving, serve};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-/// The longest any one wait for the browser lasts.
-pub(crate) const PAGE_WAIT: Duration = Duration::from_secs(30);
-
 fn main() {
-    let chromium = program("Chromium", &["chromium", "chromium-browser", "google-chrome"]);
-    let driver = program("chromedriver", &["chromedriver"]);
+    let (chromium, driver) = (chromium(), chromedriver());
     let (chromium_path, driver_path) = (chromium.path().to_owned(), driver.path().to_owned());
     let trials = vec![
         peers::async_trial("login_and_refusals_over_http", &[], || async {
@@ -47,21 +43,6 @@ fn main() {
         ),
     ];
     peers::run(trials)
-}
-
-/// The first of `names` on `PATH`, as a peer (missing: the first name under /usr/bin).
-fn program(what: &str, names: &[&str]) -> Peer {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = names
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .find(|candidate| candidate.is_file());
-    let fallback = Path::new("/usr/bin").join(names.first().copied().unwrap_or("chromium"));
-    Peer::at(
-        what,
-        found.unwrap_or(fallback),
-        "run .ci/peers/chromium.sh (apt-get install chromium chromium-driver)",
-    )
 }
 
 // ---- the orchestrator under test -------------------------------------------------------------
@@ -314,25 +295,10 @@ async fn login_and_refusals_over_http() -> TestResult {
 
 // ---- the pages in a browser ------------------------------------------------------------------
 
-/// Save a screenshot of the page as `name` in `$CARGO_TARGET_DIR`, else in `target/` of the
-/// workspace.
-async fn screenshot(browser: &Client, name: &str) -> TestResult {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    std::fs::create_dir_all(&target)?;
-    browser.execute("window.scrollTo(0, 0)", Vec::new()).await?;
-    let path = target.join(name);
-    std::fs::write(&path, browser.screenshot().await?)?;
-    println!("screenshot: {}", path.display());
-    Ok(())
-}
-
 async fn browser_shows_a_run_live(chromium: &Path, driver: &Path) -> TestResult {
     let started = Instant::now();
     let site = Site::start("browser").await?;
     let chromedriver = Chromedriver::start(driver)?;
-    chromedriver.ready().await?;
     let browser = chromedriver.browser(chromium).await?;
     let outcome = drive(&site, &browser).await;
     let _ = browser.close().await;
@@ -429,7 +395,7 @@ async fn drive(site: &Site, browser: &Client) -> TestResult {
     // Usage: four model calls of 876 tokens, for the session, and 1,752 for its last run.
     wait_text(browser, "#app .facts", "3,504 tokens").await?;
     wait_text(browser, "#app .facts", "1,752 tokens").await?;
-    screenshot(browser, "web-view.png").await?;
+    screenshot(browser, &workspace(), "web-view.png").await?;
 
     // Cancel the stalled child from its page.
     browser.goto(&site.url("/web/sessions/by-name/notes-helper")).await?;
@@ -446,6 +412,11 @@ async fn drive(site: &Site, browser: &Client) -> TestResult {
         rows[0].contains("3,504"),
         "the tree shows each session's tokens: {rows:?}"
     );
-    screenshot(browser, "web-index.png").await?;
+    screenshot(browser, &workspace(), "web-index.png").await?;
     Ok(())
+}
+
+/// The workspace's root (screenshots go to its `target/`).
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
