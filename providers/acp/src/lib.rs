@@ -41,7 +41,7 @@
 //!   discarded), else a new session with the earlier messages flattened into the prompt and a
 //!   `history_flattened` warning. A new session with earlier messages gets the same. ACP has no
 //!   system prompt: `RequestContext.system` goes in front of a new session's first prompt, with
-//!   a `system_prompt_as_text` warning. Sampling, length, tool choice and output schema options
+//!   a `system_prompt_as_text` warning. Sampling, length, tool choice, output schema and hooks
 //!   are ignored with an `unsupported_option` warning each.
 //! - **Host tools** are registered with patchbay-mcp's global tool server (loopback, a token per
 //!   call) and handed to the session as an HTTP MCP server named `host_server_name`, when the
@@ -52,6 +52,11 @@
 //!   the call's id, name and input; `Allow` picks the agent's `allow_once` (else
 //!   `allow_always`) option, `Deny` its `reject_once` (else `reject_always`); no matching option
 //!   answers `cancelled`. The dispatch loop is never held: the answer comes from a task.
+//!   `Pause` rejects too: an ACP permission request cannot wait for a later call (the agent
+//!   holds its turn open), so a run on ACP does not pause for approval across requests.
+//! - **Hooks** (`RequestContext::hooks`) are not called: ACP has no hook protocol. An
+//!   `unsupported_option` warning says so; the approval handler is the policy point that every
+//!   permission request reaches.
 //! - **Files**: `fs/read_text_file` and `fs/write_text_file` are offered as `file_access` says and
 //!   served through patchbay-tools' confinement (see [`FileAccess`]); terminals are not offered.
 //! - **Process**: own process group, `setpriv --pdeathsig=KILL` where available, a temporary home

@@ -196,6 +196,12 @@ fn ignored_options(context: &RequestContext) -> Vec<Warning> {
     if context.output_schema.is_some() {
         warnings.push(unsupported("ACP has no structured output: the schema was ignored"));
     }
+    if context.hooks.is_some() {
+        warnings.push(unsupported(
+            "ACP has no hooks: the before/after tool, prompt and stop hooks were not called (use the approval \
+             handler, which every permission request reaches)",
+        ));
+    }
     warnings
 }
 

@@ -518,3 +518,58 @@ async fn a_kept_alive_agent_takes_its_sessions_next_turn() {
         "a dropped pool left its agent"
     );
 }
+
+/// Answers every permission request with `Approval::Pause`.
+struct Pausing;
+
+#[async_trait]
+impl ApprovalHandler for Pausing {
+    async fn approve(&self, _request: &ApprovalRequest, _cx: &ToolContext) -> Approval {
+        Approval::Pause
+    }
+}
+
+/// No hook at all: only its presence matters.
+struct NoopHooks;
+
+impl patchbay_core::hooks::Hooks for NoopHooks {}
+
+#[tokio::test]
+async fn a_pause_rejects_because_an_acp_permission_cannot_wait_for_a_later_call() {
+    let fake = Fake::new(&permission_script());
+    let context = fake.context().with_approval(Arc::new(Pausing));
+    let run = call(
+        &*fake.provider(),
+        &[Message::user("Oslo?")],
+        &weather(),
+        &context,
+        &Signal::new(),
+    )
+    .await;
+    assert!(run.error.is_none(), "{:?}", run.error);
+    let status = run.events.iter().find_map(|e| match e {
+        Event::ToolResult { result, .. } => Some(result.status),
+        _ => None,
+    });
+    assert_eq!(status, Some(ToolStatus::Failed), "rejected, not run: {:?}", run.events);
+}
+
+#[tokio::test]
+async fn hooks_are_reported_as_unsupported() {
+    let fake = Fake::new(&json!({ "prompts": [[text("Hi."), end("end_turn")]] }));
+    let context = fake.context().with_hooks(Arc::new(NoopHooks));
+    let run = call(
+        &*fake.provider(),
+        &[Message::user("Hi")],
+        &ToolSet::new(),
+        &context,
+        &Signal::new(),
+    )
+    .await;
+    assert!(run.error.is_none(), "{:?}", run.error);
+    let warned = run.events.iter().any(|e| {
+        matches!(e, Event::Started { warnings, .. }
+            if warnings.iter().any(|w| w.code == patchbay_core::Warning::UNSUPPORTED_OPTION && w.message.contains("hooks")))
+    });
+    assert!(warned, "{:?}", run.events.first());
+}
