@@ -230,3 +230,55 @@ async fn the_round_trip_holds_over_http_on_the_anthropic_mock() {
     assert_eq!(messages[2]["content"][0]["type"], "tool_result");
     assert_eq!(messages[2]["content"][0]["tool_use_id"], "toolu_1");
 }
+
+#[tokio::test]
+async fn the_summary_holds_over_http_on_the_anthropic_mock() {
+    use patchbay::summary::DocumentRef;
+    use patchbay::{FnTool, ToolContext, ToolResult, ToolSet};
+    let search = FnTool::new(
+        "search",
+        "Search.",
+        |input: crate::common::Echo, _cx: ToolContext| async move {
+            ToolResult::text("hit").with_documents([DocumentRef::new(input.text).with_title("Found")])
+        },
+    );
+    let turns = vec![
+        Turn::Respond(
+            Response::new(vec![
+                Part::tool_call("toolu_a", "search", json!({"text": "d1"})),
+                Part::tool_call("toolu_b", "search", json!({"text": "d1"})),
+            ])
+            .with_usage(7, 4),
+        ),
+        Turn::Respond(
+            Response::new(vec![Part::cited(
+                "The answer.",
+                vec![patchbay::scripted::Citation::new(
+                    "https://example.com/a",
+                    "A",
+                    "quoted",
+                )],
+            )])
+            .with_usage(9, 5),
+        ),
+    ];
+    let server = MockServer::builder(AnthropicWire)
+        .serve(turns.into_iter().map(Serve::Turn))
+        .start()
+        .await
+        .expect("mock starts");
+    let anthropic = Registry::compiled()
+        .build("anthropic", &json!({ "base_url": server.url(), "api_key": "sk-test" }))
+        .expect("builds");
+    let agent = Agent::new(anthropic, "m").with_tools(ToolSet::new().with(search));
+    let outcome = agent.run(vec![Message::user("go")], Signal::new()).await.expect("runs");
+    let summary = outcome.summary;
+    assert_eq!(summary.documents.len(), 1, "one document, used twice");
+    assert_eq!(summary.tools["search"].completed, 2);
+    assert_eq!((summary.usage.input, summary.usage.output), (Some(16), Some(9)));
+    assert_eq!(
+        summary.sources.first().and_then(|s| s.as_url()),
+        Some("https://example.com/a")
+    );
+    assert_eq!(summary.finish, Some(FinishReason::Stop));
+}
