@@ -48,7 +48,9 @@
 //! whose data is `{"reason": ...}`: `deleted` (the session was deleted), `stopping` (the
 //! orchestrator shuts down), `ended` (with `follow=false`, once the session's run has ended and
 //! nothing is queued), or `error` (the store failed). The end message has no id, so a client
-//! reconnecting after it resumes where it was. A keep-alive comment goes out every 15 s.
+//! reconnecting after it resumes where it was. A keep-alive comment goes out every 15 s. The
+//! resume point, the frames and the replay-then-follow loop are [`patchbay_resume`]'s (the same
+//! pieces an in-memory stream uses), with the session's stored events as its source.
 //!
 //! # Streams
 //! Event streams are long-lived (with `follow`, the default, one never ends on its own) and

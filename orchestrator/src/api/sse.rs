@@ -1,16 +1,20 @@
 //! `GET /sessions/{id}/events`: a session's stored events, then live ones, as server-sent
-//! events (see the [module docs](super) for the protocol).
+//! events (see the [module docs](super) for the protocol). The resume point, the frames and
+//! the replay-then-follow loop are `patchbay_resume`'s; this file is the session as a
+//! [`Source`]: its events from the store, its change notifications, and why it ends.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::Arc;
-
+use axum::body::{Body, Bytes};
 use axum::extract::{Extension, State};
-use axum::http::HeaderMap;
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use patchbay_resume::{
+    Batch, DEFAULT_KEEP_ALIVE, EventName, KeepAlive, LAST_EVENT_ID, Source, Tailed, frame, last_event_id, tail,
+};
 use serde::Deserialize;
 
 use super::error::{ApiError, Id, Params};
@@ -21,6 +25,9 @@ use crate::store::{JobStatus, StoredEvent};
 /// How long one wait for a change lasts before the stream looks again on its own (a safety
 /// net: every change that matters wakes it at once).
 const RECHECK: Duration = Duration::from_secs(30);
+
+/// The name of the stream's final message.
+const END: EventName = EventName::from_static("end");
 
 /// The query of the events endpoint.
 #[derive(Debug, Deserialize)]
@@ -54,17 +61,17 @@ impl End {
     }
 }
 
-/// The state of one event stream between messages.
-struct Tail {
+/// One session's events as a source for [`tail`].
+struct SessionEvents {
     orchestrator: Orchestrator,
     session_id: String,
     session_name: String,
-    after: i64,
     follow: bool,
-    pending: VecDeque<StoredEvent>,
-    /// Set once the stream should end (after what is pending).
+    /// Set once the stream should end (after what is stored).
     ending: Option<End>,
-    done: bool,
+    /// The change counters seen when the last read began.
+    events_seen: u64,
+    status_seen: u64,
     /// The stream's place in the budget, given back when the stream is dropped.
     _permit: StreamPermit,
 }
@@ -83,7 +90,7 @@ pub(super) async fn events(
         Err(refused) => return refused.into_response(),
     };
     match follow(o, id, query, headers, permit).await {
-        Ok(stream) => stream.into_response(),
+        Ok(stream) => stream,
         Err(error) => error.into_response(),
     }
 }
@@ -95,96 +102,97 @@ async fn follow(
     query: EventsQuery,
     headers: HeaderMap,
     permit: StreamPermit,
-) -> Result<Sse<impl futures::Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let after = match headers.get("last-event-id") {
-        Some(value) => value
-            .to_str()
-            .ok()
-            .and_then(|v| v.trim().parse::<i64>().ok())
-            .ok_or_else(|| ApiError::invalid("the Last-Event-ID header must be an event's seq (a number)"))?,
-        None => query.after.unwrap_or(0),
-    };
-    if after < 0 {
-        return Err(ApiError::invalid("`after` and Last-Event-ID must be 0 or more"));
+) -> Result<Response, ApiError> {
+    let header = headers.get(LAST_EVENT_ID).map(|value| value.as_bytes());
+    let after = last_event_id(header, query.after).map_err(|e| ApiError::invalid(e.to_string()))?;
+    // Seqs are the store's `i64`: a larger id names no event.
+    if i64::try_from(after).is_err() {
+        return Err(ApiError::invalid(patchbay_resume::Error::NotASeq.to_string()));
     }
     let session = o.session(&id).await?;
-    let tail = Tail {
+    let source = SessionEvents {
         orchestrator: o,
         session_id: session.session_id,
         session_name: session.session_name,
-        after,
         follow: query.follow.unwrap_or(true),
-        pending: VecDeque::new(),
         ending: None,
-        done: false,
+        events_seen: 0,
+        status_seen: 0,
         _permit: permit,
     };
-    let stream = futures::stream::unfold(tail, |mut tail| async move {
-        let event = tail.next().await?;
-        Some((Ok(event), tail))
+    let frames = tail(source, after).map(|next| match next {
+        Tailed::Item(seq, stored) => message(seq, &stored),
+        Tailed::End(end) => finish(end),
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    let body = Body::from_stream(KeepAlive::new(frames, DEFAULT_KEEP_ALIVE).map(Ok::<_, Infallible>));
+    Ok((
+        [
+            (header::CONTENT_TYPE, patchbay_resume::CONTENT_TYPE),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response())
 }
 
-impl Tail {
-    /// The next message, or `None` once the end message went out.
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            if let Some(stored) = self.pending.pop_front() {
-                self.after = stored.seq;
-                return Some(message(&stored));
+impl Source for SessionEvents {
+    type Item = StoredEvent;
+    type End = End;
+
+    async fn read(&mut self, after: u64) -> Batch<StoredEvent, End> {
+        if self.ending.is_none() && self.orchestrator.inner.stop.is_cancelled() {
+            self.ending = Some(End::Stopping);
+        }
+        // Versions first, then look: a change after this point wakes `wait`.
+        self.events_seen = self.orchestrator.events_version(&self.session_name);
+        self.status_seen = self.orchestrator.inner.status.version(&self.session_name);
+        // Whether the run had ended before the events are read: a run stores all its events
+        // before its job ends, so none can come after this read.
+        let ended = match self.settled().await {
+            Ok(Some(ended)) => ended,
+            Ok(None) => {
+                self.ending.get_or_insert(End::Deleted);
+                true
             }
-            if self.done {
-                return None;
+            Err(()) => return Batch::end(End::Error),
+        };
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        match self.orchestrator.store().events_since(&self.session_id, after).await {
+            Ok(batch) if !batch.is_empty() => {
+                // Stored seqs start at 1; a 0 would be passed over by the tail.
+                let items = batch
+                    .into_iter()
+                    .map(|stored| (u64::try_from(stored.seq).unwrap_or(0), stored))
+                    .collect();
+                return Batch::items(items);
             }
-            if self.ending.is_none() && self.orchestrator.inner.stop.is_cancelled() {
-                self.ending = Some(End::Stopping);
-            }
-            // Versions first, then look: a change after this point wakes the wait below.
-            let name = self.session_name.clone();
-            let events_seen = self.orchestrator.events_version(&name);
-            let status_seen = self.orchestrator.inner.status.version(&name);
-            // Whether the run had ended before the events are read: a run stores all its
-            // events before its job ends, so none can come after this read.
-            let ended = match self.settled().await {
-                Ok(Some(ended)) => ended,
-                Ok(None) => {
-                    self.ending.get_or_insert(End::Deleted);
-                    true
-                }
-                Err(()) => return Some(self.finish(End::Error)),
-            };
-            match self
-                .orchestrator
-                .store()
-                .events_since(&self.session_id, self.after)
-                .await
-            {
-                Ok(batch) if !batch.is_empty() => {
-                    self.pending = batch.into();
-                    continue;
-                }
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::error!(%error, session = %name, "cannot read events");
-                    return Some(self.finish(End::Error));
-                }
-            }
-            if let Some(end) = self.ending {
-                return Some(self.finish(end));
-            }
-            if ended && !self.follow {
-                return Some(self.finish(End::Ended));
-            }
-            let o = &self.orchestrator;
-            tokio::select! {
-                _ = o.events_changed(&name, events_seen, RECHECK) => {}
-                _ = o.inner.status.changed(&name, status_seen, RECHECK), if !self.follow => {}
-                () = o.stopping() => { self.ending = Some(End::Stopping); }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::error!(%error, session = %self.session_name, "cannot read events");
+                return Batch::end(End::Error);
             }
         }
+        if let Some(end) = self.ending {
+            return Batch::end(end);
+        }
+        if ended && !self.follow {
+            return Batch::end(End::Ended);
+        }
+        Batch::empty()
     }
 
+    async fn wait(&mut self) {
+        let o = &self.orchestrator;
+        let name = &self.session_name;
+        tokio::select! {
+            _ = o.events_changed(name, self.events_seen, RECHECK) => {}
+            _ = o.inner.status.changed(name, self.status_seen, RECHECK), if !self.follow => {}
+            () = o.stopping() => { self.ending = Some(End::Stopping); }
+        }
+    }
+}
+
+impl SessionEvents {
     /// `Some(true)` when the session's run has ended and nothing is queued, `Some(false)` while
     /// a run is queued or going on, `None` once the session is gone.
     async fn settled(&self) -> Result<Option<bool>, ()> {
@@ -212,14 +220,12 @@ impl Tail {
             }
         }
     }
+}
 
-    /// The end message; the stream stops after it.
-    fn finish(&mut self, end: End) -> Event {
-        self.done = true;
-        Event::default()
-            .event("end")
-            .data(serde_json::json!({ "reason": end.as_str() }).to_string())
-    }
+/// The end message, without an id (a client reconnecting after it resumes where it was).
+fn finish(end: End) -> Bytes {
+    let data = serde_json::json!({ "reason": end.as_str() }).to_string();
+    frame(None, Some(&END), &data)
 }
 
 /// One stored event as the API shows it: the stored event with its time as RFC 3339 text, as
@@ -235,7 +241,7 @@ struct EventView<'a> {
 
 /// One stored event as a message: `id: <seq>`, `data: <StoredEvent JSON>` (`created_at` as
 /// RFC 3339 text).
-fn message(stored: &StoredEvent) -> Event {
+fn message(seq: u64, stored: &StoredEvent) -> Bytes {
     let view = EventView {
         session_id: &stored.session_id,
         job_id: stored.job_id.as_deref(),
@@ -247,5 +253,5 @@ fn message(stored: &StoredEvent) -> Event {
         // Values already decoded from JSON: re-encoding cannot fail.
         serde_json::json!({ "seq": stored.seq, "error": e.to_string() }).to_string()
     });
-    Event::default().id(stored.seq.to_string()).data(data)
+    frame(Some(seq), None, &data)
 }
