@@ -7,20 +7,23 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::Value;
+
+use crate::agents::AgentDefinition;
 
 use crate::error::Error;
 use crate::lines::DEFAULT_MAX_LINE;
 
 /// The environment variable naming the CLI program, read by [`ClaudeAgentConfig::from_env`].
 pub const CLI_ENV: &str = "PATCHBAY_CLAUDE_CLI";
-/// The environment variable naming the peers directory, the last place [`find_cli`] looks
+/// The environment variable naming the peers directory, the last place [`find_cli`](crate::find_cli) looks
 /// (`$PATCHBAY_PEERS/node_modules/.bin/claude`).
 pub const PEERS_ENV: &str = "PATCHBAY_PEERS";
 /// The name of the in-process MCP server carrying host tools (`mcp__host__<tool>`).
 pub const DEFAULT_HOST_SERVER: &str = "host";
 /// How long an unused spare CLI waits before it is replaced by a fresh one, by default.
 pub const DEFAULT_SPARE_MAX_AGE: Duration = Duration::from_secs(600);
+/// How long a run paused for approval keeps its CLI waiting for the decision, by default.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How the call's host tools reach the CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -81,7 +84,7 @@ pub enum SystemPrompt {
 /// the same name.
 #[derive(Clone)]
 pub struct ClaudeAgentConfig {
-    /// The CLI program; `None` searches (see [`find_cli`]).
+    /// The CLI program; `None` searches (see [`find_cli`](crate::find_cli)).
     pub(crate) cli_path: Option<PathBuf>,
     /// Extra environment for the CLI (values never logged), over the inherited one.
     pub(crate) env: BTreeMap<String, String>,
@@ -97,9 +100,10 @@ pub struct ClaudeAgentConfig {
     pub(crate) disallowed_tools: Vec<String>,
     /// `--tools`: the CLI's built-in tool set (`Some(vec![])` turns every built-in off).
     pub(crate) tools: Option<Vec<String>>,
-    /// Sub-agent definitions (name to `{description, prompt, tools?, model?}`), sent with
-    /// `initialize`.
-    pub(crate) agents: Option<Value>,
+    /// Sub-agent definitions by name, sent with `initialize`.
+    pub(crate) agents: BTreeMap<String, AgentDefinition>,
+    /// How long a run paused for a person's approval keeps its CLI waiting for the decision.
+    pub(crate) approval_timeout: Duration,
     /// The system prompt.
     pub(crate) system_prompt: SystemPrompt,
     /// How host tools reach the CLI.
@@ -152,7 +156,8 @@ impl Default for ClaudeAgentConfig {
             allowed_tools: Vec::new(),
             disallowed_tools: Vec::new(),
             tools: None,
-            agents: None,
+            agents: BTreeMap::new(),
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             system_prompt: SystemPrompt::Custom,
             host_tools: HostTools::InProcess,
             host_server_name: DEFAULT_HOST_SERVER.into(),
@@ -180,7 +185,7 @@ impl ClaudeAgentConfig {
 
     /// The defaults with what the environment sets: `PATCHBAY_CLAUDE_CLI` ([`CLI_ENV`]) names
     /// the CLI program (`cli_path`; unset or empty: the CLI is searched for at each call, see
-    /// [`find_cli`]). A value that is not valid Unicode is an [`Error::Env`] (the option of the
+    /// [`find_cli`](crate::find_cli)). A value that is not valid Unicode is an [`Error::Env`] (the option of the
     /// same meaning is a JSON string). `PATCHBAY_RECORD_DIR` (unset or empty: off) is
     /// `record_dir`.
     pub fn from_env() -> Result<Self, Error> {
@@ -219,9 +224,6 @@ impl ClaudeAgentConfig {
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
             // The CLI names host tools `mcp__<server>__<tool>`, rewriting other characters.
             return invalid("host_server_name", "must be ASCII letters, digits, `_` or `-`");
-        }
-        if self.agents.as_ref().is_some_and(|a| !a.is_object()) {
-            return invalid("agents", "must be a JSON object (name to definition)");
         }
         let bad_key = |k: &String| k.is_empty() || k.contains(['=', '\0']);
         if self.env.iter().any(|(k, v)| bad_key(k) || v.contains('\0')) {
@@ -362,9 +364,16 @@ impl ClaudeAgentConfig {
         self
     }
 
-    /// Set the sub-agent definitions (a JSON object: name to `{description, prompt, ...}`).
-    pub fn with_agents(mut self, agents: Value) -> Self {
-        self.agents = Some(agents);
+    /// Add (or replace) the sub-agent `name`.
+    pub fn with_agent(mut self, name: impl Into<String>, agent: AgentDefinition) -> Self {
+        self.agents.insert(name.into(), agent);
+        self
+    }
+
+    /// Keep a run paused for a person's approval waiting this long for the decision (see
+    /// [`ClaudeAgentConfig::approval_timeout`]).
+    pub fn with_approval_timeout(mut self, timeout: Duration) -> Self {
+        self.approval_timeout = timeout;
         self
     }
 
@@ -407,7 +416,7 @@ impl ClaudeAgentConfig {
 
 /// The getters, one per field (the setters are the `with_*` methods above).
 impl ClaudeAgentConfig {
-    /// The CLI program, if one is named (`None`: searched for at each call, see [`find_cli`]).
+    /// The CLI program, if one is named (`None`: searched for at each call, see [`find_cli`](crate::find_cli)).
     pub fn cli_path(&self) -> Option<&Path> {
         self.cli_path.as_deref()
     }
@@ -447,9 +456,18 @@ impl ClaudeAgentConfig {
         self.tools.as_deref()
     }
 
-    /// The sub-agent definitions, if any.
-    pub fn agents(&self) -> Option<&Value> {
-        self.agents.as_ref()
+    /// The sub-agent definitions by name.
+    pub fn agents(&self) -> &BTreeMap<String, AgentDefinition> {
+        &self.agents
+    }
+
+    /// How long a run paused for a person's approval ([`Approval::Pause`]) keeps its CLI
+    /// waiting (the `can_use_tool` request unanswered) for the call that brings the decision;
+    /// then the CLI is stopped and a later resume starts the session again.
+    ///
+    /// [`Approval::Pause`]: patchbay_core::context::Approval::Pause
+    pub fn approval_timeout(&self) -> Duration {
+        self.approval_timeout
     }
 
     /// The system prompt.
@@ -528,46 +546,6 @@ impl ClaudeAgentConfig {
     }
 }
 
-/// Find the CLI: the explicit path (an executable file, or an error naming it); without one,
-/// `claude` on `PATH`, then `./node_modules/.bin/claude`, then
-/// `$PATCHBAY_PEERS/node_modules/.bin/claude`. (`$PATCHBAY_CLAUDE_CLI` is read by
-/// [`ClaudeAgentConfig::from_env`] into the explicit path.)
-pub fn find_cli(explicit: Option<&Path>) -> Result<PathBuf, Error> {
-    let mut looked = Vec::new();
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(path) = explicit {
-        candidates.push(path.to_path_buf());
-    } else {
-        if let Some(paths) = std::env::var_os("PATH") {
-            candidates.extend(std::env::split_paths(&paths).map(|dir| dir.join("claude")));
-        }
-        if let Ok(dir) = std::env::current_dir() {
-            candidates.push(dir.join("node_modules/.bin/claude"));
-        }
-        if let Some(peers) = std::env::var_os(PEERS_ENV).filter(|p| !p.is_empty()) {
-            candidates.push(PathBuf::from(peers).join("node_modules/.bin/claude"));
-        }
-    }
-    for candidate in candidates {
-        if is_executable(&candidate) {
-            return Ok(candidate);
-        }
-        looked.push(candidate.display().to_string());
-    }
-    Err(Error::CliNotFound {
-        looked: if looked.len() > 6 {
-            format!("{} and {} more", looked[..6].join(", "), looked.len() - 6)
-        } else {
-            looked.join(", ")
-        },
-    })
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
 #[cfg(test)]
 mod tests {
     use std::os::unix::ffi::OsStringExt;
@@ -613,7 +591,6 @@ mod tests {
             field(ClaudeAgentConfig::new().with_host_server_name("my tools")),
             "host_server_name"
         );
-        assert_eq!(field(ClaudeAgentConfig::new().with_agents(Value::Bool(true))), "agents");
         assert_eq!(field(ClaudeAgentConfig::new().with_env("A=B", "1")), "env");
         assert_eq!(field(ClaudeAgentConfig::new().with_cli_path("")), "cli_path");
     }

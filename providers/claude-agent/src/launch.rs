@@ -118,7 +118,7 @@ impl LaunchPlan {
             });
         }
         let env = env(config, context);
-        let initialize = initialize_request(config);
+        let initialize = initialize_request(config, context);
         let fingerprint = Launched {
             call,
             config,
@@ -265,10 +265,14 @@ fn env(config: &ClaudeAgentConfig, context: &RequestContext) -> BTreeMap<String,
     env
 }
 
-fn initialize_request(config: &ClaudeAgentConfig) -> Value {
-    let mut request = json!({ "subtype": "initialize", "hooks": null });
-    if let Some(agents) = &config.agents {
-        request["agents"] = agents.clone();
+/// The `initialize` request: the hooks (when the call has them) and the sub-agents. Part of
+/// the fingerprint, so a CLI initialized with hooks never serves a call without them (or the
+/// other way round).
+fn initialize_request(config: &ClaudeAgentConfig, context: &RequestContext) -> Value {
+    let hooks = crate::hooks::registration(context.hooks.is_some());
+    let mut request = json!({ "subtype": "initialize", "hooks": hooks });
+    if !config.agents.is_empty() {
+        request["agents"] = serde_json::to_value(&config.agents).unwrap_or(Value::Null);
     }
     request
 }

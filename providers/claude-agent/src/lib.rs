@@ -187,10 +187,13 @@
 //! - [`session`]: the session rule and the user turn sent to the CLI;
 //! - [`lines`]: size-limited line reading.
 
+mod agents;
 mod blocks;
 mod config;
 pub mod control;
+mod discover;
 mod error;
+mod hooks;
 mod launch;
 pub mod lines;
 mod options;
@@ -211,10 +214,12 @@ pub mod translate;
 #[doc = include_str!("../FIELDS.md")]
 pub mod fields {}
 
+pub use agents::AgentDefinition;
 pub use config::{
-    CLI_ENV, ClaudeAgentConfig, DEFAULT_HOST_SERVER, DEFAULT_SPARE_MAX_AGE, HostTools, PEERS_ENV, SettingSource,
-    SystemPrompt, find_cli,
+    CLI_ENV, ClaudeAgentConfig, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOST_SERVER, DEFAULT_SPARE_MAX_AGE, HostTools,
+    PEERS_ENV, SettingSource, SystemPrompt,
 };
+pub use discover::find_cli;
 pub use error::Error;
 pub use provider::{ClaudeAgentProvider, factory};
 pub use translate::Translator;

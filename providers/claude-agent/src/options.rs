@@ -9,9 +9,10 @@ use std::time::Duration;
 use patchbay_core::ProviderError;
 use patchbay_core::kit::{OptionsError, read_options};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::NAME;
+use crate::agents::AgentDefinition;
 use crate::config::{ClaudeAgentConfig, HostTools, SettingSource, SystemPrompt};
 use crate::error::Error;
 
@@ -29,7 +30,8 @@ struct Options {
     allowed_tools: Option<Vec<String>>,
     disallowed_tools: Option<Vec<String>>,
     tools: Option<Vec<String>>,
-    agents: Option<Map<String, Value>>,
+    agents: Option<BTreeMap<String, AgentDefinition>>,
+    approval_timeout_ms: Option<u64>,
     system_prompt: Option<SystemPrompt>,
     host_tools: Option<HostTools>,
     host_server_name: Option<String>,
@@ -101,9 +103,8 @@ fn apply(mut config: ClaudeAgentConfig, options: Options) -> ClaudeAgentConfig {
     if options.tools.is_some() {
         config.tools = options.tools;
     }
-    if let Some(agents) = options.agents {
-        config.agents = Some(Value::Object(agents));
-    }
+    set(&mut config.agents, options.agents);
+    set(&mut config.approval_timeout, options.approval_timeout_ms.map(ms));
     set(&mut config.system_prompt, options.system_prompt);
     set(&mut config.host_tools, options.host_tools);
     set(&mut config.host_server_name, options.host_server_name);

@@ -13,7 +13,8 @@ use patchbay_http::record::{Recorder, Tape};
 use tokio::sync::mpsc;
 
 use crate::NAME;
-use crate::config::{ClaudeAgentConfig, HostTools, find_cli};
+use crate::config::{ClaudeAgentConfig, HostTools};
+use crate::discover::find_cli;
 use crate::error::Error;
 use crate::launch::{Call, LaunchPlan, Place};
 use crate::pool::{Parked, Pool};

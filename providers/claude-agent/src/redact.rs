@@ -63,6 +63,7 @@ impl fmt::Debug for ClaudeAgentConfig {
             disallowed_tools,
             tools,
             agents,
+            approval_timeout,
             system_prompt,
             host_tools,
             host_server_name,
@@ -89,6 +90,7 @@ impl fmt::Debug for ClaudeAgentConfig {
             .field("disallowed_tools", disallowed_tools)
             .field("tools", tools)
             .field("agents", agents)
+            .field("approval_timeout", approval_timeout)
             .field("system_prompt", system_prompt)
             .field("host_tools", host_tools)
             .field("host_server_name", host_server_name)

@@ -7,11 +7,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use patchbay_core::kit::run_tool;
-use patchbay_core::{RequestContext, Signal, ToolResult, ToolSet};
+use patchbay_core::{ExecutedBy, RequestContext, Signal, ToolResult, ToolSet};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
 use crate::control::{self, McpWork};
+use crate::hooks;
 use crate::translate::Translator;
 
 /// What the control requests of a run are answered with.
@@ -42,6 +43,7 @@ pub(crate) fn control_request(bridge: &Arc<Bridge>, translator: &mut Translator,
     match request.get("subtype").and_then(Value::as_str).unwrap_or("") {
         "can_use_tool" => can_use_tool(bridge, translator, id, request),
         "mcp_message" => mcp_message(bridge, translator, id, request),
+        "hook_callback" => hook_callback(bridge, translator, id, request),
         other => Reply::Now(control::error_line(
             id,
             &format!("unsupported control request `{other}`"),
@@ -122,4 +124,62 @@ fn mcp_message(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, requ
             Reply::Later(Box::pin(work.in_current_span()))
         }
     }
+}
+
+/// A hook the CLI calls (registered with `initialize` when the call has hooks): the host's
+/// [`Hooks`](patchbay_core::hooks::Hooks) decide, their decision goes back as hook output. A
+/// call without hooks (a kept-alive CLI is never shared between the two) changes nothing.
+fn hook_callback(bridge: &Arc<Bridge>, translator: &Translator, id: &str, request: &Value) -> Reply {
+    let Some(host) = bridge.context.hooks.clone() else {
+        return Reply::Now(control::success_line(id, json!({})));
+    };
+    let event = hooks::event_of(request).to_string();
+    let input = request.get("input").cloned().unwrap_or(Value::Null);
+    let cli_name = input.get("tool_name").and_then(Value::as_str).unwrap_or("");
+    let (name, by) = translator.map_tool_name(cli_name);
+    let call = hooks::invocation(&input, name, by);
+    // What the hook sees of a host tool's run: its own result (the CLI's rendering otherwise).
+    let ran = translator.host_result(&call.tool_use_id).cloned();
+    let stop = hooks::stop_info(&input, translator.last_text(), translator.usage_so_far());
+    let bridge = bridge.clone();
+    let id = id.to_string();
+    Reply::Later(Box::pin(async move {
+        let mut cx = bridge.context.tool_context(&bridge.signal);
+        if !call.tool_use_id.is_empty() {
+            cx = cx.with_tool_use_id(call.tool_use_id.clone());
+        }
+        let mut record = None;
+        let output = match event.as_str() {
+            "PreToolUse" => hooks::before_tool_output(host.before_tool(&call, &cx).await),
+            "PostToolUse" => {
+                let response = input.get("tool_response").cloned().unwrap_or(Value::Null);
+                let result = ran.unwrap_or_else(|| hooks::response_result(&response));
+                match host.after_tool(&call, &result, &cx).await {
+                    Some(replacement) if by == ExecutedBy::Host => {
+                        let output = hooks::after_tool_output(&replacement, &response);
+                        record = Some((call.tool_use_id.clone(), replacement));
+                        output
+                    }
+                    Some(_) => {
+                        tracing::debug!(tool = %call.tool_name, "after_tool replaced a CLI tool's result: observed only");
+                        json!({})
+                    }
+                    None => json!({}),
+                }
+            }
+            "UserPromptSubmit" => {
+                let prompt = input.get("prompt").and_then(Value::as_str).unwrap_or("");
+                hooks::prompt_output(host.on_prompt(prompt).await)
+            }
+            "Stop" => hooks::stop_output(host.on_stop(&stop).await),
+            other => {
+                tracing::debug!(event = other, "a hook event patchbay did not register");
+                json!({})
+            }
+        };
+        Handled {
+            line: control::success_line(&id, output),
+            record,
+        }
+    }))
 }

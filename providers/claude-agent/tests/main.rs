@@ -13,4 +13,5 @@ mod record;
 mod secrets;
 mod spares;
 mod stop;
+mod subagents;
 mod translate;

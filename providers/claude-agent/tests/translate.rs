@@ -365,7 +365,7 @@ fn citations_and_search_results_are_sources_with_or_without_partials() {
 }
 
 #[test]
-fn max_turns_ends_the_run_and_subagent_lines_are_kept() {
+fn max_turns_ends_the_run_and_subagent_lines_are_typed() {
     let mut lines = vec![init()];
     lines.extend(text_message("m1", "hi"));
     lines.push(json!({"type": "assistant", "message": {"id": "x", "content": [{"type": "text", "text": "sub"}]}, "parent_tool_use_id": "t9"}));
@@ -373,9 +373,10 @@ fn max_turns_ends_the_run_and_subagent_lines_are_kept() {
     let (events, error) = translate_lines(&lines);
     assert!(error.is_none());
     assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, Event::Opaque { data, .. } if data["type"] == "subagent_message"))
+        events.iter().any(
+            |e| matches!(e, Event::SubagentMessage { parent_tool_use_id, message, .. } if parent_tool_use_id == "t9" && message.text() == "sub")
+        ),
+        "{events:?}"
     );
     assert!(matches!(events.last(), Some(Event::Finish { reason: FinishReason::Other(r), .. }) if r == "max_turns"));
 }

@@ -273,8 +273,16 @@ fn a_launch_relevant_difference_changes_the_fingerprint() {
         plan(&config.clone().with_extra_args(["--debug"]), &set, &context),
         "extra args",
     );
-    let agents = json!({ "reviewer": { "description": "Reviews.", "prompt": "Review." } });
-    differs(plan(&config.clone().with_agents(agents), &set, &context), "agents");
+    let reviewer = crate::AgentDefinition::new("Reviews.", "Review.");
+    differs(
+        plan(&config.clone().with_agent("reviewer", reviewer), &set, &context),
+        "agents",
+    );
+    // A CLI initialized with hooks must not serve a call without them, nor the other way round.
+    differs(
+        plan(&config, &set, &context.clone().with_hooks(Arc::new(NoHooks))),
+        "hooks",
+    );
     differs(
         plan(&config.clone().with_host_tools(HostTools::Http), &set, &context),
         "host tools",
@@ -291,6 +299,36 @@ fn a_launch_relevant_difference_changes_the_fingerprint() {
     differs(
         plan(&config.clone().with_cli_path("/opt/other/claude"), &set, &context),
         "the CLI program",
+    );
+}
+
+struct NoHooks;
+
+impl patchbay_core::hooks::Hooks for NoHooks {}
+
+#[test]
+fn hooks_are_registered_with_initialize_and_agents_sent_typed() {
+    let config = ClaudeAgentConfig::new().with_agent(
+        "reviewer",
+        crate::AgentDefinition::new("Reviews.", "Review.").with_tools(["Read"]),
+    );
+    let without = plan(&config, &ToolSet::new(), &RequestContext::new());
+    assert_eq!(without.initialize["hooks"], Value::Null);
+    assert_eq!(
+        without.initialize["agents"],
+        json!({ "reviewer": { "description": "Reviews.", "prompt": "Review.", "tools": ["Read"] } })
+    );
+    let context = RequestContext::new().with_hooks(Arc::new(NoHooks));
+    let with = plan(&config, &ToolSet::new(), &context);
+    let events: Vec<&String> = with.initialize["hooks"]
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .collect();
+    assert_eq!(events, ["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"]);
+    assert_eq!(
+        with.initialize["hooks"]["PreToolUse"][0]["hookCallbackIds"],
+        json!(["patchbay_pre_tool_use"])
     );
 }
 

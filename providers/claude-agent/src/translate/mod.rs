@@ -12,6 +12,8 @@
 //!   and web search results become `Source`s either way (as patchbay-anthropic maps them);
 //! - tool calls named `mcp__<host server>__<tool>` are host tools (`executed_by: Host`, host
 //!   name); everything else the CLI runs itself (`executed_by: Provider`);
+//! - a sub-agent's whole messages (`parent_tool_use_id` set) become `SubagentMessage` with its
+//!   type from the call that started it; its partials are skipped;
 //! - `user` tool results become `ToolResult` (the host tool's own result, metadata included,
 //!   when it ran in-process);
 //! - a tool call whose input never completed, because the CLI abandoned its model message (a
@@ -49,6 +51,7 @@ use crate::NAME;
 mod frames;
 mod model;
 mod outcome;
+mod subagent;
 
 /// The tool the CLI gives the model for structured output (`--json-schema`).
 pub const OUTPUT_TOOL: &str = "StructuredOutput";
@@ -105,6 +108,10 @@ pub struct Translator {
     output: Option<OutputState>,
     /// One past the highest block index emitted in the current step.
     next_index: usize,
+    /// The sub-agent type of each call that started one (`subagent_type` of `Agent` / `Task`).
+    subagents: HashMap<String, String>,
+    /// The text of the current (or last) model message, for the `Stop` hook.
+    text: String,
     recorder: MetricsRecorder,
     queue: VecDeque<Event>,
 }
@@ -146,6 +153,8 @@ impl Translator {
             api_request_id: None,
             output: None,
             next_index: 0,
+            subagents: HashMap::new(),
+            text: String::new(),
             recorder: MetricsRecorder::start(),
             queue: VecDeque::new(),
         }
@@ -248,6 +257,22 @@ impl Translator {
         self.host_results.insert(id.into(), result);
     }
 
+    /// The host tool's own result for call `id`, when it ran in-process and its `ToolResult`
+    /// has not gone out yet.
+    pub fn host_result(&self, id: &str) -> Option<&ToolResult> {
+        self.host_results.get(id)
+    }
+
+    /// The text of the current (or last) model message.
+    pub fn last_text(&self) -> &str {
+        &self.text
+    }
+
+    /// The usage of the turn so far (finished messages and the current one).
+    pub fn usage_so_far(&self) -> Usage {
+        self.finished_usage.sum(&self.current_usage)
+    }
+
     /// The host name and executor of a tool name as the CLI sees it.
     pub fn map_tool_name(&self, name: &str) -> (String, ExecutedBy) {
         match name.strip_prefix(&self.host_prefix) {
@@ -317,6 +342,11 @@ impl Translator {
         };
         if let Some(index) = index {
             self.next_index = self.next_index.max(index + 1);
+        }
+        match &event {
+            Event::TextDelta { text, .. } => self.text.push_str(text),
+            Event::StepFinished { .. } => self.text.clear(),
+            _ => {}
         }
         self.recorder.observe(&event);
         self.queue.push_back(event);

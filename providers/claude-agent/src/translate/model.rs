@@ -12,7 +12,7 @@ use patchbay_anthropic::sources::{citation_source, result_sources};
 impl Translator {
     pub(super) fn stream_event(&mut self, line: &Value) -> Result<(), ProviderError> {
         if Self::is_subagent(line) {
-            // A sub-agent's partials; its complete messages are kept (see `assistant`).
+            // A sub-agent's partials; its whole messages follow (see `subagent.rs`).
             return Ok(());
         }
         let Some(event) = line.get("event") else {
@@ -101,6 +101,7 @@ impl Translator {
         self.open_calls.retain(|open| *open != id);
         self.tools.insert(id.clone(), (name.clone(), by));
         self.last_tool = Some(name.clone());
+        self.note_subagent_call(&id, &name, &input);
         if by == ExecutedBy::Host && !self.running.remove(&id) {
             let orphan = self.orphans.iter().position(|(n, i, _)| *n == name && *i == input);
             match orphan {
@@ -187,8 +188,7 @@ impl Translator {
     pub(super) fn assistant(&mut self, line: &Value) -> Result<(), ProviderError> {
         let message = line.get("message").unwrap_or(&Value::Null);
         if Self::is_subagent(line) {
-            self.start(None, None);
-            self.notice("subagent_message", line);
+            self.subagent_message(line, patchbay_core::Role::Assistant);
             return Ok(());
         }
         if message.get("model").and_then(Value::as_str) == Some("<synthetic>") {

@@ -11,7 +11,7 @@ use crate::blocks::{kind_from_text, result_of, usage_of};
 impl Translator {
     pub(super) fn user(&mut self, line: &Value) {
         if Self::is_subagent(line) {
-            self.notice("subagent_message", line);
+            self.subagent_message(line, patchbay_core::Role::User);
             return;
         }
         let Some(blocks) = line.pointer("/message/content").and_then(Value::as_array) else {
