@@ -16,6 +16,7 @@ mod support;
 
 mod isolation;
 mod real;
+mod real_hooks;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -101,7 +102,14 @@ fn replay() -> Target {
 /// One async trial per test function of `real.rs`, needing the CLI.
 macro_rules! real_trials {
     ($cli:expr => $($test:ident),+ $(,)?) => {
-        vec![$(peers::async_trial(concat!("real::", stringify!($test)), &[$cli], real::$test)),+]
+        real_trials![$cli => real: $($test),+]
+    };
+    ($cli:expr => $module:ident: $($test:ident),+ $(,)?) => {
+        vec![$(peers::async_trial(
+            concat!(stringify!($module), "::", stringify!($test)),
+            &[$cli],
+            $module::$test,
+        )),+]
     };
 }
 
@@ -122,6 +130,12 @@ fn main() {
         host_tools_over_http_get_the_context_and_keep_metadata,
         a_kept_alive_cli_serves_the_next_turn_of_its_session,
         a_spare_serves_the_next_new_session_and_goes_with_the_provider,
+    ]);
+    all.extend(real_trials![&cli => real_hooks:
+        a_before_tool_hook_denies_a_host_tool_and_the_cli_reports_it,
+        a_before_tool_hook_rewrites_the_input_and_after_tool_replaces_the_result,
+        prompt_and_stop_hooks_add_context_and_send_the_model_back,
+        a_blocked_prompt_ends_the_run_without_a_model_call,
     ]);
     all.push(peers::async_trial(
         "isolation::the_machines_settings_and_claude_md_apply_only_when_asked",

@@ -7,6 +7,7 @@ mod support;
 
 mod fake;
 mod fields;
+mod hooks;
 mod host_death;
 mod pool;
 mod record;

@@ -31,6 +31,9 @@
 //!   ("Structured output provided successfully") is dropped, and the `result` line's
 //!   `structured_output` becomes the final text block only when no such block came before
 //!   (never twice);
+//! - a prompt a `UserPromptSubmit` hook blocked (`system/informational` with
+//!   `prompt_submit_outcome.kind` `blocked_by_hook`) is a `prompt_blocked` warning on `Started`
+//!   and `Finish` with reason `blocked`, as core's agent loop ends a blocked run;
 //! - other `system` lines (`api_retry`, `permission_denied`, hooks...) become `Started`
 //!   warnings before the first output and `Opaque` events after it; `status` and `thinking_tokens`
 //!   lines are progress only and go to the trace log.
@@ -110,6 +113,8 @@ pub struct Translator {
     next_index: usize,
     /// The sub-agent type of each call that started one (`subagent_type` of `Agent` / `Task`).
     subagents: HashMap<String, String>,
+    /// A hook blocked the prompt (the run ends with `Finish` reason `blocked`).
+    prompt_blocked: bool,
     /// The text of the current (or last) model message, for the `Stop` hook.
     text: String,
     recorder: MetricsRecorder,
@@ -154,6 +159,7 @@ impl Translator {
             output: None,
             next_index: 0,
             subagents: HashMap::new(),
+            prompt_blocked: false,
             text: String::new(),
             recorder: MetricsRecorder::start(),
             queue: VecDeque::new(),
@@ -430,6 +436,15 @@ impl Translator {
                     }
                 }
                 self.mcp = Some((servers, failed));
+            }
+            // A `UserPromptSubmit` hook blocked the prompt: no model call, the run ends.
+            "informational" if line.pointer("/prompt_submit_outcome/kind") == Some(&json!("blocked_by_hook")) => {
+                let reason = line
+                    .pointer("/prompt_submit_outcome/reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                self.prompt_blocked = true;
+                self.warnings.push(Warning::new("prompt_blocked", reason));
             }
             // Progress only (what the CLI is doing, thinking token estimates).
             "status" | "thinking_tokens" => tracing::trace!(subtype, "CLI progress"),

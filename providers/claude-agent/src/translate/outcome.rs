@@ -59,6 +59,7 @@ impl Translator {
         let reason = match subtype {
             "error_max_turns" => Some(FinishReason::Other("max_turns".into())),
             "error_max_budget_usd" => Some(FinishReason::Other("max_budget_usd".into())),
+            _ if self.prompt_blocked => Some(FinishReason::Other("blocked".into())),
             _ => None,
         };
         if reason.is_none() && (is_error || subtype.starts_with("error")) {

@@ -1,0 +1,257 @@
+//! The real Claude Code CLI calling the host's hooks over the control protocol (registered
+//! with `initialize`, answered on `hook_callback`), against the Anthropic mock.
+
+use std::sync::{Arc, Mutex};
+
+use patchbay_claude_agent::ClaudeAgentConfig;
+use patchbay_claude_agent::ClaudeAgentProvider;
+use patchbay_conformance::mock::anthropic::AnthropicWire;
+use patchbay_conformance::mock::{MockServer, Serve};
+use patchbay_conformance::{Recording, text_of};
+use patchbay_core::hooks::{BeforeTool, Hooks, OnPrompt, StopDecision, StopInfo, ToolInvocation};
+use patchbay_core::{
+    Event, ExecutedBy, FinishReason, FnTool, Message, RequestContext, Signal, ToolContext, ToolResult, ToolSet,
+    async_trait,
+};
+use patchbay_scripted::{End, Part, Response, Turn};
+use serde_json::{Value, json};
+
+use crate::support;
+
+struct Real {
+    server: MockServer,
+    _home: tempfile::TempDir,
+    config: ClaudeAgentConfig,
+}
+
+async fn real(turns: Vec<Serve>) -> Real {
+    let cli = support::real_cli().path().to_path_buf();
+    let server = MockServer::builder(AnthropicWire)
+        .serve(turns)
+        .start()
+        .await
+        .unwrap_or_else(|e| panic!("mock: {e}"));
+    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+    let mut config = support::offline(&cli, &server.url(), home.path());
+    if let Some(dir) = std::env::var_os("PATCHBAY_CLAUDE_HOOKS_RECORD") {
+        config = config.with_record_stdout(std::path::Path::new(&dir).join("hooks.jsonl"));
+    }
+    Real {
+        server,
+        _home: home,
+        config,
+    }
+}
+
+fn text(text: &str) -> Serve {
+    Serve::Turn(Turn::Respond(Response::new(vec![Part::text(text)]).with_usage(10, 5)))
+}
+
+fn tool(id: &str, name: &str, input: Value) -> Serve {
+    Serve::Turn(Turn::Respond(
+        Response::new(vec![Part::tool_call(id, name, input)])
+            .with_end(End::Finish {
+                reason: FinishReason::ToolUse,
+            })
+            .with_usage(10, 5),
+    ))
+}
+
+/// What the hooks were called with, and what they answer.
+#[derive(Default)]
+struct Scripted {
+    before: Option<BeforeTool>,
+    after: Option<ToolResult>,
+    prompt: Option<OnPrompt>,
+    /// Send the model back once with this prompt.
+    stop: Option<String>,
+    seen: Mutex<Vec<String>>,
+    calls: Mutex<Vec<ToolInvocation>>,
+    stops: Mutex<Vec<StopInfo>>,
+}
+
+#[async_trait]
+impl Hooks for Scripted {
+    async fn before_tool(&self, call: &ToolInvocation, cx: &ToolContext) -> BeforeTool {
+        assert_eq!(cx.tool_use_id.as_deref(), Some(call.tool_use_id.as_str()));
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push("before_tool".into());
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).push(call.clone());
+        self.before.clone().unwrap_or(BeforeTool::Continue)
+    }
+
+    async fn after_tool(&self, call: &ToolInvocation, result: &ToolResult, _cx: &ToolContext) -> Option<ToolResult> {
+        let seen = format!("after_tool {} {}", call.tool_name, result.text_content());
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).push(seen);
+        self.after.clone()
+    }
+
+    async fn on_prompt(&self, prompt: &str) -> OnPrompt {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(format!("on_prompt {prompt}"));
+        self.prompt.clone().unwrap_or(OnPrompt::Continue)
+    }
+
+    async fn on_stop(&self, stop: &StopInfo) -> StopDecision {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push("on_stop".into());
+        self.stops.lock().unwrap_or_else(|e| e.into_inner()).push(stop.clone());
+        match &self.stop {
+            Some(prompt) if !stop.continued => StopDecision::Continue { prompt: prompt.clone() },
+            _ => StopDecision::Stop,
+        }
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct City {
+    city: String,
+}
+
+fn weather() -> ToolSet {
+    ToolSet::new().with(FnTool::new(
+        "get_weather",
+        "Weather.",
+        |input: City, _cx: ToolContext| async move { ToolResult::text(format!("Cold in {}.", input.city)) },
+    ))
+}
+
+async fn run(real: &Real, hooks: Arc<Scripted>, tools: &ToolSet) -> Vec<Event> {
+    let provider = ClaudeAgentProvider::new(real.config.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let context = RequestContext::new().with_hooks(hooks);
+    let Recording { events, error } = Recording::call(
+        &provider,
+        &[Message::user("weather in Oslo?")],
+        tools,
+        "claude-test",
+        &Signal::new(),
+        Some(&context),
+    )
+    .await;
+    assert!(error.is_none(), "{error:?}");
+    events
+}
+
+fn posts(real: &Real) -> Vec<String> {
+    real.server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.body["messages"].to_string())
+        .collect()
+}
+
+fn tool_result(events: &[Event], name: &str) -> Option<ToolResult> {
+    events.iter().find_map(|e| match e {
+        Event::ToolResult { name: n, result, .. } if n == name => Some(result.clone()),
+        _ => None,
+    })
+}
+
+pub(crate) async fn a_before_tool_hook_denies_a_host_tool_and_the_cli_reports_it() {
+    let real = real(vec![
+        tool("toolu_d1", "mcp__host__get_weather", json!({ "city": "Oslo" })),
+        text("I may not look."),
+    ])
+    .await;
+    let hooks = Arc::new(Scripted {
+        before: Some(BeforeTool::deny("weather lookups are off today")),
+        ..Scripted::default()
+    });
+    let events = run(&real, hooks.clone(), &weather()).await;
+    let calls = hooks.calls.lock().map(|c| c.clone()).unwrap_or_default();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(
+        (
+            calls[0].tool_name.as_str(),
+            calls[0].executed_by,
+            calls[0].tool_use_id.as_str()
+        ),
+        ("get_weather", ExecutedBy::Host, "toolu_d1")
+    );
+    assert_eq!(calls[0].input, json!({ "city": "Oslo" }));
+    let result = tool_result(&events, "get_weather").unwrap_or_else(|| panic!("no result: {events:?}"));
+    assert!(result.is_error(), "{result:?}");
+    let posts = posts(&real);
+    assert_eq!(posts.len(), 2);
+    assert!(posts[1].contains("weather lookups are off today"), "{}", posts[1]);
+    assert!(!posts[1].contains("Cold in Oslo."), "the tool did not run");
+    assert_eq!(text_of(&events), "I may not look.");
+}
+
+pub(crate) async fn a_before_tool_hook_rewrites_the_input_and_after_tool_replaces_the_result() {
+    let real = real(vec![
+        tool("toolu_r1", "mcp__host__get_weather", json!({ "city": "Oslo" })),
+        text("Done."),
+    ])
+    .await;
+    let hooks = Arc::new(Scripted {
+        before: Some(BeforeTool::Rewrite(json!({ "city": "Paris" }))),
+        after: Some(ToolResult::text("[weather redacted]")),
+        ..Scripted::default()
+    });
+    let events = run(&real, hooks.clone(), &weather()).await;
+    let seen = hooks.seen.lock().map(|s| s.clone()).unwrap_or_default();
+    assert!(
+        seen.contains(&"after_tool get_weather Cold in Paris.".to_string()),
+        "the tool ran with the rewritten input: {seen:?}"
+    );
+    let posts = posts(&real);
+    assert!(posts[1].contains("[weather redacted]"), "{}", posts[1]);
+    assert!(!posts[1].contains("Cold in"), "{}", posts[1]);
+    let result = tool_result(&events, "get_weather").unwrap_or_else(|| panic!("no result"));
+    assert_eq!(result.text_content(), "[weather redacted]");
+}
+
+pub(crate) async fn prompt_and_stop_hooks_add_context_and_send_the_model_back() {
+    let real = real(vec![text("First."), text("Second.")]).await;
+    let hooks = Arc::new(Scripted {
+        prompt: Some(OnPrompt::AddContext("The user is in Oslo.".into())),
+        stop: Some("Check once more.".into()),
+        ..Scripted::default()
+    });
+    let events = run(&real, hooks.clone(), &ToolSet::new()).await;
+    let seen = hooks.seen.lock().map(|s| s.clone()).unwrap_or_default();
+    assert_eq!(seen[0], "on_prompt weather in Oslo?", "{seen:?}");
+    let posts = posts(&real);
+    assert_eq!(posts.len(), 2, "the stop hook sent the model back once");
+    assert!(posts[0].contains("The user is in Oslo."), "{}", posts[0]);
+    assert!(posts[1].contains("Check once more."), "{}", posts[1]);
+    let stops = hooks.stops.lock().map(|s| s.clone()).unwrap_or_default();
+    assert_eq!(stops.len(), 2, "{stops:?}");
+    assert_eq!(stops[0].text, "First.");
+    assert!(!stops[0].continued && stops[1].continued, "{stops:?}");
+    assert_eq!(text_of(&events), "First.Second.");
+}
+
+pub(crate) async fn a_blocked_prompt_ends_the_run_without_a_model_call() {
+    let real = real(vec![text("Never sent.")]).await;
+    let hooks = Arc::new(Scripted {
+        prompt: Some(OnPrompt::Block {
+            reason: "no weather questions".into(),
+        }),
+        ..Scripted::default()
+    });
+    let events = run(&real, hooks, &ToolSet::new()).await;
+    assert!(posts(&real).is_empty(), "no model call");
+    let warnings = match events.first() {
+        Some(Event::Started { warnings, .. }) => warnings.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.code == "prompt_blocked" && w.message == "no weather questions"),
+        "{warnings:?}"
+    );
+    assert!(
+        matches!(events.last(), Some(Event::Finish { reason: FinishReason::Other(r), .. }) if r == "blocked"),
+        "{events:?}"
+    );
+}
