@@ -51,7 +51,8 @@ pub fn user_line(content: Value, session_id: &str) -> String {
     .to_string()
 }
 
-/// The answer to `can_use_tool` for an approval.
+/// The answer to `can_use_tool` for an approval. A run pauses on [`Approval::Pause`] instead
+/// of answering; where it cannot (the CLI never said its session), the call is denied.
 pub fn permission_response(approval: &Approval, original_input: &Value) -> Value {
     match approval {
         Approval::Allow => json!({ "behavior": "allow", "updatedInput": original_input }),
@@ -61,28 +62,29 @@ pub fn permission_response(approval: &Approval, original_input: &Value) -> Value
     }
 }
 
-/// Ask the approval handler about a `can_use_tool` request; no handler allows.
-pub async fn decide(
-    handler: Option<&Arc<dyn ApprovalHandler>>,
-    request: &Value,
-    tool_name: String,
-    cx: &ToolContext,
-) -> Value {
-    let input = request.get("input").cloned().unwrap_or_else(|| json!({}));
-    let Some(handler) = handler else {
-        return permission_response(&Approval::Allow, &input);
-    };
-    let approval_request = ApprovalRequest {
+/// What a `can_use_tool` request asks about: the call, its tool's host name and its input.
+pub fn approval_request(request: &Value, tool_name: String) -> ApprovalRequest {
+    ApprovalRequest {
         tool_use_id: request
             .get("tool_use_id")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string(),
         tool_name,
-        input: input.clone(),
-    };
-    let approval = handler.approve(&approval_request, cx).await;
-    permission_response(&approval, &input)
+        input: request.get("input").cloned().unwrap_or_else(|| json!({})),
+    }
+}
+
+/// Ask the approval handler about a call; no handler allows.
+pub async fn decide(
+    handler: Option<&Arc<dyn ApprovalHandler>>,
+    request: &ApprovalRequest,
+    cx: &ToolContext,
+) -> Approval {
+    match handler {
+        Some(handler) => handler.approve(request, cx).await,
+        None => Approval::Allow,
+    }
 }
 
 /// What an `mcp_message` needs done: answered at once, or a tool to run.

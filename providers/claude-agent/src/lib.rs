@@ -207,6 +207,7 @@ pub mod session;
 mod spares;
 mod spawn;
 pub mod translate;
+mod waiting;
 
 /// What each field of the CLI's stdout lines becomes: every field of the recorded transcripts,
 /// mapped to an event or knowingly ignored with the reason (the `fields` test proves each row by

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use patchbay_core::kit::{check_conversation, record_error, request_span_for};
 use patchbay_core::{
     Capabilities, EventStream, Message, Provider, ProviderError, ProviderInfo, RequestContext, Signal, ToolSet,
+    Warning, context::Session,
 };
 use patchbay_http::record::{Recorder, Tape};
 use tokio::sync::mpsc;
@@ -20,11 +21,13 @@ use crate::launch::{Call, LaunchPlan, Place};
 use crate::pool::{Parked, Pool};
 use crate::process::Grace;
 use crate::requests::Bridge;
+use crate::run::PausedTurn;
 use crate::run::{Report, Start, run};
 use crate::session::SessionArgs;
 use crate::spares::{Key, Spares, Template};
 use crate::spawn::{ColdStart, RunDir, spawn};
 use crate::translate::Translator;
+use crate::waiting::Waiting;
 
 /// The Claude Code CLI as a patchbay provider (see the crate docs).
 #[derive(Debug, Clone)]
@@ -33,6 +36,7 @@ pub struct ClaudeAgentProvider {
     info: ProviderInfo,
     pool: Arc<Pool>,
     spares: Arc<Spares>,
+    waiting: Arc<Waiting<PausedTurn>>,
     recorder: Option<Recorder>,
 }
 
@@ -58,6 +62,7 @@ impl ClaudeAgentProvider {
             info: ProviderInfo::new(NAME, capabilities),
             pool: Arc::new(Pool::default()),
             spares: Arc::new(Spares::default()),
+            waiting: Arc::new(Waiting::default()),
         })
     }
 
@@ -71,6 +76,12 @@ impl ClaudeAgentProvider {
         self.pool.len()
     }
 
+    /// How many runs paused for a person's approval keep their CLI waiting for the decision
+    /// (see `approval_timeout`).
+    pub fn paused_processes(&self) -> usize {
+        self.waiting.len()
+    }
+
     /// How many spare CLIs are started and wait for a new session (see `spares`).
     pub fn spare_processes(&self) -> usize {
         self.spares.ready()
@@ -81,6 +92,18 @@ impl ClaudeAgentProvider {
         check_conversation(call.messages, true)?;
         let config = self.config.with_call_options(call.context.provider_options(NAME))?;
         config.check()?;
+        let mut warnings = Vec::new();
+        if let Some(paused) = self.take_paused(call, &mut warnings) {
+            let bridge = Arc::new(Bridge {
+                tools: call.tools.clone(),
+                context: call.context.clone(),
+                signal: signal.clone(),
+                server: config.host_server_name.clone(),
+            });
+            let marker = config.session_markers.then_some(call.messages.len() + 1);
+            tracing::info!(model = call.model, session = ?call.context.session, "claude-agent run resumed");
+            return Ok(crate::run::resume(paused, bridge, marker));
+        }
         let program = find_cli(config.cli_path.as_deref())?;
         // Created only if this call starts a CLI: a kept-alive one reused has its own files.
         let mut dir = RunDir::new();
@@ -93,6 +116,7 @@ impl ClaudeAgentProvider {
                 .map(|guard| guard.server_config(config.host_server_name.clone())),
         };
         let mut plan = LaunchPlan::new(&config, call, &place);
+        plan.warnings.extend(warnings);
         let grace = Grace {
             finished: config.stop_grace,
             cancel: config.cancel_grace,
@@ -153,8 +177,44 @@ impl ClaudeAgentProvider {
                 .keep_alive
                 .filter(|_| config.host_tools == HostTools::InProcess)
                 .map(|idle| (self.pool.clone(), plan.fingerprint, idle)),
+            wait: Some((Arc::downgrade(&self.waiting), config.approval_timeout)),
         };
         Ok(tape.watch(run(process, translator, bridge, start, reports, keep)))
+    }
+
+    /// The run of the resumed session paused for the decisions this call brings. A paused run
+    /// of the session that the call does not answer is abandoned (stopped, a warning), and
+    /// decisions with no run waiting on them are a warning (the session resumes without them).
+    fn take_paused(&self, call: &Call<'_>, warnings: &mut Vec<Warning>) -> Option<PausedTurn> {
+        let id = match &call.context.session {
+            Some(Session::Resume { id }) => Some(id),
+            _ => None,
+        };
+        let paused = id.and_then(|id| self.waiting.take(id));
+        let decisions = &call.context.decisions;
+        match paused {
+            Some(paused) if paused.answers(decisions) => return Some(paused),
+            Some(abandoned) => {
+                // Dropping it stops its CLI in the background.
+                drop(abandoned);
+                warnings.push(Warning::new(
+                    "approval_abandoned",
+                    "the session's run paused for approval was stopped: this call brings no decision for it",
+                ));
+            }
+            None => {}
+        }
+        if !decisions.is_empty() {
+            warnings.push(Warning::new(
+                "decisions_unanswered",
+                format!(
+                    "no paused run waits on the {} decision(s) of this call (its CLI timed out or is gone); \
+                     the session resumes without them",
+                    decisions.len()
+                ),
+            ));
+        }
+        None
     }
 
     /// The kept-alive CLI of the session this plan resumes, if it was started the same way.

@@ -1,11 +1,13 @@
-//! The CLI's control requests during a run: `can_use_tool` (the approval handler) and
-//! `mcp_message` (the in-process host tool server). An answer is written at once, or later by
+//! The CLI's control requests during a run: `can_use_tool` (the approval handler, or a
+//! person's decision from a later call), `mcp_message` (the in-process host tool server) and
+//! `hook_callback` (the host's hooks). An answer is written at once, or later by
 //! a handler the run loop polls (an approval or a tool run takes time).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use patchbay_core::context::{Approval, ApprovalRequest};
 use patchbay_core::kit::run_tool;
 use patchbay_core::{ExecutedBy, RequestContext, Signal, ToolResult, ToolSet};
 use serde_json::{Value, json};
@@ -26,10 +28,33 @@ pub(crate) struct Bridge {
 /// A control request being answered.
 pub(crate) type Handler = Pin<Box<dyn Future<Output = Handled> + Send>>;
 
-/// A finished handler: the answer line, and a host tool's result for its call.
+/// A finished handler: the answer line, and a host tool's result for its call. A permission
+/// a person decides later has no answer yet: the run pauses on it.
 pub(crate) struct Handled {
     pub(crate) line: String,
     pub(crate) record: Option<(String, ToolResult)>,
+    pub(crate) paused: Option<Pending>,
+}
+
+/// A `can_use_tool` request left unanswered for a person's decision ([`Approval::Pause`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    /// The control request's id (the answer echoes it).
+    pub(crate) request_id: String,
+    /// The request as the CLI sent it (asked again if a resume brings no decision for it).
+    pub(crate) request: Value,
+    /// The call, by its host name.
+    pub(crate) call: ApprovalRequest,
+}
+
+impl Pending {
+    /// The answer line to this request for `approval`.
+    pub(crate) fn answer(&self, approval: &Approval) -> String {
+        control::success_line(
+            &self.request_id,
+            control::permission_response(approval, &self.call.input),
+        )
+    }
 }
 
 /// How a control request is answered.
@@ -51,21 +76,47 @@ pub(crate) fn control_request(bridge: &Arc<Bridge>, translator: &mut Translator,
     }
 }
 
-fn can_use_tool(bridge: &Arc<Bridge>, translator: &Translator, id: &str, request: &Value) -> Reply {
+/// A permission request: the call's decision if the request carries one (a resumed run), else
+/// the approval handler's. [`Approval::Pause`] leaves it unanswered (the run pauses) when the
+/// session is known; a resume answers it.
+pub(crate) fn can_use_tool(bridge: &Arc<Bridge>, translator: &Translator, id: &str, request: &Value) -> Reply {
     let cli_name = request.get("tool_name").and_then(Value::as_str).unwrap_or("");
     let (name, _) = translator.map_tool_name(cli_name);
+    let can_pause = translator.session_id().is_some();
     let bridge = bridge.clone();
-    let id = id.to_string();
-    let request = request.clone();
+    let pending = Pending {
+        request_id: id.to_string(),
+        request: request.clone(),
+        call: control::approval_request(request, name),
+    };
     Reply::Later(Box::pin(async move {
-        let mut cx = bridge.context.tool_context(&bridge.signal);
-        if let Some(call) = request.get("tool_use_id").and_then(Value::as_str) {
-            cx = cx.with_tool_use_id(call);
+        let call = &pending.call;
+        let decided = bridge
+            .context
+            .decisions
+            .get(&call.tool_use_id)
+            .filter(|d| **d != Approval::Pause);
+        let approval = match decided {
+            Some(decision) => decision.clone(),
+            None => {
+                let mut cx = bridge.context.tool_context(&bridge.signal);
+                if !call.tool_use_id.is_empty() {
+                    cx = cx.with_tool_use_id(call.tool_use_id.clone());
+                }
+                control::decide(bridge.context.approval.as_ref(), call, &cx).await
+            }
+        };
+        if approval == Approval::Pause && can_pause {
+            return Handled {
+                line: String::new(),
+                record: None,
+                paused: Some(pending),
+            };
         }
-        let response = control::decide(bridge.context.approval.as_ref(), &request, name, &cx).await;
         Handled {
-            line: control::success_line(&id, response),
+            line: pending.answer(&approval),
             record: None,
+            paused: None,
         }
     }))
 }
@@ -118,6 +169,7 @@ fn mcp_message(bridge: &Arc<Bridge>, translator: &mut Translator, id: &str, requ
                 Handled {
                     line: control::success_line(&id, json!({ "mcp_response": reply })),
                     record: call_id.map(|call| (call, result)),
+                    paused: None,
                 }
             };
             // `run_tool` opens the call's `execute_tool` span, a child of the model call's.
@@ -180,6 +232,7 @@ fn hook_callback(bridge: &Arc<Bridge>, translator: &Translator, id: &str, reques
         Handled {
             line: control::success_line(&id, output),
             record,
+            paused: None,
         }
     }))
 }

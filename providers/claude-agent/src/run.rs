@@ -2,12 +2,14 @@
 //! the process stopped (or parked) at the end. [`Turn::step`] does one wait of the loop and
 //! says what the stream passes on ([`Step`]); the stream only yields and ends.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
+use patchbay_core::context::Approval;
 use patchbay_core::{ErrorKind, Event, EventStream, ProviderError, ToolResult};
 use patchbay_http::record::BodySink;
 use serde_json::Value;
@@ -19,9 +21,10 @@ use crate::error::Error;
 use crate::launch::Fingerprint;
 use crate::pool::Pool;
 use crate::process::CliProcess;
-use crate::requests::{Bridge, Handled, Handler, Reply, control_request};
+use crate::requests::{Bridge, Handled, Handler, Pending, Reply, can_use_tool, control_request};
 use crate::spawn::ColdStart;
 use crate::translate::Translator;
+use crate::waiting::Waiting;
 
 /// A host tool's result reported by the HTTP tool server: (tool name, input, result).
 pub(crate) type Report = (String, Value, ToolResult);
@@ -35,6 +38,9 @@ pub(crate) struct Start {
     pub(crate) cold: Option<ColdStart>,
     /// Where to park the CLI after a finished turn, under which fingerprint, for how long.
     pub(crate) park: Option<(Arc<Pool>, Fingerprint, Duration)>,
+    /// Where a run paused for approval waits, and for how long. Weak: the paused run holds
+    /// its `Start`, and the registry must go (and stop it) with the provider.
+    pub(crate) wait: Option<(Weak<Waiting<PausedTurn>>, Duration)>,
     pub(crate) record: Option<PathBuf>,
     /// The call's transcript in the recording folder (`record_dir`), if recording.
     pub(crate) transcript: BodySink,
@@ -43,7 +49,35 @@ pub(crate) struct Start {
     pub(crate) init_timeout: Duration,
 }
 
-/// The run's event stream: the CLI's events until its `result`, an error, or a cancel.
+/// A run paused for a person's approval: its turn (the CLI waiting on the unanswered
+/// permissions) and what must live as long as the CLI.
+pub(crate) struct PausedTurn {
+    turn: Turn,
+    keep: Box<dyn std::any::Any + Send>,
+}
+
+impl PausedTurn {
+    /// Whether `decisions` answer any of the calls this run waits on.
+    pub(crate) fn answers(&self, decisions: &std::collections::BTreeMap<String, Approval>) -> bool {
+        self.turn
+            .paused
+            .iter()
+            .any(|pending| decisions.contains_key(&pending.call.tool_use_id))
+    }
+
+    /// Stop the waiting CLI (the approval timed out): mid-turn, so `interrupt`, stdin EOF,
+    /// then SIGTERM and SIGKILL after `cancel_grace` each.
+    fn expire(mut self) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            let status = self.turn.process.stop().await;
+            tracing::debug!(?status, "the paused CLI was stopped");
+            drop(self.keep);
+        })
+    }
+}
+
+/// The run's event stream: the CLI's events until its `result`, an error, a cancel, or a
+/// pause for a person's approval.
 pub(crate) fn run(
     process: CliProcess,
     translator: Translator,
@@ -52,8 +86,7 @@ pub(crate) fn run(
     reports: mpsc::UnboundedReceiver<Report>,
     keep: Box<dyn std::any::Any + Send>,
 ) -> EventStream {
-    let init_timeout = start.init_timeout;
-    let mut turn = Turn {
+    let turn = Turn {
         process,
         translator,
         bridge,
@@ -61,12 +94,34 @@ pub(crate) fn run(
         reports,
         reports_open: true,
         handlers: FuturesUnordered::new(),
+        paused: Vec::new(),
         init_done: false,
         heard: false,
     };
+    drive(turn, keep, false)
+}
+
+/// The rest of a paused run, in a later call that brings the decisions (`bridge` is that
+/// call's): `Started`, the decided permissions answered (the others asked again), then the
+/// turn as usual.
+pub(crate) fn resume(paused: PausedTurn, bridge: Arc<Bridge>, marker: Option<usize>) -> EventStream {
+    let PausedTurn { mut turn, keep } = paused;
+    turn.bridge = bridge;
+    turn.translator.resume(marker);
+    drive(turn, keep, true)
+}
+
+fn drive(mut turn: Turn, keep: Box<dyn std::any::Any + Send>, resumed: bool) -> EventStream {
+    let init_timeout = turn.start.init_timeout;
     let stream = async_stream::stream! {
         let keep = keep;
-        if let Err(error) = turn.begin().await {
+        if resumed {
+            turn.answer_pending().await;
+            // `Started` first.
+            for event in turn.translator_events() {
+                yield Ok(event);
+            }
+        } else if let Err(error) = turn.begin().await {
             yield Err(error);
             return;
         }
@@ -95,6 +150,14 @@ pub(crate) fn run(
                 Step::Park(events) => {
                     // Park before `Finish` reaches the caller: the next Resume finds it.
                     turn.park(keep);
+                    for event in events {
+                        yield Ok(event);
+                    }
+                    return;
+                }
+                Step::Pause(events) => {
+                    // Kept before `Finish` reaches the caller: the resume finds it.
+                    turn.wait(keep);
                     for event in events {
                         yield Ok(event);
                     }
@@ -134,6 +197,9 @@ enum Step {
     Fail(Vec<Event>, ProviderError),
     /// The turn ended and the CLI is kept alive: park it, then pass these on.
     Park(Vec<Event>),
+    /// Permissions wait for a person: keep the run waiting, then pass these on
+    /// (`ApprovalRequested`, `Finish`).
+    Pause(Vec<Event>),
     /// The signal fired during this step (model message) number.
     Cancelled(u32),
     /// The spare this run took ended before its first line (the error says how): start the
@@ -156,6 +222,8 @@ struct Turn {
     reports: mpsc::UnboundedReceiver<Report>,
     reports_open: bool,
     handlers: FuturesUnordered<Handler>,
+    /// Permissions left unanswered for a person's decision.
+    paused: Vec<Pending>,
     init_done: bool,
     /// The CLI printed a line in this run.
     heard: bool,
@@ -205,6 +273,12 @@ impl Turn {
     /// Wait for the next thing to do (a cancel, the `initialize` deadline, a finished control
     /// request, a reported host result, a stdout line) and do it.
     async fn step(&mut self, deadline: Pin<&mut tokio::time::Sleep>) -> Step {
+        if !self.paused.is_empty() && self.handlers.is_empty() {
+            // Every other request is answered: the run pauses on the ones a person decides.
+            let calls = self.paused.iter().map(|pending| pending.call.clone()).collect();
+            self.translator.pause(calls);
+            return Step::Pause(self.translator_events());
+        }
         let read = tokio::select! {
             biased;
             () = self.bridge.signal.cancelled() => return Step::Cancelled(self.translator.step()),
@@ -296,10 +370,7 @@ impl Turn {
             // The turn has its `result`: stdin EOF alone ends the CLI now.
             self.process.set_in_turn(false);
         }
-        let mut events = Vec::new();
-        while let Some(event) = self.translator.next_event() {
-            events.push(event);
-        }
+        let events = self.translator_events();
         match pushed {
             Err(error) => Step::Fail(events, error),
             Ok(()) if done && self.start.park.is_some() && self.translator.session_id().is_some() => Step::Park(events),
@@ -308,11 +379,57 @@ impl Turn {
         }
     }
 
+    fn translator_events(&mut self) -> Vec<Event> {
+        let mut events = Vec::new();
+        while let Some(event) = self.translator.next_event() {
+            events.push(event);
+        }
+        events
+    }
+
     async fn handled(&mut self, done: Handled) {
+        if let Some(pending) = done.paused {
+            self.paused.push(pending);
+            return;
+        }
         if let Some((id, result)) = done.record {
             self.translator.record_host_result(id, result);
         }
         self.write(&done.line).await;
+    }
+
+    /// A resumed run: answer each waiting permission the call's decisions decide, and ask
+    /// about the others again (the approval handler may pause them again).
+    async fn answer_pending(&mut self) {
+        for pending in std::mem::take(&mut self.paused) {
+            let decided = self.bridge.context.decisions.get(&pending.call.tool_use_id);
+            match decided.filter(|d| **d != Approval::Pause) {
+                Some(approval) => {
+                    let line = pending.answer(approval);
+                    self.write(&line).await;
+                }
+                None => match can_use_tool(&self.bridge, &self.translator, &pending.request_id, &pending.request) {
+                    Reply::Later(handler) => self.handlers.push(handler),
+                    Reply::Now(line) => self.write(&line).await,
+                },
+            }
+        }
+    }
+
+    /// Keep the paused run for the call that brings the decisions (stopped after
+    /// `approval_timeout`).
+    fn wait(self, keep: Box<dyn std::any::Any + Send>) {
+        let Some((waiting, timeout)) = self.start.wait.clone() else {
+            return;
+        };
+        let Some(waiting) = waiting.upgrade() else {
+            return;
+        };
+        let Some(session) = self.translator.session_id().map(str::to_string) else {
+            return;
+        };
+        let paused = PausedTurn { turn: self, keep };
+        waiting.put(session, paused, timeout, PausedTurn::expire);
     }
 
     /// Answer a control request (a CLI that stopped reading ends the run by its stdout).

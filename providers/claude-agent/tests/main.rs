@@ -9,6 +9,7 @@ mod fake;
 mod fields;
 mod hooks;
 mod host_death;
+mod pause;
 mod pool;
 mod record;
 mod secrets;

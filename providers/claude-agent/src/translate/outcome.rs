@@ -98,6 +98,36 @@ impl Translator {
         Ok(())
     }
 
+    /// The turn pauses for a person's decision on these calls: `ApprovalRequested`, then
+    /// `Finish` (reason `ToolUse`) with the usage so far. The translator stays in the turn
+    /// (the CLI waits on the unanswered permission) for [`Translator::resume`].
+    pub fn pause(&mut self, calls: Vec<patchbay_core::context::ApprovalRequest>) {
+        self.close_unstreamed();
+        self.start(None, None);
+        // The message that asked for the tools ended: this `Finish` ends its step.
+        if self.pending_step.take().is_some() {
+            self.step += 1;
+        }
+        let usage = std::mem::take(&mut self.finished_usage);
+        self.emit(Event::ApprovalRequested { calls });
+        let metrics = self.recorder.finish();
+        self.queue.push_back(Event::Finish {
+            reason: FinishReason::ToolUse,
+            usage,
+            metrics,
+        });
+        self.started = false;
+        self.next_index = 0;
+    }
+
+    /// The paused turn goes on in a later call: `Started` at once (the resumed stream's first
+    /// event), usage counted from the pause, and that call's session marker.
+    pub fn resume(&mut self, marker_messages: Option<usize>) {
+        self.recorder = patchbay_core::kit::MetricsRecorder::start();
+        self.marker_messages = marker_messages;
+        self.start(None, None);
+    }
+
     /// A run that ends in an error after output still reports what it used: the usage the
     /// messages reported (the `result`'s own when they reported none) with the run's
     /// `total_cost_usd`, as a last `Usage`. A run that failed before any output stays a bare
