@@ -17,6 +17,7 @@ mod support;
 mod isolation;
 mod real;
 mod real_hooks;
+mod real_pause;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -136,6 +137,10 @@ fn main() {
         a_before_tool_hook_rewrites_the_input_and_after_tool_replaces_the_result,
         prompt_and_stop_hooks_add_context_and_send_the_model_back,
         a_blocked_prompt_ends_the_run_without_a_model_call,
+    ]);
+    all.extend(real_trials![&cli => real_pause:
+        a_paused_write_runs_after_the_person_allows_it,
+        a_paused_write_denied_later_reaches_the_model_as_a_denial,
     ]);
     all.push(peers::async_trial(
         "isolation::the_machines_settings_and_claude_md_apply_only_when_asked",
