@@ -8,7 +8,7 @@ use crate::error::Error;
 /// Find the CLI: the explicit path (an executable file, or an error naming it); without one,
 /// `claude` on `PATH`, then `./node_modules/.bin/claude`, then
 /// `$PATCHBAY_PEERS/node_modules/.bin/claude`. (`$PATCHBAY_CLAUDE_CLI` is read by
-/// [`ClaudeAgentConfig::from_env`] into the explicit path.)
+/// [`ClaudeAgentConfig::from_env`](crate::ClaudeAgentConfig::from_env) into the explicit path.)
 pub fn find_cli(explicit: Option<&Path>) -> Result<PathBuf, Error> {
     let mut looked = Vec::new();
     let mut candidates: Vec<PathBuf> = Vec::new();

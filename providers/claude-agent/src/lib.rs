@@ -19,7 +19,8 @@
 //! | `allowed_tools` | array of strings | `[]`; replaces; host tools are added without an approval handler |
 //! | `disallowed_tools` | array of strings | `[]`; replaces |
 //! | `tools` | array of strings | none: every built-in tool (`[]` turns them all off) |
-//! | `agents` | object | none; sub-agent definitions (`name: {description, prompt, tools?, model?}`) sent with `initialize` |
+//! | `agents` | object of [`AgentDefinition`]s | `{}`; replaces; sub-agents by name (`{description, prompt, tools?, model?}`, other keys refused) sent with `initialize` |
+//! | `approval_timeout_ms` | integer | `600000` (10 min): how long a run paused for approval keeps its CLI waiting for the decision |
 //! | `system_prompt` | `{"type": "custom"}` or `{"type": "preset", "append": string?}` | custom: `RequestContext.system` or empty |
 //! | `host_tools` | `"in_process"` or `"http"` | `"in_process"` |
 //! | `host_server_name` | string (ASCII letters, digits, `_`, `-`) | `"host"` (tools are `mcp__host__<tool>`) |
@@ -48,8 +49,7 @@
 //!   its host tools) are used.
 //! - **Construction**: [`ClaudeAgentProvider::new`] is the only constructor and checks what can
 //!   be checked without starting the CLI: the values ([`Error::Invalid`] naming the field: a
-//!   zero line cap or `initialize` timeout, a host server name the CLI would rewrite, `agents`
-//!   not an object, environment names with `=` or NUL) and an explicit `cli_path`, which must
+//!   zero line cap or `initialize` timeout, a host server name the CLI would rewrite, environment names with `=` or NUL) and an explicit `cli_path`, which must
 //!   be an executable file. Without `cli_path` the CLI is searched for at each call (it may be
 //!   installed after the provider is built, and a call may name another); a call's options are
 //!   checked the same way before anything starts (a value they make invalid is an
@@ -108,6 +108,9 @@
 //!   error type as provider code and the failed call's request id; a run that fails after output
 //!   reports its usage and cost so far as a last `Usage` first. [`fields`] lists what becomes of
 //!   every field of the CLI's recorded lines, and which are ignored and why.
+//!   A sub-agent's whole messages (lines with a `parent_tool_use_id`) are `SubagentMessage`s
+//!   (the parent call's id, the sub-agent type from its `subagent_type`, the blocks as a
+//!   `Message`: tool names mapped like the main agent's); its partials are skipped.
 //!   `api_retry`, `permission_denied` and other system lines are `Started` warnings before the first
 //!   output and `Opaque` events after it; `status` / `thinking_tokens` are progress (trace log).
 //! - **Tools**: `mcp__<host server>__<tool>` calls are host tools (`executed_by: Host`, host name);
@@ -115,6 +118,39 @@
 //!   `--allowedTools`; with one, `--permission-prompt-tool stdio` and every `can_use_tool` goes to it.
 //!   The `ToolResult` event of a host tool carries the tool's own result (metadata included) on both
 //!   paths.
+//! - **Hooks** (`RequestContext::hooks`): registered with `initialize` (`PreToolUse`,
+//!   `PostToolUse`, `UserPromptSubmit`, `Stop`, no matcher, one callback id each) only when the
+//!   call has hooks, so the `initialize` request (part of the fingerprint) keeps a kept-alive or
+//!   spare CLI started with hooks from serving a call without them, and the other way round.
+//!   Each `hook_callback` calls the host's hook, tool names mapped back (`mcp__<host
+//!   server>__x` is `x`, `executed_by: Host`; the CLI's own tools `Provider`):
+//!
+//!   | CLI hook | Host hook | Answer |
+//!   |---|---|---|
+//!   | `PreToolUse` | `before_tool` | `Deny`: `permissionDecision: "deny"` with the message (the CLI reports it as the call's error result); `Rewrite`: `updatedInput` (the tool runs with it, the approval handler still asked) |
+//!   | `PostToolUse` | `after_tool` | a replacement of a host tool's result: `updatedMCPToolOutput` (the model and the `ToolResult` event get it); the CLI's own tools are observed only (their output has each tool's own shape, which a `ToolResult` cannot give back) |
+//!   | `UserPromptSubmit` | `on_prompt` | `AddContext`: `additionalContext`; `Block`: `decision: "block"`: no model call, a `prompt_blocked` warning and `Finish` reason `blocked` |
+//!   | `Stop` | `on_stop` | `Continue`: `decision: "block"` with the prompt (the CLI tells the model "Stop hook feedback: ..." and goes on; `StopInfo::continued` from `stop_hook_active`) |
+//!
+//!   `after_tool` sees a host tool's own result (metadata included) when it ran in-process,
+//!   else the CLI's `tool_response`; `on_stop` gets the CLI's `last_assistant_message`.
+//! - **Approval from a later request** ([`Approval::Pause`]): the `can_use_tool` request is
+//!   left unanswered; once no other request is being answered the stream ends with
+//!   `ApprovalRequested` (the calls, host names) and `Finish` (reason `ToolUse`, the usage so
+//!   far), and the CLI waits, parked by session id, for `approval_timeout` (10 min). A later
+//!   call with `Session::Resume { id }` whose `decisions` name a waiting call takes it: `Started`
+//!   first, the decided permissions answered (Allow, AllowWithInput, Deny), the others asked
+//!   again (they may pause again), then the rest of the turn; the resumed turn runs with that
+//!   call's approval handler, hooks, tools and signal but the launch (flags, MCP servers, hook
+//!   registration) of the paused one, and is not recorded by `record_dir`. When the time runs
+//!   out the CLI is stopped (the mid-turn stop: `interrupt`, stdin EOF, SIGTERM, SIGKILL) and a
+//!   later resume starts the session again with `--resume` (a `decisions_unanswered` warning;
+//!   the new CLI's permission request is answered from the decisions when it names the same
+//!   call). A resume of the session that decides none of the waiting calls stops the paused
+//!   run (`approval_abandoned` warning). Dropping the provider stops every paused run.
+//!   Cancelling or dropping a resumed stream stops its CLI as any other.
+//!
+//!   [`Approval::Pause`]: patchbay_core::context::Approval::Pause
 //! - **Structured output** (`context.output_schema`): `--json-schema <schema>`; the CLI then
 //!   offers the model its own `StructuredOutput` tool (not forced: a model answering in text is
 //!   told once to call it) and ends the turn when it is called. Its input streams as the final
@@ -134,7 +170,7 @@
 //! - **Kept-alive CLIs** (`keep_alive`, off by default): a finished run's CLI stays up (stdin
 //!   open) for its session's next `Resume` when everything else it was started with is the same
 //!   (model, flags, environment, working directory, system prompt, host tool specs, MCP servers,
-//!   sub-agents): the plan's fingerprint, a hash, so the pool holds no key. A warm turn then
+//!   sub-agents, hooks registered or not): the plan's fingerprint, a hash, so the pool holds no key. A warm turn then
 //!   costs ~50 ms instead of ~700 ms: it writes one user line and reads lines (no `initialize`,
 //!   no file, no run directory; planning it takes ~0.2 ms), as a turn of the Python SDK's
 //!   `ClaudeSDKClient` does (`BENCHMARKS.md`). Idle CLIs stop after the timeout or when the
@@ -145,7 +181,7 @@
 //!   kept idle (stdin open) once it answered; the next new session whose launch matches takes
 //!   one (its user turn goes at once) and a replacement starts in the background. What must
 //!   match is the keep-alive rule (the plan's fingerprint: model, flags, environment, working
-//!   directory, system prompt, MCP servers, sub-agents, output schema, approval handler) plus
+//!   directory, system prompt, MCP servers, sub-agents, hooks, output schema, approval handler) plus
 //!   the program and the line cap. Only a new session without a fixed id takes one: `Resume`,
 //!   `Fork`, `New { id: Some(..) }` (the id is a start flag), calls with host tools (the
 //!   in-process server is answered by its call, the HTTP one carries the call's context) and

@@ -217,6 +217,23 @@ mod tests {
     }
 
     #[test]
+    fn agents_are_typed_and_the_approval_timeout_is_milliseconds() {
+        let options = json!({
+            "agents": { "reviewer": { "description": "Reviews.", "prompt": "Review.", "model": "haiku" } },
+            "approval_timeout_ms": 1500,
+        });
+        let config = overlay(ClaudeAgentConfig::new(), &options).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            config.agents.get("reviewer"),
+            Some(&AgentDefinition::new("Reviews.", "Review.").with_model("haiku"))
+        );
+        assert_eq!(config.approval_timeout, Duration::from_millis(1500));
+        assert_eq!(ClaudeAgentConfig::new().approval_timeout, Duration::from_secs(600));
+        let (key, _) = refused(json!({ "agents": { "reviewer": { "description": "d", "promt": "p" } } }));
+        assert_eq!(key.as_deref(), Some("agents"));
+    }
+
+    #[test]
     fn env_and_extra_args_add_and_tool_lists_replace() {
         let config = ClaudeAgentConfig::new()
             .with_env("A", "1")

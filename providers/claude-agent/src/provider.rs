@@ -324,7 +324,7 @@ pub fn factory() -> patchbay_core::ProviderFactory {
     patchbay_core::ProviderFactory::new(
         NAME,
         "the Claude Code CLI as an agent runtime; options: cli_path, env, inherit_env, max_line_bytes, \
-         permission_mode, allowed_tools, disallowed_tools, tools, agents, system_prompt, host_tools, \
+         permission_mode, allowed_tools, disallowed_tools, tools, agents, approval_timeout_ms, system_prompt, host_tools, \
          host_server_name, max_turns, setting_sources, session_markers, stop_grace_ms, cancel_grace_ms, init_timeout_ms, \
          extra_args, keep_alive_ms, spares, spare_max_age_ms, record_dir (on top of PATCHBAY_CLAUDE_CLI, \
          PATCHBAY_RECORD_DIR)",
