@@ -110,7 +110,10 @@
 //!   every field of the CLI's recorded lines, and which are ignored and why.
 //!   A sub-agent's whole messages (lines with a `parent_tool_use_id`) are `SubagentMessage`s
 //!   (the parent call's id, the sub-agent type from its `subagent_type`, the blocks as a
-//!   `Message`: tool names mapped like the main agent's); its partials are skipped.
+//!   `Message`: tool names mapped like the main agent's); its partials are skipped. The CLI
+//!   2.1.330 prints only a foreground sub-agent's prompt that way (its reply is the `Agent`
+//!   call's `ToolResult`), and nothing of a background one (its default) but `task_*` system
+//!   notices.
 //!   `api_retry`, `permission_denied` and other system lines are `Started` warnings before the first
 //!   output and `Opaque` events after it; `status` / `thinking_tokens` are progress (trace log).
 //! - **Tools**: `mcp__<host server>__<tool>` calls are host tools (`executed_by: Host`, host name);

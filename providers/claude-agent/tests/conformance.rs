@@ -137,6 +137,7 @@ fn main() {
         a_before_tool_hook_rewrites_the_input_and_after_tool_replaces_the_result,
         prompt_and_stop_hooks_add_context_and_send_the_model_back,
         a_blocked_prompt_ends_the_run_without_a_model_call,
+        a_defined_subagent_reports_typed_messages,
     ]);
     all.extend(real_trials![&cli => real_pause:
         a_paused_write_runs_after_the_person_allows_it,

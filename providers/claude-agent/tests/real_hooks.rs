@@ -1,5 +1,6 @@
 //! The real Claude Code CLI calling the host's hooks over the control protocol (registered
-//! with `initialize`, answered on `hook_callback`), against the Anthropic mock.
+//! with `initialize`, answered on `hook_callback`) and starting a defined sub-agent, against
+//! the Anthropic mock.
 
 use std::sync::{Arc, Mutex};
 
@@ -254,4 +255,57 @@ pub(crate) async fn a_blocked_prompt_ends_the_run_without_a_model_call() {
         matches!(events.last(), Some(Event::Finish { reason: FinishReason::Other(r), .. }) if r == "blocked"),
         "{events:?}"
     );
+}
+
+/// A sub-agent the config defines (`AgentDefinition`, accepted by the CLI in `initialize`),
+/// started in the foreground by the model through the CLI's `Agent` tool: its lines are
+/// `SubagentMessage`s typed by the call's `subagent_type`.
+pub(crate) async fn a_defined_subagent_reports_typed_messages() {
+    let start = json!({ "subagent_type": "reviewer", "description": "Review", "prompt": "Review the note.", "run_in_background": false });
+    let real = real(vec![
+        tool("toolu_a1", "Agent", start),
+        text("Looks fine."),
+        text("Done."),
+    ])
+    .await;
+    let config = real.config.clone().with_agent(
+        "reviewer",
+        patchbay_claude_agent::AgentDefinition::new("Reviews notes.", "You review notes.").with_tools(["Read"]),
+    );
+    let provider = ClaudeAgentProvider::new(config).unwrap_or_else(|e| panic!("{e}"));
+    let Recording { events, error } = Recording::call(
+        &provider,
+        &[Message::user("review my note")],
+        &ToolSet::new(),
+        "claude-test",
+        &Signal::new(),
+        None,
+    )
+    .await;
+    assert!(error.is_none(), "{error:?}");
+    let typed: Vec<(String, Option<String>, String)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::SubagentMessage {
+                parent_tool_use_id,
+                subagent,
+                message,
+            } => Some((parent_tool_use_id.clone(), subagent.clone(), message.text())),
+            _ => None,
+        })
+        .collect();
+    // The CLI (2.1.330) prints the sub-agent's prompt as its line; its reply comes back as the
+    // `Agent` call's result (a background sub-agent, the default, prints neither).
+    assert!(
+        typed.iter().any(|(parent, kind, text)| parent == "toolu_a1"
+            && kind.as_deref() == Some("reviewer")
+            && text == "Review the note."),
+        "{typed:?} in {events:?}"
+    );
+    let result = events.iter().find_map(|e| match e {
+        Event::ToolResult { id, result, .. } if id == "toolu_a1" => Some(result.text_content()),
+        _ => None,
+    });
+    assert!(result.is_some_and(|r| r.contains("Looks fine.")), "{events:?}");
+    assert!(text_of(&events).ends_with("Done."), "{events:?}");
 }
