@@ -1,14 +1,10 @@
 //! The agent loop: runs a conversation to its end on any provider.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-
 use crate::context::RequestContext;
 use crate::error::ProviderError;
-use crate::event::{McpFailure, Warning};
 use crate::message::Message;
 use crate::provider::{EventStream, Provider, ProviderResponse};
 use crate::signal::Signal;
@@ -18,56 +14,16 @@ use crate::toolset::ToolSet;
 
 mod pause;
 mod run;
+mod source;
 mod tools;
 
+use pause::RunEnd;
 pub use pause::{Decisions, PausedCall, PausedRun};
-use run::Start;
+use run::{Parts, Start};
+pub use source::{AttachedTools, ToolSource};
 
 /// The default step limit of an [`Agent`].
 pub const DEFAULT_MAX_STEPS: u32 = 30;
-
-/// Tools attached for one run by an outside source (MCP servers, say), with what to report.
-#[derive(Default)]
-pub struct AttachedTools {
-    /// The tools, merged after the agent's own tools.
-    pub tools: ToolSet,
-    /// Names of the sources (servers) that connected.
-    pub connected: Vec<String>,
-    /// Sources that failed, with the reason.
-    pub failed: Vec<McpFailure>,
-    /// Warnings to report on `Started`.
-    pub warnings: Vec<Warning>,
-    /// Kept alive for the whole run and dropped at its end (closes connections).
-    pub guard: Option<Box<dyn Any + Send + Sync>>,
-}
-
-impl fmt::Debug for AttachedTools {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AttachedTools")
-            .field("tools", &self.tools)
-            .field("connected", &self.connected)
-            .field("failed", &self.failed)
-            .field("warnings", &self.warnings)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Something that attaches tools to a run when it starts (patchbay-mcp's client set).
-/// When a source attached any server (connected or failed), the run emits one `McpConnected`
-/// event after `Started`; with no servers at all the run is exactly as without the source.
-#[async_trait]
-pub trait ToolSource: Send + Sync {
-    /// Attach for one run. Failures are reported in the result, never as an error.
-    async fn attach(&self, context: &RequestContext, signal: &Signal) -> AttachedTools;
-
-    /// Whether [`attach`](ToolSource::attach) also connects the servers of
-    /// `RequestContext::mcp_servers` (patchbay-mcp's client set does). If any source does, the
-    /// agent hands the provider a context without them, so a provider neither connects them a
-    /// second time nor warns that it ignored them.
-    fn attaches_context_servers(&self) -> bool {
-        false
-    }
-}
 
 /// Runs a conversation to its end on any provider.
 ///
@@ -117,14 +73,6 @@ impl fmt::Debug for Agent {
 pub struct Transcript {
     rx: std::sync::mpsc::Receiver<RunEnd>,
     end: std::sync::Mutex<Option<RunEnd>>,
-}
-
-/// What a run hands over when its stream ends with `Finish`.
-#[derive(Debug, Clone)]
-pub(crate) struct RunEnd {
-    pub(crate) messages: Vec<Message>,
-    pub(crate) paused: Option<PausedRun>,
-    pub(crate) summary: RunSummary,
 }
 
 impl Transcript {
@@ -246,7 +194,7 @@ impl Agent {
 
     /// The run as one event stream.
     pub fn stream(&self, messages: Vec<Message>, signal: Signal) -> EventStream {
-        run::run_stream(self.clone(), Start::New(messages), signal, None)
+        run::run_stream(self.parts(), Start::New(messages), signal, None)
     }
 
     /// The run as one event stream, plus the grown conversation once it finished: a host
@@ -254,7 +202,7 @@ impl Agent {
     /// [`Transcript`] holds the messages only after the stream ended with `Finish`.
     pub fn stream_with_transcript(&self, messages: Vec<Message>, signal: Signal) -> (EventStream, Transcript) {
         let (tx, rx) = std::sync::mpsc::channel();
-        let stream = run::run_stream(self.clone(), Start::New(messages), signal, Some(tx));
+        let stream = run::run_stream(self.parts(), Start::New(messages), signal, Some(tx));
         (stream, Transcript::new(rx))
     }
 
@@ -278,8 +226,23 @@ impl Agent {
     /// [`Transcript`] of the resumed run.
     pub fn resume_stream(&self, paused: PausedRun, decisions: Decisions, signal: Signal) -> (EventStream, Transcript) {
         let (tx, rx) = std::sync::mpsc::channel();
-        let stream = run::run_stream(self.clone(), Start::Resume(paused, decisions), signal, Some(tx));
+        let stream = run::run_stream(self.parts(), Start::Resume(paused, decisions), signal, Some(tx));
         (stream, Transcript::new(rx))
+    }
+}
+
+impl Agent {
+    /// What a run takes of the agent.
+    fn parts(&self) -> Parts {
+        Parts {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            tools: self.tools.clone(),
+            context: self.context.clone(),
+            sources: self.sources.clone(),
+            max_steps: self.max_steps,
+            name: self.name.clone(),
+        }
     }
 }
 

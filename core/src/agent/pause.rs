@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::approval::{Approval, ApprovalRequest};
 use crate::event::Usage;
 use crate::message::Message;
+use crate::summary::RunSummary;
 
 /// A person's decisions on the calls of a paused run, by call id.
 pub type Decisions = BTreeMap<String, Approval>;
@@ -66,4 +67,12 @@ impl PausedRun {
     pub fn pending_ids(&self) -> impl Iterator<Item = &str> {
         self.pending.iter().map(|call| call.tool_use_id.as_str())
     }
+}
+
+/// What a run hands over when its stream ends with `Finish`.
+#[derive(Debug, Clone)]
+pub(crate) struct RunEnd {
+    pub(crate) messages: Vec<Message>,
+    pub(crate) paused: Option<PausedRun>,
+    pub(crate) summary: RunSummary,
 }

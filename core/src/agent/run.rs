@@ -7,9 +7,9 @@ use std::sync::mpsc::Sender;
 
 use futures::StreamExt;
 
-use super::pause::{Decisions, PausedCall, PausedRun};
+use super::pause::{Decisions, PausedCall, PausedRun, RunEnd};
+use super::source::ToolSource;
 use super::tools::{Decided, run_calls};
-use super::{Agent, RunEnd, ToolSource};
 use crate::approval::ApprovalRequest;
 use crate::context::{RequestContext, Session};
 use crate::error::ProviderError;
@@ -23,15 +23,26 @@ use crate::summary::RunSummary;
 use crate::tool::{ExecutedBy, ToolResult};
 use crate::toolset::ToolSet;
 
+/// What a run takes of its [`Agent`](super::Agent).
+pub(super) struct Parts {
+    pub(super) provider: Arc<dyn Provider>,
+    pub(super) model: String,
+    pub(super) tools: ToolSet,
+    pub(super) context: RequestContext,
+    pub(super) sources: Vec<Arc<dyn ToolSource>>,
+    pub(super) max_steps: u32,
+    pub(super) name: Option<String>,
+}
+
 /// How a run begins: from a conversation, or from a paused run and a person's decisions.
 pub(super) enum Start {
     New(Vec<Message>),
     Resume(PausedRun, Decisions),
 }
 
-/// The run as a stream of events (see [`Agent`]).
+/// The run as a stream of events (see [`Agent`](super::Agent)).
 pub(super) fn run_stream(
-    agent: Agent,
+    agent: Parts,
     start: Start,
     signal: Signal,
     transcript: Option<Sender<RunEnd>>,
@@ -199,8 +210,8 @@ struct RunState {
 
 impl RunState {
     /// The state before anything ran; built on the stream's first poll, when the metrics clock starts.
-    fn new(agent: Agent, transcript: Option<Sender<RunEnd>>) -> Self {
-        let Agent {
+    fn new(agent: Parts, transcript: Option<Sender<RunEnd>>) -> Self {
+        let Parts {
             provider,
             model,
             tools,
