@@ -1,0 +1,15 @@
+#![doc = include_str!("../README.md")]
+
+mod adapter;
+pub mod custom;
+mod ids;
+mod parts;
+mod convert;
+pub mod request;
+mod sources;
+pub mod sse;
+
+pub use adapter::{ABORTED_TOOL_TEXT, UiStream};
+pub use ids::generate_message_id;
+pub use parts::{DataChunk, MessageMetadata, PROVIDER_METADATA_KEY, UiChunk, UiFinishReason};
+pub use request::{ChatRequest, UiMessage, UiPart};
