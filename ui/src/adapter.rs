@@ -12,6 +12,7 @@ use patchbay_core::{ErrorKind, Event, ExecutedBy, ProviderError, ToolResult};
 use serde_json::{Map, Value, json};
 
 use crate::ids::generate_message_id;
+use crate::request::{UiMessage, UiPart};
 use crate::parts::{DataChunk, MessageMetadata, PROVIDER_METADATA_KEY, UiChunk, UiFinishReason};
 use crate::sources::source_chunk;
 
@@ -45,6 +46,7 @@ pub struct UiStream {
     id_fn: IdFn,
     error_text: ErrorTextFn,
     dynamic_tools: bool,
+    continues: bool,
     state: State,
 }
 
@@ -94,6 +96,7 @@ impl fmt::Debug for UiStream {
         f.debug_struct("UiStream")
             .field("message_id", &self.message_id)
             .field("dynamic_tools", &self.dynamic_tools)
+            .field("continues", &self.continues)
             .field("state", &self.state)
             .finish_non_exhaustive()
     }
@@ -108,12 +111,32 @@ impl UiStream {
             id_fn: Arc::new(generate_message_id),
             error_text: Arc::new(|error: &ProviderError| error.to_string()),
             dynamic_tools: false,
+            continues: false,
             state: State::default(),
         }
     }
 
-    /// Use this message id (the id of the assistant message a resumed run continues:
-    /// [`ChatRequest::last_assistant_id`](crate::ChatRequest::last_assistant_id)).
+    /// Continue `message` on the client (a run resumed after approvals, whose request ends
+    /// with the assistant message: [`ChatRequest::last_assistant`](crate::ChatRequest::last_assistant)):
+    /// its id, no `start-step` at `start` (the run goes on with the step it paused in), and its
+    /// tool calls known, so that a call the resumed run announces again writes nothing and its
+    /// output lands on the part the person answered.
+    pub fn continuing(mut self, message: &UiMessage) -> Self {
+        self.message_id = Some(message.id.clone());
+        self.continues = true;
+        for part in &message.parts {
+            if let UiPart::Tool(tool) = part {
+                let call = Call {
+                    provider: tool.provider_executed == Some(true),
+                    available: true,
+                };
+                self.state.calls.insert(tool.tool_call_id.clone(), call);
+            }
+        }
+        self
+    }
+
+    /// Use this message id.
     pub fn with_message_id(mut self, id: impl Into<String>) -> Self {
         self.message_id = Some(id.into());
         self
@@ -207,6 +230,10 @@ impl UiStream {
                 executed_by,
                 signature,
             } => {
+                if self.state.calls.get(id).is_some_and(|call| call.available) {
+                    // Announced again (a resumed run): the client has the whole call.
+                    return out;
+                }
                 self.close(&mut out);
                 let provider = *executed_by == ExecutedBy::Provider;
                 let metadata = signature
@@ -214,9 +241,9 @@ impl UiStream {
                     .map(|signature| patchbay_metadata([("signature", Value::String(signature.clone()))]));
                 self.input_available(id, name, input, provider, metadata, &mut out);
             }
-            Event::ToolResult { id, name, result } => {
+            Event::ToolResult { id, result, .. } => {
                 self.close(&mut out);
-                self.tool_result(id, name, result, &mut out);
+                self.tool_result(id, result, &mut out);
             }
             Event::Opaque { index, provider, data } => {
                 self.close(&mut out);
@@ -355,7 +382,9 @@ impl UiStream {
             message_id: Some(id),
             message_metadata: metadata.map(|m| m.to_value()),
         });
-        out.push(UiChunk::StartStep);
+        if !self.continues {
+            out.push(UiChunk::StartStep);
+        }
     }
 
     fn next_part_id(&mut self, kind: Kind) -> String {
@@ -484,10 +513,9 @@ impl UiStream {
         });
     }
 
-    fn tool_result(&mut self, id: &str, name: &str, result: &ToolResult, out: &mut Vec<UiChunk>) {
-        if !self.state.calls.contains_key(id) {
-            self.input_available(id, name, &Value::Null, false, None, out);
-        }
+    /// The output chunk of a call. A call this stream has not shown is answered as it is: its
+    /// part is in the message the stream continues (a run resumed after approvals).
+    fn tool_result(&mut self, id: &str, result: &ToolResult, out: &mut Vec<UiChunk>) {
         let provider = self.state.calls.get(id).is_some_and(|call| call.provider);
         let provider_executed = provider.then_some(true);
         let tool_call_id = id.to_owned();

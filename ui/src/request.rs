@@ -88,14 +88,13 @@ impl ChatRequest {
         decisions
     }
 
-    /// The id of the last message when it is the assistant's: the message a run that resumes
-    /// after approvals continues, to hand to
-    /// [`UiStream::with_message_id`](crate::UiStream::with_message_id).
-    pub fn last_assistant_id(&self) -> Option<&str> {
+    /// The last message when it is the assistant's: the message the client continues (after a
+    /// person answered an approval, or a client-side tool gave its output). Hand it to
+    /// [`UiStream::continuing`](crate::UiStream::continuing) for the resumed run.
+    pub fn last_assistant(&self) -> Option<&UiMessage> {
         self.messages
             .last()
             .filter(|message| message.role == UiRole::Assistant)
-            .map(|message| message.id.as_str())
     }
 }
 
