@@ -12,8 +12,8 @@ use patchbay_core::{ErrorKind, Event, ExecutedBy, ProviderError, ToolResult};
 use serde_json::{Map, Value, json};
 
 use crate::ids::generate_message_id;
-use crate::request::{UiMessage, UiPart};
 use crate::parts::{DataChunk, MessageMetadata, PROVIDER_METADATA_KEY, UiChunk, UiFinishReason};
+use crate::request::{UiMessage, UiPart};
 use crate::sources::source_chunk;
 
 /// The `errorText` of a tool call that was cancelled (a `ToolResult` of status `Aborted`).
@@ -191,11 +191,17 @@ impl UiStream {
             }
             Event::TextDelta { index, text } => {
                 let id = self.open(Kind::Text, *index, &mut out);
-                out.push(UiChunk::TextDelta { id, delta: text.clone() });
+                out.push(UiChunk::TextDelta {
+                    id,
+                    delta: text.clone(),
+                });
             }
             Event::ReasoningDelta { index, text } => {
                 let id = self.open(Kind::Reasoning, *index, &mut out);
-                out.push(UiChunk::ReasoningDelta { id, delta: text.clone() });
+                out.push(UiChunk::ReasoningDelta {
+                    id,
+                    delta: text.clone(),
+                });
             }
             Event::ReasoningSignature { index, signature } => self.signature(*index, signature, &mut out),
             Event::RedactedReasoning { data, .. } => {
@@ -456,7 +462,8 @@ impl UiStream {
             self.open(Kind::Reasoning, index, out);
         }
         if let Some(open) = &mut self.state.open {
-            open.metadata.insert("signature".into(), Value::String(signature.to_owned()));
+            open.metadata
+                .insert("signature".into(), Value::String(signature.to_owned()));
         }
     }
 
@@ -549,5 +556,9 @@ fn patchbay_metadata<const N: usize>(entries: [(&str, Value); N]) -> Value {
 /// The text of a failed result (its text pieces), or a fixed text when it has none.
 fn failure_text(result: &ToolResult) -> String {
     let text = result.text_content();
-    if text.is_empty() { "the tool failed".to_owned() } else { text }
+    if text.is_empty() {
+        "the tool failed".to_owned()
+    } else {
+        text
+    }
 }

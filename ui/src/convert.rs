@@ -84,7 +84,10 @@ fn assistant_step(parts: &[UiPart]) -> (Vec<ContentBlock>, Vec<ContentBlock>) {
     let mut results = Vec::new();
     for part in parts {
         match part {
-            UiPart::Text { text, provider_metadata } => {
+            UiPart::Text {
+                text,
+                provider_metadata,
+            } => {
                 let signature = ours(provider_metadata.as_ref(), "signature");
                 if !text.is_empty() || signature.is_some() {
                     said.push(ContentBlock::Text {
@@ -95,7 +98,10 @@ fn assistant_step(parts: &[UiPart]) -> (Vec<ContentBlock>, Vec<ContentBlock>) {
                     });
                 }
             }
-            UiPart::Reasoning { text, provider_metadata } => {
+            UiPart::Reasoning {
+                text,
+                provider_metadata,
+            } => {
                 let metadata = provider_metadata.as_ref();
                 said.push(match ours(metadata, "redactedData") {
                     Some(data) => ContentBlock::RedactedThinking { data },
@@ -109,7 +115,11 @@ fn assistant_step(parts: &[UiPart]) -> (Vec<ContentBlock>, Vec<ContentBlock>) {
                 let provider = tool.provider_executed == Some(true);
                 said.push(tool_use(tool, provider));
                 if let Some(result) = tool_result(tool) {
-                    if provider { said.push(result) } else { results.push(result) }
+                    if provider {
+                        said.push(result)
+                    } else {
+                        results.push(result)
+                    }
                 }
             }
             UiPart::Data(DataPart { name, data, .. }) if name == "opaque" => {
@@ -132,7 +142,11 @@ fn tool_use(tool: &ToolPart, provider: bool) -> ContentBlock {
         id: tool.tool_call_id.clone(),
         name: tool.tool_name.clone(),
         input,
-        executed_by: if provider { ExecutedBy::Provider } else { ExecutedBy::Host },
+        executed_by: if provider {
+            ExecutedBy::Provider
+        } else {
+            ExecutedBy::Host
+        },
         signature: ours(tool.call_provider_metadata.as_ref(), "signature"),
     }
 }
@@ -147,7 +161,10 @@ fn tool_result(tool: &ToolPart) -> Option<ContentBlock> {
         }
         ToolState::OutputDenied => {
             let reason = tool.approval.as_ref().and_then(|approval| approval.reason.clone());
-            (vec![ToolContent::text(reason.unwrap_or_else(|| DEFAULT_DENIAL.to_owned()))], true)
+            (
+                vec![ToolContent::text(reason.unwrap_or_else(|| DEFAULT_DENIAL.to_owned()))],
+                true,
+            )
         }
         _ => return None,
     };

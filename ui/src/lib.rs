@@ -1,10 +1,10 @@
 #![doc = include_str!("../README.md")]
 
 mod adapter;
+mod convert;
 pub mod custom;
 mod ids;
 mod parts;
-mod convert;
 pub mod request;
 mod sources;
 pub mod sse;

@@ -214,7 +214,6 @@ impl UiChunk {
     pub fn data(name: impl Into<String>, data: Value) -> Self {
         Self::Data(DataChunk::new(name, data))
     }
-
 }
 
 /// A `data-{name}` chunk: `{"type": "data-{name}", "id"?, "data", "transient"?}`.

@@ -75,7 +75,11 @@ impl ChatRequest {
         let parts = self.messages.iter().flat_map(|message| &message.parts);
         for part in parts {
             let UiPart::Tool(tool) = part else { continue };
-            let Some(approval) = tool.approval.as_ref().filter(|_| tool.state == ToolState::ApprovalResponded) else {
+            let Some(approval) = tool
+                .approval
+                .as_ref()
+                .filter(|_| tool.state == ToolState::ApprovalResponded)
+            else {
                 continue;
             };
             let decision = match approval.approved {
@@ -92,9 +96,7 @@ impl ChatRequest {
     /// person answered an approval, or a client-side tool gave its output). Hand it to
     /// [`UiStream::continuing`](crate::UiStream::continuing) for the resumed run.
     pub fn last_assistant(&self) -> Option<&UiMessage> {
-        self.messages
-            .last()
-            .filter(|message| message.role == UiRole::Assistant)
+        self.messages.last().filter(|message| message.role == UiRole::Assistant)
     }
 }
 
@@ -250,9 +252,9 @@ pub enum UiPart {
     },
     /// Where a step (one model call) begins.
     StepStart,
-    /// A tool call (`tool-{name}` or `dynamic-tool`).
+    /// A tool call (`tool-{name}` or `dynamic-tool`), boxed: it is the largest part.
     #[serde(untagged)]
-    Tool(ToolPart),
+    Tool(Box<ToolPart>),
     /// A `data-{name}` part.
     #[serde(untagged)]
     Data(DataPart),

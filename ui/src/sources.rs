@@ -66,7 +66,11 @@ fn describe(target: &SourceTarget) -> (&'static str, String, Option<String>) {
         }
         SourceTarget::File { file_id, filename } => {
             let media_type = filename.as_deref().map_or("application/octet-stream", media_type_of);
-            (media_type, filename.clone().unwrap_or_else(|| file_id.clone()), filename.clone())
+            (
+                media_type,
+                filename.clone().unwrap_or_else(|| file_id.clone()),
+                filename.clone(),
+            )
         }
         SourceTarget::SearchResult { source, .. } => ("text/plain", source.clone(), None),
         // A URL is a `source-url`; a target core adds later reads as a generic document.

@@ -194,7 +194,13 @@ fn provider_executed_call_and_result_are_marked_provider_executed() {
 fn dynamic_tools_write_dynamic_tool_parts() {
     let mut ui = UiStream::new().with_message_id("msg-1").with_dynamic_tools(true);
     let chunks = ui.push(&call("call_1", "get_weather", ExecutedBy::Host));
-    assert!(chunks.iter().any(|chunk| matches!(chunk, UiChunk::ToolInputAvailable { dynamic: Some(true), .. })));
+    assert!(chunks.iter().any(|chunk| matches!(
+        chunk,
+        UiChunk::ToolInputAvailable {
+            dynamic: Some(true),
+            ..
+        }
+    )));
 }
 
 #[test]
@@ -386,7 +392,12 @@ fn error_closes_parts_then_writes_error_with_its_display() {
     ui.push(&text(0, "Partial"));
     let error = ProviderError::new(ErrorKind::Overloaded, "Overloaded").with_status(529);
     let chunks = ui.error(&error);
-    assert_eq!(chunks.last(), Some(&UiChunk::Error { error_text: error.to_string() }));
+    assert_eq!(
+        chunks.last(),
+        Some(&UiChunk::Error {
+            error_text: error.to_string()
+        })
+    );
     snapshot("error", &chunks);
 }
 
@@ -394,7 +405,12 @@ fn error_closes_parts_then_writes_error_with_its_display() {
 fn error_text_can_hide_the_details() {
     let mut ui = UiStream::new().with_error_text(|_| "Something went wrong.".into());
     let chunks = ui.error(&ProviderError::protocol("secret detail"));
-    assert_eq!(chunks.last(), Some(&UiChunk::Error { error_text: "Something went wrong.".into() }));
+    assert_eq!(
+        chunks.last(),
+        Some(&UiChunk::Error {
+            error_text: "Something went wrong.".into()
+        })
+    );
 }
 
 #[test]

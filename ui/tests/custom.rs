@@ -37,7 +37,10 @@ fn text_delta_writes_text_delta() {
         text: "Hi".into(),
     });
     assert_eq!(events, [CustomEvent::TextDelta { text: "Hi".into() }]);
-    assert_eq!(&events[0].encode()[..], b"event: text_delta\ndata: {\"text\":\"Hi\"}\n\n");
+    assert_eq!(
+        &events[0].encode()[..],
+        b"event: text_delta\ndata: {\"text\":\"Hi\"}\n\n"
+    );
 }
 
 #[test]
@@ -77,7 +80,11 @@ fn tool_result_with_artifacts_writes_artifact_created_per_artifact() {
         })
         .collect();
     assert_eq!(ids, ["a1", "a2"]);
-    assert!(events[0].encode().starts_with(b"event: artifact_created\ndata: {\"artifact\":{\"id\":\"a1\""));
+    assert!(
+        events[0]
+            .encode()
+            .starts_with(b"event: artifact_created\ndata: {\"artifact\":{\"id\":\"a1\"")
+    );
 }
 
 #[test]
@@ -91,7 +98,15 @@ fn finish_writes_message_complete_with_the_summary() {
         result,
     });
     let events = stream.push(&finish());
-    let [CustomEvent::MessageComplete { usage, documents, artifacts, tools }] = &events[..] else {
+    let [
+        CustomEvent::MessageComplete {
+            usage,
+            documents,
+            artifacts,
+            tools,
+        },
+    ] = &events[..]
+    else {
         panic!("one message_complete: {events:?}");
     };
     assert_eq!(usage.input, Some(10));
@@ -110,7 +125,12 @@ fn error_writes_error_with_its_display_and_ends() {
     let mut stream = CustomStream::new();
     let error = ProviderError::new(ErrorKind::Overloaded, "Overloaded");
     let events = stream.error(&error);
-    assert_eq!(events, [CustomEvent::Error { message: error.to_string() }]);
+    assert_eq!(
+        events,
+        [CustomEvent::Error {
+            message: error.to_string()
+        }]
+    );
     assert!(stream.push(&finish()).is_empty());
 }
 

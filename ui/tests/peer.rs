@@ -35,18 +35,18 @@ fn main() {
     let mut trials = Vec::new();
     for scenario in scenarios() {
         let name = format!("scenario_{}_reads_as_the_run", scenario.name);
-        trials.push(peers::async_trial(name, &[&node, &ai], move || scenario_reads_as_the_run(scenario)));
+        trials.push(peers::async_trial(name, &[&node, &ai], move || {
+            scenario_reads_as_the_run(scenario)
+        }));
     }
     trials.push(peers::async_trial(
         "approval_round_trip_approved",
         &[&node, &ai],
         || approval_round_trip(true),
     ));
-    trials.push(peers::async_trial(
-        "approval_round_trip_denied",
-        &[&node, &ai],
-        || approval_round_trip(false),
-    ));
+    trials.push(peers::async_trial("approval_round_trip_denied", &[&node, &ai], || {
+        approval_round_trip(false)
+    }));
     peers::run(trials)
 }
 
@@ -122,7 +122,11 @@ impl Reader {
             String::from_utf8_lossy(&output.stderr)
         );
         let read: Read = serde_json::from_slice(&output.stdout).expect("the reader's JSON");
-        assert!(read.invalid.is_empty(), "chunks the schema refused: {:#?}", read.invalid);
+        assert!(
+            read.invalid.is_empty(),
+            "chunks the schema refused: {:#?}",
+            read.invalid
+        );
         read
     }
 }
@@ -209,7 +213,11 @@ async fn scenario_reads_as_the_run(scenario: Scenario) {
         .iter()
         .filter(|event| matches!(event, Event::StepFinished { .. }))
         .count();
-    assert_eq!(parts(message, "step-start").count(), steps + 1, "one step-start per model call");
+    assert_eq!(
+        parts(message, "step-start").count(),
+        steps + 1,
+        "one step-start per model call"
+    );
     match (ended_by, events.last()) {
         (Some((ErrorKind::Cancelled, _)), _) => {
             assert_eq!(read.chunks.last().map(String::as_str), Some("abort"));
@@ -266,10 +274,7 @@ fn approval_agent() -> Agent {
 }
 
 async fn collect(stream: EventStream) -> Vec<Event> {
-    stream
-        .map(|item| item.expect("the run does not fail"))
-        .collect()
-        .await
+    stream.map(|item| item.expect("the run does not fail")).collect().await
 }
 
 async fn approval_round_trip(approved: bool) {
@@ -281,7 +286,10 @@ async fn approval_round_trip(approved: bool) {
     let paused = transcript.paused().expect("the run paused");
 
     // The paused run as the client shows it: the call waits for a person.
-    let read = reader.read(&body(UiStream::new().with_message_id("msg-a"), &events, None).await, None);
+    let read = reader.read(
+        &body(UiStream::new().with_message_id("msg-a"), &events, None).await,
+        None,
+    );
     let part = tool_part(&read.message, "toolu_01").clone();
     assert_eq!(part["state"], "approval-requested");
     assert_eq!(part["approval"]["id"], "toolu_01");
@@ -299,11 +307,16 @@ async fn approval_round_trip(approved: bool) {
             }
         }
     }
-    let user = json!({ "id": "u1", "role": "user", "parts": [{ "type": "text", "text": "What is the weather in Paris?" }] });
+    let user =
+        json!({ "id": "u1", "role": "user", "parts": [{ "type": "text", "text": "What is the weather in Paris?" }] });
     let body_json = json!({ "id": "chat-1", "messages": [user, answered.clone()], "trigger": "submit-message" });
     let request = ChatRequest::from_json(body_json.to_string().as_bytes()).expect("the request");
     let decisions = request.decisions();
-    let expected = if approved { Approval::Allow } else { Approval::deny("Not today.") };
+    let expected = if approved {
+        Approval::Allow
+    } else {
+        Approval::deny("Not today.")
+    };
     assert_eq!(decisions.get("toolu_01"), Some(&expected));
     let continued = request.last_assistant().expect("the client continues its message");
     assert_eq!(continued.id, "msg-a");
@@ -315,7 +328,10 @@ async fn approval_round_trip(approved: bool) {
     let read = reader.read(&body(ui, &events, None).await, Some(&answered));
     assert_eq!(read.message["id"], "msg-a");
     let part = tool_part(&read.message, "toolu_01");
-    let context = format!("events {events:#?}\nchunks {:?}\nmessage {:#}", read.chunks, read.message);
+    let context = format!(
+        "events {events:#?}\nchunks {:?}\nmessage {:#}",
+        read.chunks, read.message
+    );
     if approved {
         assert_eq!(part["state"], "output-available", "{context}");
         assert_eq!(part["output"]["content"][0]["text"], "Sunny, 21°C in Paris.");

@@ -61,14 +61,33 @@ fn a_step_with_host_calls_becomes_an_assistant_message_and_a_user_message_of_res
     let roles: Vec<Role> = messages.iter().map(|message| message.role).collect();
     // user, assistant (step 1), user (results, then nothing else: step 2 follows), assistant
     // (step 2), user ("Thanks!").
-    assert_eq!(roles, [Role::User, Role::Assistant, Role::User, Role::Assistant, Role::User]);
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::User, Role::Assistant, Role::User]
+    );
     assert!(matches!(
         &messages[1].content[..],
-        [ContentBlock::Thinking { signature: Some(_), .. }, ContentBlock::RedactedThinking { .. }, ContentBlock::Text { .. },
-         ContentBlock::ToolUse { executed_by: ExecutedBy::Provider, .. }, ContentBlock::ToolResult { .. },
-         ContentBlock::ToolUse { executed_by: ExecutedBy::Host, signature: Some(_), .. }, ContentBlock::Opaque { .. }]
+        [
+            ContentBlock::Thinking { signature: Some(_), .. },
+            ContentBlock::RedactedThinking { .. },
+            ContentBlock::Text { .. },
+            ContentBlock::ToolUse {
+                executed_by: ExecutedBy::Provider,
+                ..
+            },
+            ContentBlock::ToolResult { .. },
+            ContentBlock::ToolUse {
+                executed_by: ExecutedBy::Host,
+                signature: Some(_),
+                ..
+            },
+            ContentBlock::Opaque { .. }
+        ]
     ));
-    assert!(matches!(&messages[2].content[..], [ContentBlock::ToolResult { is_error: false, .. }]));
+    assert!(matches!(
+        &messages[2].content[..],
+        [ContentBlock::ToolResult { is_error: false, .. }]
+    ));
 }
 
 #[test]
@@ -83,8 +102,18 @@ fn file_parts_become_images_and_other_files_are_left_out() {
         })
         .collect();
     assert_eq!(images.len(), 2);
-    assert_eq!(images[0], &ImageSource::Base64 { data: "iVBORw0KGgo=".into() });
-    assert_eq!(images[1], &ImageSource::Url { url: "https://example.com/p.jpg".into() });
+    assert_eq!(
+        images[0],
+        &ImageSource::Base64 {
+            data: "iVBORw0KGgo=".into()
+        }
+    );
+    assert_eq!(
+        images[1],
+        &ImageSource::Url {
+            url: "https://example.com/p.jpg".into()
+        }
+    );
 }
 
 #[test]
@@ -137,7 +166,10 @@ fn calls_without_a_result_are_kept_only_at_the_end() {
     ] });
     let user = json!({ "id": "u", "role": "user", "parts": [{ "type": "text", "text": "Weather?" }] });
     let at_end = chat(json!([user.clone(), pending.clone()])).to_messages();
-    assert!(matches!(at_end.last().map(|m| &m.content[..]), Some([ContentBlock::Text { .. }, ContentBlock::ToolUse { .. }])));
+    assert!(matches!(
+        at_end.last().map(|m| &m.content[..]),
+        Some([ContentBlock::Text { .. }, ContentBlock::ToolUse { .. }])
+    ));
     let later = json!({ "id": "u2", "role": "user", "parts": [{ "type": "text", "text": "Never mind." }] });
     let abandoned = chat(json!([user, pending, later])).to_messages();
     assert!(matches!(&abandoned[1].content[..], [ContentBlock::Text { .. }]));

@@ -36,7 +36,10 @@ fn encode_writes_one_data_line_per_chunk() {
         id: "text-0".into(),
         delta: "line one\nline two".into(),
     });
-    assert_eq!(&frame[..], b"data: {\"type\":\"text-delta\",\"id\":\"text-0\",\"delta\":\"line one\\nline two\"}\n\n");
+    assert_eq!(
+        &frame[..],
+        b"data: {\"type\":\"text-delta\",\"id\":\"text-0\",\"delta\":\"line one\\nline two\"}\n\n"
+    );
 }
 
 #[test]
@@ -77,16 +80,23 @@ async fn sse_after_an_error_writes_error_then_done_and_reads_no_further() {
 
 #[tokio::test]
 async fn chunks_of_a_stream_without_finish_end_interrupted() {
-    let chunks: Vec<UiChunk> = sse::chunks(events(vec![Ok(started()), Ok(text("Cut"))])).collect().await;
+    let chunks: Vec<UiChunk> = sse::chunks(events(vec![Ok(started()), Ok(text("Cut"))]))
+        .collect()
+        .await;
     assert!(matches!(
         chunks.last(),
-        Some(UiChunk::Finish { finish_reason: Some(patchbay_ui::UiFinishReason::Interrupted), .. })
+        Some(UiChunk::Finish {
+            finish_reason: Some(patchbay_ui::UiFinishReason::Interrupted),
+            ..
+        })
     ));
 }
 
 #[tokio::test]
 async fn sse_with_ids_numbers_every_frame_but_done() {
-    let stream = UiStream::new().with_message_id("m").sse_with_ids(events(vec![Ok(started())]));
+    let stream = UiStream::new()
+        .with_message_id("m")
+        .sse_with_ids(events(vec![Ok(started())]));
     let body = body(stream).await;
     assert!(body.starts_with("id: 0\ndata: {\"type\":\"start\""));
     assert!(body.contains("id: 1\ndata: {\"type\":\"start-step\"}"));
@@ -97,7 +107,9 @@ async fn sse_with_ids_numbers_every_frame_but_done() {
 fn chunks_read_back_as_written() {
     let chunks = vec![
         UiChunk::data("opaque", serde_json::json!({ "a": 1 })),
-        UiChunk::ToolOutputDenied { tool_call_id: "c".into() },
+        UiChunk::ToolOutputDenied {
+            tool_call_id: "c".into(),
+        },
         UiChunk::Finish {
             finish_reason: Some(patchbay_ui::UiFinishReason::ContentFilter),
             message_metadata: None,
