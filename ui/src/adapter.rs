@@ -218,6 +218,9 @@ impl UiStream {
                 });
             }
             Event::ToolCallStart { id, name } => {
+                if self.state.calls.get(id).is_some_and(|call| call.available) {
+                    return out;
+                }
                 self.close(&mut out);
                 self.input_start(id, name, false, &mut out);
             }
