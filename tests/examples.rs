@@ -3,6 +3,7 @@
 //! under CI).
 
 mod chat_example;
+mod chat_server;
 #[cfg(feature = "mcp")]
 mod mcp_serve;
 
@@ -25,6 +26,26 @@ fn main() {
         chat_example::chat_schema_prints_growing_objects_then_the_validated_one,
         chat_example::chat_schema_reports_a_mismatch_with_the_raw_answer,
     ];
+    let server: &Peer = &chat_server::chat_server_binary();
+    trials.extend(trials![async_trial, server =>
+        chat_server::chat_server_streams_pauses_for_approval_and_resumes_over_http,
+    ]);
+    let (chromium, driver) = (
+        patchbay_conformance::browser::chromium(),
+        patchbay_conformance::browser::chromedriver(),
+    );
+    let (chromium_path, driver_path) = (chromium.path().to_owned(), driver.path().to_owned());
+    trials.push(peers::async_trial(
+        "chat_server::chat_server_page_streams_asks_for_approval_and_resumes_in_chromium",
+        &[server, &chromium, &driver],
+        move || async move {
+            chat_server::chat_server_page_streams_asks_for_approval_and_resumes_in_chromium(
+                &chromium_path,
+                &driver_path,
+            )
+            .await;
+        },
+    ));
     #[cfg(all(feature = "anthropic", feature = "openrouter"))]
     {
         use chat_example::against_mocks;
