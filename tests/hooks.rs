@@ -22,10 +22,16 @@ struct Policy {
     seen: Mutex<Vec<String>>,
 }
 
+impl Policy {
+    fn seen(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 #[async_trait]
 impl Hooks for Policy {
     async fn before_tool(&self, call: &ToolInvocation, _cx: &ToolContext) -> BeforeTool {
-        self.seen.lock().unwrap().push(format!("before {}", call.tool_use_id));
+        self.seen().push(format!("before {}", call.tool_use_id));
         match call.input["text"].as_str() {
             Some("secret") => BeforeTool::deny("no secrets"),
             Some("quiet") => BeforeTool::Rewrite(json!({"text": "rewritten"})),
@@ -34,15 +40,13 @@ impl Hooks for Policy {
     }
 
     async fn after_tool(&self, call: &ToolInvocation, result: &ToolResult, _cx: &ToolContext) -> Option<ToolResult> {
-        self.seen
-            .lock()
-            .unwrap()
+        self.seen()
             .push(format!("after {} {:?}", call.tool_use_id, result.status));
         (result.status == ToolStatus::Completed).then(|| ToolResult::text(result.text_content().to_uppercase()))
     }
 
     async fn on_prompt(&self, prompt: &str) -> OnPrompt {
-        self.seen.lock().unwrap().push(format!("prompt {prompt}"));
+        self.seen().push(format!("prompt {prompt}"));
         if prompt.contains("forbidden") {
             OnPrompt::Block {
                 reason: "not that".into(),
@@ -53,10 +57,7 @@ impl Hooks for Policy {
     }
 
     async fn on_stop(&self, stop: &StopInfo) -> StopDecision {
-        self.seen
-            .lock()
-            .unwrap()
-            .push(format!("stop {} {}", stop.text, stop.continued));
+        self.seen().push(format!("stop {} {}", stop.text, stop.continued));
         if stop.text.contains("done") || stop.continued {
             StopDecision::Stop
         } else {
@@ -112,7 +113,7 @@ async fn hooks_deny_rewrite_and_replace_around_host_tools() {
     // The model got the replaced results.
     let second = &scripted.requests()[1].messages;
     assert!(format!("{:?}", second[2]).contains("REWRITTEN"));
-    let seen = policy.seen.lock().unwrap().clone();
+    let seen = policy.seen().clone();
     assert_eq!(seen[0], "prompt go");
     assert!(seen.contains(&"after c1 Denied".to_string()), "{seen:?}");
     assert_eq!(seen.last().map(String::as_str), Some("stop All done. false"));
@@ -154,7 +155,7 @@ async fn the_stop_hook_sends_the_model_back_once() {
     assert_eq!(scripted.requests().len(), 2);
     let second = &scripted.requests()[1].messages;
     assert_eq!(second.last().map(Message::text).as_deref(), Some("Say done."));
-    let seen = policy.seen.lock().unwrap().clone();
+    let seen = policy.seen().clone();
     assert!(seen.contains(&"stop Still thinking. true".to_string()), "{seen:?}");
 }
 

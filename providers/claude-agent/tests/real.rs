@@ -21,13 +21,15 @@ use serde_json::{Value, json};
 
 use crate::support;
 
-struct Real {
-    server: MockServer,
-    home: tempfile::TempDir,
-    config: ClaudeAgentConfig,
+/// The real CLI against the Anthropic mock serving `turns`, with a temporary home (shared by
+/// the real trials of hooks and pauses).
+pub(crate) struct Real {
+    pub(crate) server: MockServer,
+    pub(crate) home: tempfile::TempDir,
+    pub(crate) config: ClaudeAgentConfig,
 }
 
-async fn real(turns: Vec<Serve>) -> Real {
+pub(crate) async fn real(turns: Vec<Serve>) -> Real {
     let cli = support::real_cli().path().to_path_buf();
     let server = MockServer::builder(AnthropicWire)
         .serve(turns)
@@ -39,11 +41,13 @@ async fn real(turns: Vec<Serve>) -> Real {
     Real { server, home, config }
 }
 
-fn text(text: &str) -> Serve {
+/// A turn that answers `text`.
+pub(crate) fn text(text: &str) -> Serve {
     Serve::Turn(Turn::Respond(Response::new(vec![Part::text(text)]).with_usage(10, 5)))
 }
 
-fn tool(id: &str, name: &str, input: Value) -> Serve {
+/// A turn that calls tool `name`.
+pub(crate) fn tool(id: &str, name: &str, input: Value) -> Serve {
     Serve::Turn(Turn::Respond(
         Response::new(vec![Part::tool_call(id, name, input)])
             .with_end(End::Finish {

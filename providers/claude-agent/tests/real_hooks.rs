@@ -4,59 +4,16 @@
 
 use std::sync::{Arc, Mutex};
 
-use patchbay_claude_agent::ClaudeAgentConfig;
 use patchbay_claude_agent::ClaudeAgentProvider;
-use patchbay_conformance::mock::anthropic::AnthropicWire;
-use patchbay_conformance::mock::{MockServer, Serve};
 use patchbay_conformance::{Recording, text_of};
 use patchbay_core::hooks::{BeforeTool, Hooks, OnPrompt, StopDecision, StopInfo, ToolInvocation};
 use patchbay_core::{
     Event, ExecutedBy, FinishReason, FnTool, Message, RequestContext, Signal, ToolContext, ToolResult, ToolSet,
     async_trait,
 };
-use patchbay_scripted::{End, Part, Response, Turn};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::support;
-
-struct Real {
-    server: MockServer,
-    _home: tempfile::TempDir,
-    config: ClaudeAgentConfig,
-}
-
-async fn real(turns: Vec<Serve>) -> Real {
-    let cli = support::real_cli().path().to_path_buf();
-    let server = MockServer::builder(AnthropicWire)
-        .serve(turns)
-        .start()
-        .await
-        .unwrap_or_else(|e| panic!("mock: {e}"));
-    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
-    let mut config = support::offline(&cli, &server.url(), home.path());
-    if let Some(dir) = std::env::var_os("PATCHBAY_CLAUDE_HOOKS_RECORD") {
-        config = config.with_record_stdout(std::path::Path::new(&dir).join("hooks.jsonl"));
-    }
-    Real {
-        server,
-        _home: home,
-        config,
-    }
-}
-
-fn text(text: &str) -> Serve {
-    Serve::Turn(Turn::Respond(Response::new(vec![Part::text(text)]).with_usage(10, 5)))
-}
-
-fn tool(id: &str, name: &str, input: Value) -> Serve {
-    Serve::Turn(Turn::Respond(
-        Response::new(vec![Part::tool_call(id, name, input)])
-            .with_end(End::Finish {
-                reason: FinishReason::ToolUse,
-            })
-            .with_usage(10, 5),
-    ))
-}
+use crate::real::{Real, real, text, tool};
 
 /// What the hooks were called with, and what they answer.
 #[derive(Default)]

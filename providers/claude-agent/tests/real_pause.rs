@@ -4,30 +4,13 @@
 use std::sync::Arc;
 
 use patchbay_claude_agent::ClaudeAgentProvider;
-use patchbay_conformance::mock::anthropic::AnthropicWire;
-use patchbay_conformance::mock::{MockServer, Serve};
 use patchbay_conformance::{Recording, text_of};
 use patchbay_core::agent::Decisions;
 use patchbay_core::context::{Approval, PauseFor};
 use patchbay_core::{Agent, Event, FinishReason, Message, RequestContext, Signal};
-use patchbay_scripted::{End, Part, Response, Turn};
 use serde_json::json;
 
-use crate::support;
-
-fn text(text: &str) -> Serve {
-    Serve::Turn(Turn::Respond(Response::new(vec![Part::text(text)]).with_usage(10, 5)))
-}
-
-fn write(id: &str, input: serde_json::Value) -> Serve {
-    Serve::Turn(Turn::Respond(
-        Response::new(vec![Part::tool_call(id, "Write", input)])
-            .with_end(End::Finish {
-                reason: FinishReason::ToolUse,
-            })
-            .with_usage(10, 5),
-    ))
-}
+use crate::real::{Real, real, text, tool};
 
 /// Pause on `Write`, then resume with `decision`; returns the resumed answer's text, whether
 /// the file was written, and the last request's messages.
@@ -35,15 +18,12 @@ async fn pause_then(decision: Approval) -> (String, bool, String) {
     let workdir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let file = workdir.path().join("note.txt");
     let input = json!({ "file_path": file.display().to_string(), "content": "hi" });
-    let server = MockServer::builder(AnthropicWire)
-        .serve(vec![write("toolu_p1", input.clone()), text("Done.")])
-        .start()
-        .await
-        .unwrap_or_else(|e| panic!("mock: {e}"));
-    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let cli = support::real_cli().path().to_path_buf();
-    let provider =
-        ClaudeAgentProvider::new(support::offline(&cli, &server.url(), home.path())).unwrap_or_else(|e| panic!("{e}"));
+    let Real {
+        server,
+        home: _home,
+        config,
+    } = real(vec![tool("toolu_p1", "Write", input.clone()), text("Done.")]).await;
+    let provider = ClaudeAgentProvider::new(config).unwrap_or_else(|e| panic!("{e}"));
     let provider = Arc::new(provider);
     let context = RequestContext::new()
         .with_working_dir(workdir.path())
