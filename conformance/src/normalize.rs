@@ -262,6 +262,21 @@ impl Normalizer {
                 "type": "subagent_message", "parent": self.call_id(parent_tool_use_id),
                 "subagent": subagent, "message": message,
             }),
+            Event::ToolProgress {
+                id,
+                message,
+                progress,
+                total,
+            } => json!({
+                "type": "tool_progress", "id": self.call_id(id), "message": message,
+                "progress": progress, "total": total,
+            }),
+            Event::Log {
+                source,
+                level,
+                logger,
+                data,
+            } => json!({ "type": "log", "source": source, "level": level, "logger": logger, "data": data }),
             Event::ApprovalRequested { calls } => json!({
                 "type": "approval_requested",
                 "calls": calls.iter().map(|call| json!({

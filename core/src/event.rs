@@ -284,6 +284,35 @@ pub enum Event {
         /// (`User`).
         message: Message,
     },
+    /// How far a running tool call got: a host tool's [`ToolProgress`](crate::tool::ToolProgress)
+    /// report, or an MCP server's `notifications/progress` for the call. Transient: not part of
+    /// the conversation.
+    ToolProgress {
+        /// The call id.
+        id: String,
+        /// What the call is doing now, in a few words.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        /// How much is done, increasing from report to report.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        progress: Option<f64>,
+        /// How much there is in all, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+    },
+    /// A log message a tool source sent while the call ran (an MCP server's
+    /// `notifications/message`). Transient: not part of the conversation.
+    Log {
+        /// Who sent it (the MCP server's configured name).
+        source: String,
+        /// Its level, as sent (`debug`, `info`, `notice`, `warning`, `error`...).
+        level: String,
+        /// The logger name, when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        logger: Option<String>,
+        /// The message: any JSON value.
+        data: Value,
+    },
     /// The run paused: these tool calls wait for a person's decision
     /// ([`Approval::Pause`](crate::context::Approval::Pause)). `Finish` with reason `ToolUse`
     /// follows at once; a later call with the decisions resumes the run
@@ -334,6 +363,8 @@ impl Event {
             Event::Opaque { .. } => "opaque",
             Event::SubagentMessage { .. } => "subagent_message",
             Event::ApprovalRequested { .. } => "approval_requested",
+            Event::ToolProgress { .. } => "tool_progress",
+            Event::Log { .. } => "log",
             Event::Source(_) => "source",
             Event::Usage(_) => "usage",
             Event::StepFinished { .. } => "step_finished",

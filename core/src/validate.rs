@@ -198,7 +198,9 @@ impl Validator {
             Event::ReasoningSignature { .. }
             | Event::RedactedReasoning { .. }
             | Event::Opaque { .. }
-            | Event::SubagentMessage { .. } => {}
+            | Event::SubagentMessage { .. }
+            | Event::ToolProgress { .. }
+            | Event::Log { .. } => {}
             Event::ApprovalRequested { calls } => self.approval_requested(calls),
             Event::ToolCallStart { id, .. } => self.tool_call_start(id),
             Event::ToolCallDelta { id, partial_json } => self.tool_call_delta(id, partial_json),

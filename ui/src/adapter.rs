@@ -270,6 +270,28 @@ impl UiStream {
                 }
                 out.push(UiChunk::data("subagent", data));
             }
+            Event::ToolProgress {
+                id,
+                message,
+                progress,
+                total,
+            } => {
+                let data = json!({ "toolCallId": id, "message": message, "progress": progress, "total": total });
+                out.push(UiChunk::Data(
+                    DataChunk::new("progress", data)
+                        .with_id(format!("progress-{id}"))
+                        .transient(),
+                ));
+            }
+            Event::Log {
+                source,
+                level,
+                logger,
+                data,
+            } => {
+                let data = json!({ "source": source, "level": level, "logger": logger, "data": data });
+                out.push(UiChunk::Data(DataChunk::new("log", data).transient()));
+            }
             Event::ApprovalRequested { calls } => {
                 self.close(&mut out);
                 for call in calls {

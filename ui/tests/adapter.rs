@@ -261,6 +261,31 @@ fn subagent_message_writes_a_data_subagent_part() {
 }
 
 #[test]
+fn tool_progress_writes_a_transient_data_progress_part_per_call() {
+    let chunks = after_start(&[
+        call("call_1", "index", ExecutedBy::Host),
+        Event::ToolProgress {
+            id: "call_1".into(),
+            message: Some("indexing".into()),
+            progress: Some(3.0),
+            total: Some(10.0),
+        },
+    ]);
+    snapshot("tool_progress", &chunks);
+}
+
+#[test]
+fn log_writes_a_transient_data_log_part() {
+    let chunks = after_start(&[Event::Log {
+        source: "docs".into(),
+        level: "warning".into(),
+        logger: Some("index".into()),
+        data: json!("slow disk"),
+    }]);
+    snapshot("log", &chunks);
+}
+
+#[test]
 fn approval_requested_writes_a_tool_approval_request_per_call() {
     let request = |id: &str| ApprovalRequest {
         tool_use_id: id.into(),
