@@ -36,7 +36,7 @@ pub enum Approval {
     },
     /// Ask a person, who answers from a later request: the run ends its stream with
     /// [`Event::ApprovalRequested`](crate::Event) and `Finish` (reason `ToolUse`), and a later
-    /// call carrying the decision ([`RequestContext::with_decision`]) resumes it. Where a run
+    /// call carrying the decision ([`RequestContext::with_decision`](crate::RequestContext::with_decision)) resumes it. Where a run
     /// cannot pause (a provider that does not support it), `Pause` denies the call.
     Pause,
 }
