@@ -311,6 +311,7 @@ impl RequestContext {
             extensions: self.extensions.clone(),
             tool_use_id: None,
             progress: crate::tool::ToolProgress::default(),
+            log: crate::tool::ToolLog::default(),
         }
     }
 }

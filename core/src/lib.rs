@@ -22,6 +22,7 @@ pub mod source;
 pub mod summary;
 pub mod telemetry;
 pub mod tool;
+mod tool_log;
 mod toolset;
 pub mod validate;
 

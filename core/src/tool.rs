@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::cache::CacheControl;
 use crate::extensions::Extensions;
 use crate::signal::Signal;
+pub use crate::tool_log::{LogLevel, LogMessage, ToolLog};
 
 /// Who executed a tool call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -47,6 +48,10 @@ pub struct ToolSpec {
     /// Extra facts such as MCP annotations (`readOnlyHint`...), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
+    /// JSON Schema of the [`ToolContent::Json`] object the tool answers with, for a tool that
+    /// returns structured output (MCP's `outputSchema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
     /// Prompt-caching marker for providers that support it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
@@ -60,8 +65,15 @@ impl ToolSpec {
             description: description.into(),
             input_schema,
             annotations: None,
+            output_schema: None,
             cache_control: None,
         }
+    }
+
+    /// The same spec with this output schema (see [`output_schema`](Self::output_schema)).
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
     }
 
     /// A spec whose input schema is derived from `I` with schemars.
@@ -294,7 +306,7 @@ impl fmt::Debug for ToolProgress {
 }
 
 /// What a tool gets besides its input: cancellation, working directory, request metadata,
-/// typed host extensions and a progress reporter, so a tool never needs globals.
+/// typed host extensions, a progress reporter and a log, so a tool never needs globals.
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct ToolContext {
@@ -310,6 +322,8 @@ pub struct ToolContext {
     pub tool_use_id: Option<String>,
     /// Where progress reports go (nowhere unless the caller listens).
     pub progress: ToolProgress,
+    /// Where log messages go (nowhere unless the caller listens).
+    pub log: ToolLog,
 }
 
 impl ToolContext {
@@ -353,6 +367,12 @@ impl ToolContext {
         self.progress = progress;
         self
     }
+
+    /// Set where log messages go.
+    pub fn with_log(mut self, log: ToolLog) -> Self {
+        self.log = log;
+        self
+    }
 }
 
 impl fmt::Debug for ToolContext {
@@ -364,6 +384,7 @@ impl fmt::Debug for ToolContext {
             .field("extensions", &self.extensions)
             .field("tool_use_id", &self.tool_use_id)
             .field("progress", &self.progress.is_active())
+            .field("log", &self.log.is_active())
             .finish()
     }
 }
@@ -418,6 +439,12 @@ where
     /// The same tool with these MCP annotations (`{"readOnlyHint": true}`, say) in its spec.
     pub fn with_annotations(mut self, annotations: Value) -> Self {
         self.spec.annotations = Some(annotations);
+        self
+    }
+
+    /// The same tool with this output schema in its spec (see [`ToolSpec::output_schema`]).
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.spec.output_schema = Some(schema);
         self
     }
 }
