@@ -59,8 +59,8 @@ impl Grant {
 /// How requests are let in: the bearer token, else the [`Authorizer`] for a request naming
 /// the server's own host.
 pub(crate) struct Auth {
-    /// `Bearer <token>`.
-    pub(crate) expected: String,
+    /// `Bearer <token>`; `None` lets every request in (a server built `without_token`).
+    pub(crate) expected: Option<String>,
     pub(crate) authorizer: Option<Authorizer>,
     /// `127.0.0.1:<port>` and `localhost:<port>`.
     pub(crate) hosts: [String; 2],
@@ -91,7 +91,10 @@ pub(crate) async fn require_token(State(auth): State<Arc<Auth>>, request: Reques
         .get(http::header::AUTHORIZATION)
         .map(|value| value.as_bytes())
         .unwrap_or_default();
-    if constant_time_eq(given, auth.expected.as_bytes()) {
+    let Some(expected) = &auth.expected else {
+        return next.run(request).await;
+    };
+    if constant_time_eq(given, expected.as_bytes()) {
         return next.run(request).await;
     }
     if let Some(authorizer) = &auth.authorizer

@@ -28,12 +28,14 @@ pub const META_JSON: &str = "patchbay/json";
 /// | `ToolContent::Image` | `image` block |
 /// | `ToolContent::Resource` | embedded `resource` block (text or blob) |
 /// | `ToolContent::Json` | `text` block holding the JSON, marked `_meta["patchbay/json"]`; a result whose only content is one JSON object also sets `structuredContent` |
+/// | `ToolContent::Json` holding an MCP `audio` block ([`audio_content`]) | that `audio` block |
 /// | `status: Completed` / anything else | `isError: false` / `true`; `Denied` and `Aborted` are kept in `_meta["patchbay/status"]` |
 /// | `metadata` | `_meta["patchbay/metadata"]` |
 ///
 /// From a foreign server: `structuredContent` becomes `metadata` (unless the patchbay key is
 /// present), a `resource_link` becomes a `Resource` without contents, and `audio` (which
-/// patchbay has no kind for) is kept as `Json` holding the MCP block, so nothing is dropped.
+/// patchbay has no kind for) is kept as `Json` holding the MCP block, so nothing is dropped
+/// (and it goes out again as `audio`).
 ///
 /// ```
 /// use patchbay_core::ToolResult;
@@ -105,7 +107,32 @@ pub fn from_call_tool_result(result: CallToolResult) -> ToolResult {
     }
 }
 
-fn content_to_mcp(content: &ToolContent) -> ContentBlock {
+/// Audio for a tool result or a prompt message: patchbay has no content kind for it, so it
+/// is the MCP `audio` block (`{"type": "audio", "data": <base64>, "mimeType": ...}`) as
+/// [`ToolContent::Json`], which [`to_call_tool_result`] sends as that block (and
+/// [`from_call_tool_result`] makes of a foreign server's audio).
+///
+/// ```
+/// use patchbay_core::ToolResult;
+/// let result = ToolResult { content: vec![patchbay_mcp::audio_content("audio/wav", "UklGRg==")], ..ToolResult::text("") };
+/// let mcp = patchbay_mcp::to_call_tool_result(&result);
+/// assert_eq!(serde_json::to_value(&mcp.content[0]).unwrap()["type"], "audio");
+/// ```
+pub fn audio_content(mime_type: impl Into<String>, base64: impl Into<String>) -> ToolContent {
+    ToolContent::Json {
+        value: serde_json::json!({"type": "audio", "data": base64.into(), "mimeType": mime_type.into()}),
+    }
+}
+
+/// One piece of patchbay content as an MCP content block (the mapping is on
+/// [`to_call_tool_result`]).
+pub(crate) fn content_to_mcp(content: &ToolContent) -> ContentBlock {
+    if let ToolContent::Json { value } = content
+        && value.get("type").and_then(Value::as_str) == Some("audio")
+        && let Ok(audio @ ContentBlock::Audio(_)) = serde_json::from_value::<ContentBlock>(value.clone())
+    {
+        return audio;
+    }
     match content {
         ToolContent::Text { text } => ContentBlock::text(text.clone()),
         ToolContent::Image { media_type, data } => ContentBlock::image(data.clone(), media_type.clone()),
@@ -191,8 +218,8 @@ fn content_from_mcp(content: ContentBlock) -> ToolContent {
 }
 
 /// An MCP tool definition as a [`ToolSpec`] named `name` (the listed name, or a prefixed one).
-/// The description, input schema and annotations are kept; the title goes into the
-/// annotations when they carry none.
+/// The description, input and output schemas and annotations are kept; the title goes into
+/// the annotations when they carry none.
 pub fn spec_from_mcp(tool: &rmcp::model::Tool, name: impl Into<String>) -> ToolSpec {
     let mut spec = ToolSpec::new(
         name,
@@ -210,11 +237,16 @@ pub fn spec_from_mcp(tool: &rmcp::model::Tool, name: impl Into<String>) -> ToolS
     if annotations.as_object().is_some_and(|map| !map.is_empty()) {
         spec.annotations = Some(annotations);
     }
+    spec.output_schema = tool
+        .output_schema
+        .as_ref()
+        .map(|schema| Value::Object((**schema).clone()));
     spec
 }
 
-/// A [`ToolSpec`] as an MCP tool definition. A schema that is not an object is replaced by
-/// `{"type": "object"}`; annotations that parse as MCP annotations are kept.
+/// A [`ToolSpec`] as an MCP tool definition. An input schema that is not an object is replaced
+/// by `{"type": "object"}`; an output schema is kept when it is an object; annotations that
+/// parse as MCP annotations are kept (their `title` also as the tool's title).
 pub fn spec_to_mcp(spec: &ToolSpec) -> rmcp::model::Tool {
     let schema = match &spec.input_schema {
         Value::Object(map) => map.clone(),
@@ -231,5 +263,14 @@ pub fn spec_to_mcp(spec: &ToolSpec) -> rmcp::model::Tool {
         .annotations
         .as_ref()
         .and_then(|value| serde_json::from_value(value.clone()).ok());
+    tool.title = spec
+        .annotations
+        .as_ref()
+        .and_then(|value| value.get("title"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    if let Some(Value::Object(schema)) = &spec.output_schema {
+        tool.output_schema = Some(Arc::new(schema.clone()));
+    }
     tool
 }

@@ -79,6 +79,12 @@ pub enum Error {
         #[source]
         source: Option<std::io::Error>,
     },
+    /// A tool's request to its MCP caller (elicitation, sampling) failed or cannot be made.
+    #[error("MCP caller: {message}")]
+    Caller {
+        /// What failed.
+        message: String,
+    },
 }
 
 fn stderr_note(stderr: &Option<String>) -> String {
@@ -89,6 +95,12 @@ fn stderr_note(stderr: &Option<String>) -> String {
 }
 
 impl Error {
+    pub(crate) fn caller(message: impl Into<String>) -> Self {
+        Self::Caller {
+            message: message.into(),
+        }
+    }
+
     /// The configured name of the server this error is about, if any.
     pub fn server(&self) -> Option<&str> {
         match self {
@@ -99,7 +111,7 @@ impl Error {
             | Self::ListTools { server, .. }
             | Self::Timeout { server, .. }
             | Self::Cancelled { server } => Some(server),
-            Self::Serve { .. } => None,
+            Self::Serve { .. } | Self::Caller { .. } => None,
         }
     }
 }

@@ -9,9 +9,8 @@ mod contexts;
 mod convert;
 mod error;
 mod listen;
-mod progress;
 mod reporting;
-mod server;
+pub mod server;
 
 pub use auth::{Authorizer, Grant};
 pub use body_limit::DEFAULT_MAX_REQUEST_BYTES;
@@ -19,13 +18,13 @@ pub use client::{DEFAULT_CONNECT_TIMEOUT, McpClientSet, McpConnections};
 pub use connection::{CLOSE_GRACE, McpClient, ToolNaming};
 pub use contexts::{CONTEXT_HEADER, ContextGuard, META_HEADER_PREFIX};
 pub use convert::{
-    META_CLAUDE_TOOL_USE_ID, META_JSON, META_METADATA, META_STATUS, META_TOOL_USE_ID, from_call_tool_result,
-    spec_from_mcp, spec_to_mcp, to_call_tool_result,
+    META_CLAUDE_TOOL_USE_ID, META_JSON, META_METADATA, META_STATUS, META_TOOL_USE_ID, audio_content,
+    from_call_tool_result, spec_from_mcp, spec_to_mcp, to_call_tool_result,
 };
 pub use error::Error;
 pub use listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 pub use reporting::reporting_tools;
-pub use server::{ToolServer, ToolServerBuilder};
+pub use server::{McpCaller, ResourceUpdates, ToolServer, ToolServerBuilder};
 
 /// The rmcp version this crate is built on, re-exported for its model types.
 pub use rmcp;

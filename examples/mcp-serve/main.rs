@@ -3,13 +3,21 @@
 //! ```text
 //! cargo run --example mcp-serve --features mcp            # streamable HTTP on 127.0.0.1
 //! cargo run --example mcp-serve --features mcp -- --stdio # stdin/stdout
+//! cargo run --example mcp-serve --features mcp -- --conformance
 //! ```
+//!
+//! `--conformance` serves the reference tools, resources and prompts of the official MCP
+//! conformance suite instead (see `conformance.rs`), stateful and WITHOUT a bearer token (the
+//! suite sends none; only in this mode), on loopback: run the suite's server scenarios at the
+//! URL it prints (`conformance server --url URL`).
 //!
 //! Over HTTP it prints the URL, the bearer token and the headers of one registered request
 //! context (project `demo`), then serves until Ctrl-C (SIGINT) or SIGTERM and shuts down
 //! cleanly, so it runs in the background or under a supervisor with standard input closed. Over
 //! stdio it serves until its client closes standard input, or a signal. Try it with the MCP
 //! Inspector CLI (`mcp-inspector --cli <url> --transport http --header "..." --method tools/list`).
+
+mod conformance;
 
 use std::sync::Arc;
 
@@ -86,6 +94,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             served = ToolServer::builder(example_tools()).serve_stdio(&context) => served?,
             signal = stop_signal() => eprintln!("mcp-serve: {}, stopping", signal?),
         }
+        return Ok(());
+    }
+
+    if std::env::args().any(|arg| arg == "--conformance") {
+        let server = conformance::builder().start().await?;
+        println!("MCP tool server: {}", server.url());
+        println!("conformance mode: no token, stateful sessions, loopback only");
+        println!("Serving until Ctrl-C or SIGTERM.");
+        let stopped_by = stop_signal().await?;
+        eprintln!("mcp-serve: {stopped_by}, shutting down");
+        server.shutdown().await;
         return Ok(());
     }
 

@@ -1,31 +1,25 @@
-//! The tool server: any [`ToolSet`] over MCP (streamable HTTP or stdio), with per-request
-//! context.
+//! [`ToolServerBuilder`]: what a server serves (tools, resources, prompts) and how (port,
+//! token, sessions, limits), then binding it.
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use patchbay_core::kit::run_tool;
-use patchbay_core::{RequestContext, Signal, ToolContext, ToolSet};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-};
-use rmcp::service::RequestContext as McpRequestContext;
+use patchbay_core::{RequestContext, ToolSet};
+use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
-use crate::auth::{Auth, Authorizer, Grant, own_hosts, require_own_host, require_token};
-use crate::contexts::{CONTEXT_HEADER, ContextGuard, ContextRegistry, HostContext, fresh_id, metadata_from_headers};
-use crate::convert::{META_CLAUDE_TOOL_USE_ID, META_TOOL_USE_ID, spec_to_mcp, to_call_tool_result};
+use crate::auth::{Auth, Authorizer, own_hosts, require_own_host, require_token};
+use crate::contexts::{ContextRegistry, HostContext, fresh_id};
 use crate::error::Error;
-use crate::listen::{Limits, SHUTDOWN_GRACE};
-use crate::progress::ProgressRelay;
+use crate::listen::Limits;
+use crate::server::handler::{Handler, Shared};
+use crate::server::prompts::{Prompt, Prompts};
+use crate::server::resources::{Resource, ResourceTemplate, Resources};
+use crate::server::running::ToolServer;
+use crate::server::subscriptions::ResourceUpdates;
 
 /// Builds a [`ToolServer`].
 #[derive(Clone)]
@@ -45,6 +39,11 @@ pub struct ToolServerBuilder {
     server_info: (String, String),
     /// The largest MCP request accepted, in bytes.
     max_request_bytes: usize,
+    resources: Resources,
+    prompts: Prompts,
+    updates: ResourceUpdates,
+    /// Serve without the bearer token ([`without_token`](Self::without_token)).
+    open: bool,
 }
 
 impl fmt::Debug for ToolServerBuilder {
@@ -62,6 +61,9 @@ impl fmt::Debug for ToolServerBuilder {
             .field("authorizer", &self.authorizer.is_some())
             .field("server_info", &self.server_info)
             .field("max_request_bytes", &self.max_request_bytes)
+            .field("resources", &self.resources)
+            .field("prompts", &self.prompts)
+            .field("open", &self.open)
             .finish_non_exhaustive()
     }
 }
@@ -178,6 +180,46 @@ impl ToolServerBuilder {
         self
     }
 
+    /// Serve this resource (`resources/list`, `resources/read`, `resources/subscribe`). A
+    /// resource of the same URI given before is replaced.
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.resources.fixed.retain(|r| r.uri() != resource.uri());
+        self.resources.fixed.push(resource);
+        self
+    }
+
+    /// Serve the resources under this template (`resources/templates/list`, and reads of the
+    /// URIs it matches that no [`resource`](Self::resource) has).
+    pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
+        self.resources.templates.push(template);
+        self
+    }
+
+    /// Serve this prompt (`prompts/list`, `prompts/get`). A prompt of the same name given
+    /// before is replaced.
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        self.prompts.all.retain(|p| p.name() != prompt.name());
+        self.prompts.all.push(prompt);
+        self
+    }
+
+    /// The handle that tells subscribed clients a served resource changed
+    /// (`notifications/resources/updated`), over HTTP and stdio alike.
+    pub fn resource_updates(&self) -> ResourceUpdates {
+        self.updates.clone()
+    }
+
+    /// Serve `/mcp` (and the [`with_routes`](Self::with_routes) routes) WITHOUT the bearer
+    /// token: any local process can then call the tools. Requests from a page of the
+    /// server's own origin (`http://127.0.0.1:<port>`, `http://localhost:<port>`) are
+    /// accepted too, other origins still refused; the `Host` check stays (DNS rebinding). For
+    /// test suites and demos that cannot send a token (the official MCP conformance suite),
+    /// never for tools that touch anything that matters.
+    pub fn without_token(mut self) -> Self {
+        self.open = true;
+        self
+    }
+
     /// Use this bearer token instead of a fresh random one.
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
@@ -239,16 +281,17 @@ impl ToolServerBuilder {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let handler = Handler {
-            shared: Arc::new(Shared {
-                tools: self.tools,
-                registry: ContextRegistry::default(),
-                require_context: false,
-                fixed: Some(Arc::new(HostContext::from_request(context, None))),
-                metadata_headers: Vec::new(),
-                server_info: self.server_info,
-            }),
-        };
+        let handler = Handler::new(Arc::new(Shared {
+            tools: self.tools,
+            registry: ContextRegistry::default(),
+            require_context: false,
+            fixed: Some(Arc::new(HostContext::from_request(context, None))),
+            metadata_headers: Vec::new(),
+            server_info: self.server_info,
+            resources: self.resources,
+            prompts: self.prompts,
+            updates: self.updates,
+        }));
         let running = handler.serve((read, write)).await.map_err(|error| Error::Serve {
             message: format!("MCP handshake failed: {error}"),
             source: None,
@@ -275,29 +318,36 @@ impl ToolServerBuilder {
         // mode it is cancelled only once the requests in flight were answered (see shutdown).
         let sessions = CancellationToken::new();
         let stateful = self.stateful;
-        let handler = Handler {
-            shared: Arc::new(Shared {
-                tools: self.tools,
-                registry: registry.clone(),
-                require_context: self.require_context,
-                fixed: None,
-                metadata_headers: self.metadata_headers,
-                server_info: self.server_info,
-            }),
-        };
+        let updates = self.updates.clone();
+        let shared = Arc::new(Shared {
+            tools: self.tools,
+            registry: registry.clone(),
+            require_context: self.require_context,
+            fixed: None,
+            metadata_headers: self.metadata_headers,
+            server_info: self.server_info,
+            resources: self.resources,
+            prompts: self.prompts,
+            updates: self.updates,
+        });
         let port = addr.port();
+        let mut origins = self.origins;
+        if self.open {
+            // Without a token, a page of the server's own origin is as trusted as any caller.
+            origins.extend([format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}")]);
+        }
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts([format!("127.0.0.1:{port}"), format!("localhost:{port}")])
-            .with_allowed_origins(self.origins)
+            .with_allowed_origins(origins)
             .enforce_origin_validation()
             .with_legacy_session_mode(self.stateful)
             .with_json_response(!self.stateful)
             .with_max_request_body_bytes(self.max_request_bytes)
             .with_cancellation_token(sessions.clone());
         let service: StreamableHttpService<Handler, LocalSessionManager> =
-            StreamableHttpService::new(move || Ok(handler.clone()), Default::default(), config);
+            StreamableHttpService::new(move || Ok(Handler::new(shared.clone())), Default::default(), config);
         let auth = Arc::new(Auth {
-            expected: format!("Bearer {token}"),
+            expected: (!self.open).then(|| format!("Bearer {token}")),
             authorizer: self.authorizer,
             hosts: own_hosts(port),
         });
@@ -324,56 +374,13 @@ impl ToolServerBuilder {
             addr,
             token,
             registry,
+            updates,
             shutdown,
             sessions,
             stateful,
             task: Mutex::new(None),
         };
         Ok((server, serve))
-    }
-}
-
-/// A running MCP tool server on `127.0.0.1`, serving a [`ToolSet`] over streamable HTTP.
-///
-/// Every request must carry `Authorization: Bearer <token>` (or pass the builder's
-/// [`authorize_with`](ToolServerBuilder::authorize_with) check; routes given to
-/// [`with_public_routes`](ToolServerBuilder::with_public_routes) need neither); the `Host`
-/// header must name the server's own loopback address; a request to `/mcp` from a browser
-/// (`Origin` header) is refused unless its origin was allowed. A caller registers its request context
-/// ([`register`](Self::register)) and hands the guard's headers to its MCP client; each call
-/// then runs with that context's metadata, extensions and working directory in its
-/// [`ToolContext`], exactly as in-process. Calls with an unknown or expired context id are
-/// refused with an MCP error, as are calls without one (unless
-/// [`allow_anonymous`](ToolServerBuilder::allow_anonymous)).
-///
-/// The metadata of a registered context is fixed at registration: under an
-/// `x-patchbay-context` header the `x-patchbay-meta-*` headers are ignored (never merged), so
-/// a holder of the token cannot add keys such as `role` that tools may trust. (A guard's own
-/// headers carry the metadata too; the server does not read them.)
-///
-/// Connections are bounded (see the crate docs, "Limits"): a header-read timeout, an idle
-/// timeout and a cap on concurrent connections, each set on the [`ToolServerBuilder`].
-///
-/// A call whose `_meta` carries a `progressToken` gets the tool's
-/// [`ToolProgress`](patchbay_core::tool::ToolProgress) reports as `notifications/progress` before
-/// its answer (see the crate docs, "Progress").
-pub struct ToolServer {
-    url: String,
-    addr: SocketAddr,
-    token: String,
-    registry: ContextRegistry,
-    shutdown: CancellationToken,
-    sessions: CancellationToken,
-    stateful: bool,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
-}
-
-impl fmt::Debug for ToolServer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolServer")
-            .field("url", &self.url)
-            .field("contexts", &self.registry.len())
-            .finish_non_exhaustive()
     }
 }
 
@@ -397,6 +404,10 @@ impl ToolServer {
             authorizer: None,
             server_info: ("patchbay-mcp".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
             max_request_bytes: crate::body_limit::DEFAULT_MAX_REQUEST_BYTES,
+            resources: Resources::default(),
+            prompts: Prompts::default(),
+            updates: ResourceUpdates::default(),
+            open: false,
         }
     }
 
@@ -456,228 +467,5 @@ impl ToolServer {
             source: None,
         })??;
         Ok(GLOBAL.get_or_init(|| server))
-    }
-
-    /// The endpoint, `http://127.0.0.1:<port>/mcp`.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    /// The bound address.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// The bearer token every request must carry (a secret: never log it).
-    pub fn token(&self) -> &str {
-        &self.token
-    }
-
-    /// Register `context` (metadata, extensions, working directory) for calls with the
-    /// server's own tools. Dropping the guard unregisters it.
-    pub fn register(&self, context: &RequestContext) -> ContextGuard {
-        self.register_host(HostContext::from_request(context, None), &context.metadata)
-    }
-
-    /// Register `context` with the tools calls under it may use (instead of the server's own).
-    pub fn register_with_tools(&self, context: &RequestContext, tools: ToolSet) -> ContextGuard {
-        self.register_host(HostContext::from_request(context, Some(tools)), &context.metadata)
-    }
-
-    fn register_host(&self, host: HostContext, metadata: &BTreeMap<String, String>) -> ContextGuard {
-        let (id, map) = self.registry.register(host);
-        ContextGuard::new(id, map, self.url.clone(), &self.token, metadata)
-    }
-
-    /// Number of registered contexts.
-    pub fn contexts(&self) -> usize {
-        self.registry.len()
-    }
-
-    /// Stop accepting, wait (up to 5 s) until the requests in flight are answered, and end
-    /// open sessions (a stateful server's at once: their streams would hold the wait).
-    pub async fn shutdown(&self) {
-        self.shutdown.cancel();
-        if self.stateful {
-            // Open server-to-client streams would hold their connections for the whole grace.
-            self.sessions.cancel();
-        }
-        let task = self.task.lock().ok().and_then(|mut slot| slot.take());
-        if let Some(mut task) = task
-            && tokio::time::timeout(SHUTDOWN_GRACE, &mut task).await.is_err()
-        {
-            task.abort();
-        }
-        self.sessions.cancel();
-    }
-}
-
-impl Drop for ToolServer {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-        self.sessions.cancel();
-    }
-}
-
-struct Shared {
-    tools: ToolSet,
-    registry: ContextRegistry,
-    require_context: bool,
-    /// The one context of a stdio server.
-    fixed: Option<Arc<HostContext>>,
-    /// Headers copied into the metadata of anonymous calls.
-    metadata_headers: Vec<(http::HeaderName, String)>,
-    /// The name and version announced in `initialize`.
-    server_info: (String, String),
-}
-
-#[derive(Clone)]
-struct Handler {
-    shared: Arc<Shared>,
-}
-
-impl Handler {
-    /// The context of this request: registered (by header id), fixed (stdio), or anonymous.
-    fn resolve(&self, cx: &McpRequestContext<RoleServer>, for_call: bool) -> Result<Arc<HostContext>, ErrorData> {
-        if let Some(fixed) = &self.shared.fixed {
-            return Ok(fixed.clone());
-        }
-        let Some(parts) = cx.extensions.get::<http::request::Parts>() else {
-            return Ok(Arc::new(HostContext::default()));
-        };
-        // What the authorizer vouched for wins over every claim of the request.
-        let grant = parts.extensions.get::<Grant>().filter(|g| !g.metadata().is_empty());
-        match parts.headers.get(CONTEXT_HEADER) {
-            // The registered metadata is the whole metadata: `x-patchbay-meta-*` headers are
-            // ignored, or a holder of the token could add keys (`role: admin`) tools trust.
-            Some(id) => {
-                let host = id
-                    .to_str()
-                    .ok()
-                    .and_then(|id| self.shared.registry.get(id))
-                    .ok_or_else(|| {
-                        ErrorData::invalid_request(
-                            "unknown or expired patchbay context id (x-patchbay-context): the context was never \
-                             registered with this tool server or its guard was dropped",
-                            None,
-                        )
-                    })?;
-                Ok(match grant {
-                    Some(grant) => {
-                        let mut granted = HostContext::clone(&host);
-                        grant.apply(&mut granted.metadata);
-                        Arc::new(granted)
-                    }
-                    None => host,
-                })
-            }
-            None if for_call && self.shared.require_context => Err(ErrorData::invalid_request(
-                "missing x-patchbay-context header: this tool server runs tools only under a registered context",
-                None,
-            )),
-            None => {
-                let mut metadata = metadata_from_headers(&parts.headers);
-                for (name, key) in &self.shared.metadata_headers {
-                    if let Some(value) = parts.headers.get(name).and_then(|v| v.to_str().ok()) {
-                        metadata.insert(key.clone(), value.to_owned());
-                    }
-                }
-                if let Some(grant) = grant {
-                    grant.apply(&mut metadata);
-                }
-                Ok(Arc::new(HostContext {
-                    metadata,
-                    ..HostContext::default()
-                }))
-            }
-        }
-    }
-
-    fn tools<'a>(&'a self, host: &'a HostContext) -> &'a ToolSet {
-        host.tools.as_ref().unwrap_or(&self.shared.tools)
-    }
-}
-
-impl ServerHandler for Handler {
-    fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
-        let (name, version) = &self.shared.server_info;
-        info.server_info = Implementation::new(name.clone(), version.clone());
-        info
-    }
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: McpRequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        self.resolve(&context, false)?;
-        context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: McpRequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let host = self.resolve(&context, false)?;
-        let tools = self.tools(&host).specs().map(spec_to_mcp).collect();
-        Ok(ListToolsResult::with_all_items(tools))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: McpRequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let host = self.resolve(&context, true)?;
-        let name = request.name.as_ref();
-        let Some(tool) = self.tools(&host).get(name) else {
-            return Err(ErrorData::invalid_params(format!("unknown tool `{name}`"), None));
-        };
-        let signal = Signal::from(context.ct.clone());
-        let mut cx = ToolContext::new()
-            .with_signal(signal.clone())
-            .with_metadata(host.metadata.clone())
-            .with_extensions(host.extensions.clone());
-        if let Some(dir) = &host.working_dir {
-            cx = cx.with_working_dir(dir.clone());
-        }
-        // rmcp moves a request's `_meta` into the context; look in both places.
-        let tool_use_id = [Some(&context.meta), request.meta.as_ref()]
-            .into_iter()
-            .flatten()
-            .find_map(|meta| {
-                [META_TOOL_USE_ID, META_CLAUDE_TOOL_USE_ID]
-                    .iter()
-                    .find_map(|key| meta.get(*key).and_then(|value| value.as_str()))
-            });
-        if let Some(id) = tool_use_id {
-            cx = cx.with_tool_use_id(id);
-        }
-        // A caller that sent a `progressToken` gets the tool's progress reports.
-        let token = context
-            .meta
-            .get_progress_token()
-            .or_else(|| request.meta.as_ref().and_then(|meta| meta.get_progress_token()));
-        let mut relay = None;
-        if let Some(token) = token {
-            let (started, progress) = ProgressRelay::start(token, context.peer.clone(), context.ct.clone());
-            cx = cx.with_progress(progress);
-            relay = Some(started);
-        }
-        let input = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
-        let span = match &host.parent {
-            Some(parent) => tracing::info_span!(parent: parent, "patchbay.mcp.tool", tool = %name),
-            None => tracing::info_span!("patchbay.mcp.tool", tool = %name),
-        };
-        let result = run_tool(tool.as_ref(), input, &cx).instrument(span).await;
-        if let Some(relay) = relay {
-            // Every report goes out before the answer (after it, it would be lost).
-            relay.finish().await;
-        }
-        let result = to_call_tool_result(&result);
-        Ok(result.into())
     }
 }
