@@ -347,7 +347,7 @@ fn with_prompts(builder: ToolServerBuilder) -> ToolServerBuilder {
 /// The conformance server: every reference tool, resource and prompt, stateful (the
 /// suite's elicitation and sampling scenarios answer the server's requests in a session),
 /// without a token (the suite sends none), on loopback.
-pub fn builder() -> ToolServerBuilder {
+pub(crate) fn builder() -> ToolServerBuilder {
     let mut tools = content_tools();
     for tool in context_tools().iter() {
         let _ = tools.insert(tool.clone());
