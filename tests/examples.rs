@@ -5,6 +5,8 @@
 mod chat_example;
 mod chat_server;
 #[cfg(feature = "mcp")]
+mod mcp_conformance;
+#[cfg(feature = "mcp")]
 mod mcp_serve;
 
 use patchbay_conformance::peers::{self, Peer};
@@ -82,6 +84,12 @@ fn main() {
             mcp_serve::mcp_serve_stays_up_without_stdin_and_stops_on_sigterm,
             mcp_serve::mcp_serve_stops_cleanly_on_ctrl_c,
         ]);
+        let suite: &Peer = &mcp_conformance::suite();
+        trials.push(peers::trial(
+            "mcp_conformance::every_server_scenario_passes_against_mcp_serve_conformance",
+            &[serve, suite],
+            mcp_conformance::every_server_scenario_passes_against_mcp_serve_conformance,
+        ));
     }
     peers::run(trials)
 }

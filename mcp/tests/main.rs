@@ -12,3 +12,4 @@ mod host_death;
 mod plain;
 mod progress;
 mod server;
+mod serving;

@@ -1,0 +1,83 @@
+//! The official MCP conformance suite's server scenarios against `mcp-serve --conformance`:
+//! every scenario of the pinned suite (`--suite all`) must pass, or sit in
+//! `tests/mcp-conformance-baseline.yml` with its reason (the suite itself fails a listed
+//! scenario that passes).
+//!
+//! The orchestrator's `/mcp` is not run here: the suite's server scenarios send no
+//! `Authorization` header and `conformance server` takes none, while the orchestrator's MCP
+//! endpoint always asks for its token (and serves its own tools, not the suite's reference
+//! ones).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use patchbay_conformance::peers::Peer;
+
+/// The suite's CLI, installed by `.ci/peers/mcp-conformance.sh`.
+pub(crate) fn suite() -> Peer {
+    Peer::installed(
+        "the MCP conformance suite",
+        "mcp-conformance/conformance",
+        ".ci/peers/mcp-conformance.sh",
+    )
+}
+
+/// `mcp-serve --conformance` with stdin closed; returns it and its URL.
+fn start_conformance_server() -> (Child, String) {
+    let mut child = Command::new(crate::mcp_serve::mcp_serve_binary().path())
+        .arg("--conformance")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mcp-serve starts");
+    let stdout = child.stdout.take().expect("stdout piped");
+    let mut lines = BufReader::new(stdout).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("MCP tool server: ").map(str::to_string))
+        .expect("the server prints its URL");
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, url)
+}
+
+fn stop(mut child: Child) {
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+pub(crate) fn every_server_scenario_passes_against_mcp_serve_conformance() {
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp-conformance-baseline.yml");
+    let results = tempfile::tempdir().expect("a temp dir");
+    let (server, url) = start_conformance_server();
+    let output = Command::new(suite().path())
+        .args(["server", "--url", &url, "--suite", "all", "--expected-failures"])
+        .arg(&baseline)
+        .arg("-o")
+        .arg(results.path())
+        .current_dir(results.path())
+        .output()
+        .expect("the suite runs");
+    stop(server);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "conformance server --url {url} failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    // The run really ran the scenarios (a suite that found none would pass too).
+    assert!(stdout.contains("✓ tools-call-elicitation"), "{stdout}");
+    assert!(stdout.contains("=== SUMMARY ==="), "{stdout}");
+}
