@@ -72,7 +72,7 @@ impl ToolServerBuilder {
     /// Serve `tools/call` without a registered context too: such calls (no
     /// `x-patchbay-context` header) get an empty context plus whatever metadata the
     /// `x-patchbay-meta-*` headers carry, so any holder of the token chooses that metadata:
-    /// tools must not trust it (only the keys of a request's [`Grant`], written over it, are
+    /// tools must not trust it (only the keys of a request's [`Grant`](crate::Grant), written over it, are
     /// vouched for). Off by default. Calls under a registered context never read those
     /// headers (the registered metadata is the whole metadata), and an unknown context id is
     /// refused either way.
@@ -101,7 +101,7 @@ impl ToolServerBuilder {
     /// (`X-Agent-Session-Name` → `agent_session_name`, say). Like the `x-patchbay-meta-*`
     /// headers, any holder of the token chooses it: it says who the caller claims to be, not
     /// who it is. A header that is not valid UTF-8 is ignored; calls under a registered context
-    /// never read it; a [`Grant`]'s metadata of the same key is written over it (the header is
+    /// never read it; a [`Grant`](crate::Grant)'s metadata of the same key is written over it (the header is
     /// then ignored). An invalid header name is ignored with a warning.
     pub fn metadata_header(mut self, header: &str, key: impl Into<String>) -> Self {
         match http::HeaderName::try_from(header) {
@@ -152,7 +152,7 @@ impl ToolServerBuilder {
     /// must do its own checks against cross-site requests (an `Origin` check, a custom
     /// header) for the methods that change state. Replaces an authorizer set before.
     ///
-    /// The [`Grant`] it answers goes into the request's extensions (so the
+    /// The [`Grant`](crate::Grant) it answers goes into the request's extensions (so the
     /// [`with_routes`](Self::with_routes) routes can tell what let the request in, and refuse
     /// a credential they do not take), and its metadata into every tool call of the request,
     /// written over what the headers or a registered context say: a credential bound to one

@@ -2,10 +2,10 @@
 //! stdio), with per-request context, and the resources and prompts a host serves beside its
 //! tools.
 //!
-//! [`ToolServer`](crate::ToolServer) and [`ToolServerBuilder`](crate::ToolServerBuilder) are
+//! [`ToolServer`] and [`ToolServerBuilder`] are
 //! at the crate root; this module holds what a host hands the builder: [`Resource`],
 //! [`ResourceTemplate`], [`Prompt`] and [`PromptMessage`], and what a tool finds in its
-//! context ([`McpCaller`](crate::McpCaller)).
+//! context ([`McpCaller`]).
 
 mod builder;
 mod caller;
