@@ -377,11 +377,11 @@ mod tests {
 
     #[test]
     fn template_variables_take_one_segment_each() {
-        let vars = match_template("test://template/{id}/data", "test://template/123/data").unwrap();
+        let vars = match_template("test://template/{id}/data", "test://template/123/data").expect("matches");
         assert_eq!(vars["id"], "123");
         assert!(match_template("test://template/{id}/data", "test://template/1/2/data").is_none());
         assert!(match_template("test://template/{id}/data", "test://template//data").is_none());
-        let vars = match_template("file:///{dir}/{name}.txt", "file:///a/b.txt").unwrap();
+        let vars = match_template("file:///{dir}/{name}.txt", "file:///a/b.txt").expect("matches");
         assert_eq!((vars["dir"].as_str(), vars["name"].as_str()), ("a", "b"));
         assert!(match_template("x://{a}", "y://1").is_none());
     }
