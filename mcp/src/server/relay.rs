@@ -183,7 +183,11 @@ async fn send_all(
             Some(Note::Log(message)) => {
                 let mut param = LoggingMessageNotificationParam::new(level_to_mcp(message.level), message.data);
                 param.logger = message.logger;
-                peer.notify_logging_message(param).await
+                // A log message the transport refuses must not stop the progress reports.
+                if let Err(error) = peer.notify_logging_message(param).await {
+                    tracing::debug!(%error, "cannot send a log notification");
+                }
+                continue;
             }
         };
         if let Err(error) = sent {
