@@ -11,6 +11,7 @@ mod handles;
 #[cfg(all(feature = "anthropic", feature = "openrouter"))]
 mod hardening;
 mod hooks;
+mod live_tools;
 mod retry;
 #[cfg(all(
     feature = "anthropic",

@@ -20,7 +20,7 @@ mod tools;
 use pause::RunEnd;
 pub use pause::{Decisions, PausedCall, PausedRun};
 use run::{Parts, Start};
-pub use source::{AttachedTools, ToolSource};
+pub use source::{AttachedTools, LiveTools, ToolSource};
 
 /// The default step limit of an [`Agent`].
 pub const DEFAULT_MAX_STEPS: u32 = 30;

@@ -5,11 +5,11 @@ use std::any::Any;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 
 use super::pause::{Decisions, PausedCall, PausedRun, RunEnd};
-use super::source::ToolSource;
-use super::tools::{Decided, run_calls};
+use super::source::{LiveTools, ToolSource};
+use super::tools::{Decided, Running, run_calls_streaming};
 use crate::approval::ApprovalRequest;
 use crate::context::{RequestContext, Session};
 use crate::error::ProviderError;
@@ -76,7 +76,19 @@ pub(super) fn run_stream(
                     for event in run.calls_again(&paused.calls) {
                         yield Ok(event);
                     }
-                    match run.run_calls(paused.calls, &signal).await {
+                    let mut running = std::pin::pin!(run.calls_stream(paused.calls, &signal));
+                    let mut decided = None;
+                    while let Some(item) = running.next().await {
+                        match item {
+                            Running::Event(event) => {
+                                run.seen(&event);
+                                yield Ok(event);
+                            }
+                            Running::Done(done) => decided = Some(done),
+                        }
+                    }
+                    // `Done` always comes last; the default is never used.
+                    match decided.unwrap_or(Decided::Ran(Vec::new(), Vec::new())) {
                         Decided::Paused(calls) => {
                             for event in run.pause(paused.step, calls) {
                                 yield Ok(event);
@@ -102,6 +114,7 @@ pub(super) fn run_stream(
         }
         let mut continued = false;
         for step in first..run.max_steps {
+            run.refresh_tools().await;
             let mut stream = match run.call_model(step, &signal).await {
                 Ok(stream) => stream,
                 Err(error) => {
@@ -122,6 +135,9 @@ pub(super) fn run_stream(
                     yield Ok(event);
                 }
                 if let Some(event) = run.take_mcp_connected() {
+                    yield Ok(event);
+                }
+                for event in run.live_events() {
                     yield Ok(event);
                 }
             }
@@ -147,7 +163,19 @@ pub(super) fn run_stream(
 
             let calls = std::mem::take(&mut turn.host_calls);
             run.messages.push(Message::new(Role::Assistant, turn.content.take()));
-            match run.run_calls(calls, &signal).await {
+            let mut running = std::pin::pin!(run.calls_stream(calls, &signal));
+            let mut decided = None;
+            while let Some(item) = running.next().await {
+                match item {
+                    Running::Event(event) => {
+                        run.seen(&event);
+                        yield Ok(event);
+                    }
+                    Running::Done(done) => decided = Some(done),
+                }
+            }
+            // `Done` always comes last; the default is never used.
+            match decided.unwrap_or(Decided::Ran(Vec::new(), Vec::new())) {
                 Decided::Paused(calls) => {
                     for event in run.pause(step, calls) {
                         yield Ok(event);
@@ -190,6 +218,12 @@ struct Turn {
 /// guards (open connections) go first, before the tools, sources and provider.
 struct RunState {
     guards: Vec<Box<dyn Any + Send + Sync>>,
+    /// The sources' live sides, each with the index of its tools in `source_tools`.
+    live: Vec<(usize, Arc<dyn LiveTools>)>,
+    /// The agent's own tools, before any source's were merged in.
+    own_tools: ToolSet,
+    /// Each source's tools as attached (or as last changed), in source order.
+    source_tools: Vec<ToolSet>,
     connected: Option<(Vec<String>, Vec<McpFailure>)>,
     pending_warnings: Vec<Warning>,
     started: bool,
@@ -222,6 +256,9 @@ impl RunState {
         } = agent;
         Self {
             guards: Vec::new(),
+            live: Vec::new(),
+            own_tools: ToolSet::new(),
+            source_tools: Vec::new(),
             connected: None,
             pending_warnings: Vec::new(),
             started: false,
@@ -249,9 +286,14 @@ impl RunState {
 
     /// Attach the outside tool sources (MCP) before the first model call.
     async fn attach_sources(&mut self, signal: &Signal) {
+        self.own_tools = self.tools.clone();
         for source in &self.sources {
             let attached = source.attach(&self.context, signal).await;
             self.pending_warnings.extend(attached.warnings);
+            if let Some(live) = attached.live {
+                self.live.push((self.source_tools.len(), live));
+            }
+            self.source_tools.push(attached.tools.clone());
             self.pending_warnings.extend(self.tools.merge(attached.tools));
             if !attached.connected.is_empty() || !attached.failed.is_empty() {
                 let (servers, failed) = self.connected.get_or_insert_with(|| (Vec::new(), Vec::new()));
@@ -263,6 +305,41 @@ impl RunState {
         if self.sources.iter().any(|source| source.attaches_context_servers()) {
             self.context.mcp_servers.clear();
         }
+    }
+
+    /// Ask the live sources for changed tools and, when one changed, rebuild the run's tool
+    /// set the way it was attached (own tools first, then each source's in order; a clash keeps
+    /// the first and is logged, since `Started` already went out).
+    async fn refresh_tools(&mut self) {
+        let mut changed = false;
+        for (index, live) in &self.live {
+            if let Some(tools) = live.changed_tools().await {
+                self.source_tools[*index] = tools;
+                changed = true;
+            }
+        }
+        if !changed {
+            return;
+        }
+        let mut tools = self.own_tools.clone();
+        for source in &self.source_tools {
+            for warning in tools.merge(source.clone()) {
+                tracing::warn!(code = %warning.code, "{}", warning.message);
+            }
+        }
+        self.tools = tools;
+    }
+
+    /// The live sources' events so far, once `Started` went out.
+    fn live_events(&mut self) -> Vec<Event> {
+        if !self.started {
+            return Vec::new();
+        }
+        let events: Vec<Event> = self.live.iter().flat_map(|(_, live)| live.take_events()).collect();
+        for event in &events {
+            self.seen(event);
+        }
+        events
     }
 
     /// Take over a paused run: its conversation, usage, session and the person's decisions.
@@ -505,10 +582,13 @@ impl RunState {
         }
     }
 
-    /// Decide and run a step's host calls (the run's stream is polled inside its span).
-    async fn run_calls(&self, calls: Vec<PausedCall>, signal: &Signal) -> Decided {
+    /// Decide and run a step's host calls, streaming their progress and the live sources'
+    /// events while they run (the run's stream is polled inside its span). The stream owns
+    /// what it needs, so the run can record each event as it passes.
+    fn calls_stream(&self, calls: Vec<PausedCall>, signal: &Signal) -> impl Stream<Item = Running> + Send + use<> {
         let base = self.context.tool_context(signal);
-        run_calls(&self.tools, calls, &self.context.decisions, &base, &self.context).await
+        let live = self.live.iter().map(|(_, live)| live.clone()).collect();
+        run_calls_streaming(self.tools.clone(), calls, base, self.context.clone(), live)
     }
 
     /// Pause the run in `step`: `ApprovalRequested` for the calls a person decides, then

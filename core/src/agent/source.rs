@@ -2,11 +2,12 @@
 
 use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use crate::context::RequestContext;
-use crate::event::{McpFailure, Warning};
+use crate::event::{Event, McpFailure, Warning};
 use crate::signal::Signal;
 use crate::toolset::ToolSet;
 
@@ -23,6 +24,9 @@ pub struct AttachedTools {
     pub warnings: Vec<Warning>,
     /// Kept alive for the whole run and dropped at its end (closes connections).
     pub guard: Option<Box<dyn Any + Send + Sync>>,
+    /// What the source says while the run goes on (log messages, a changed tool list), if it
+    /// can say anything: the agent drains it between model events and while tools run.
+    pub live: Option<Arc<dyn LiveTools>>,
 }
 
 impl fmt::Debug for AttachedTools {
@@ -32,6 +36,7 @@ impl fmt::Debug for AttachedTools {
             .field("connected", &self.connected)
             .field("failed", &self.failed)
             .field("warnings", &self.warnings)
+            .field("live", &self.live.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -51,4 +56,26 @@ pub trait ToolSource: Send + Sync {
     fn attaches_context_servers(&self) -> bool {
         false
     }
+}
+
+/// The live side of [`AttachedTools`]: what a source has for a run after it attached
+/// (patchbay-mcp: servers' log messages and reconnection notices as [`Event::Log`], and the
+/// tools again after a server announced `tools/list_changed`).
+///
+/// The agent yields [`take_events`](LiveTools::take_events) once `Started` went out: after each
+/// provider event, between steps, and while host tools run (woken by
+/// [`events_ready`](LiveTools::events_ready)); it asks [`changed_tools`](LiveTools::changed_tools)
+/// before every model call after the first, so the next call sees the new tool list.
+#[async_trait]
+pub trait LiveTools: Send + Sync {
+    /// Transient events for the host (`Event::Log`), without waiting; empty when none.
+    fn take_events(&self) -> Vec<Event>;
+
+    /// Resolves when [`take_events`](LiveTools::take_events) may have something (waking
+    /// without anything is allowed); never resolving is fine for a source with no events.
+    async fn events_ready(&self);
+
+    /// The source's whole tool set when it changed since attached (or since the last call
+    /// that returned `Some`); `None` when unchanged.
+    async fn changed_tools(&self) -> Option<ToolSet>;
 }

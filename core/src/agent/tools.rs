@@ -1,12 +1,21 @@
 //! Running a step's host tool calls: hooks first, then the decision (a person's from a resume,
 //! else the approval handler's), then the approved calls concurrently, then the after hooks.
+//! [`run_calls_streaming`] runs them while streaming what happens meanwhile: each call's
+//! `ToolContext::progress` reports as `Event::ToolProgress`, and the live sources' events.
+
+use std::sync::Arc;
+
+use futures::Stream;
+use tokio::sync::mpsc;
 
 use crate::agent::pause::{Decisions, PausedCall};
+use crate::agent::source::LiveTools;
 use crate::approval::{Approval, ApprovalRequest};
 use crate::context::RequestContext;
+use crate::event::Event;
 use crate::hooks::{BeforeTool, ToolInvocation};
 use crate::kit::run_tool;
-use crate::tool::{ExecutedBy, ToolContext, ToolResult};
+use crate::tool::{ExecutedBy, ProgressUpdate, ToolContext, ToolProgress, ToolResult};
 use crate::toolset::ToolSet;
 
 /// How a step's calls ended: run, or waiting for a person.
@@ -17,14 +26,80 @@ pub(super) enum Decided {
     Paused(Vec<PausedCall>),
 }
 
+/// What [`run_calls_streaming`] yields: an event while the calls run, then how they ended.
+pub(super) enum Running {
+    /// A transient event (`ToolProgress`, a live source's `Log`), to pass on at once.
+    Event(Event),
+    /// The calls ended (always the last item).
+    Done(Decided),
+}
+
+/// [`run_calls`] with everything it needs owned, as a stream: each call's progress reports
+/// and the live sources' events come out while the calls run (in the order they happened),
+/// then [`Running::Done`] with the results in call order. Reports a tool makes after its
+/// call ended are dropped with the step.
+pub(super) fn run_calls_streaming(
+    tools: ToolSet,
+    calls: Vec<PausedCall>,
+    base: ToolContext,
+    context: RequestContext,
+    live: Vec<Arc<dyn LiveTools>>,
+) -> impl Stream<Item = Running> + Send {
+    async_stream::stream! {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let run = run_calls(&tools, calls, &context.decisions, &base, &context, Some(&tx));
+        let mut run = std::pin::pin!(run);
+        let decided = loop {
+            let live_ready = async {
+                if live.is_empty() {
+                    futures::future::pending::<()>().await;
+                } else {
+                    futures::future::select_all(live.iter().map(|source| source.events_ready())).await;
+                }
+            };
+            tokio::select! {
+                biased;
+                Some(event) = rx.recv() => yield Running::Event(event),
+                decided = &mut run => break decided,
+                _ = live_ready => {
+                    for source in &live {
+                        for event in source.take_events() {
+                            yield Running::Event(event);
+                        }
+                    }
+                }
+            }
+        };
+        while let Ok(event) = rx.try_recv() {
+            yield Running::Event(event);
+        }
+        yield Running::Done(decided);
+    }
+}
+
+/// A reporter that turns call `id`'s reports into `Event::ToolProgress` on `tx`.
+fn progress_for(id: &str, tx: &mpsc::UnboundedSender<Event>) -> ToolProgress {
+    let id = id.to_owned();
+    let tx = tx.clone();
+    ToolProgress::new(move |update: ProgressUpdate| {
+        let _ = tx.send(Event::ToolProgress {
+            id: id.clone(),
+            message: update.message,
+            progress: update.progress,
+            total: update.total,
+        });
+    })
+}
+
 /// Decide every call in call order, then run the approved ones concurrently (unless one
-/// waits for a person: then none runs).
+/// waits for a person: then none runs). With `progress`, each running call reports there.
 pub(super) async fn run_calls(
     tools: &ToolSet,
     mut calls: Vec<PausedCall>,
     decisions: &Decisions,
     base: &ToolContext,
     context: &RequestContext,
+    progress: Option<&mpsc::UnboundedSender<Event>>,
 ) -> Decided {
     for call in &mut calls {
         if call.decided.is_some() {
@@ -41,7 +116,10 @@ pub(super) async fn run_calls(
         return Decided::Paused(calls);
     }
     let runs = calls.iter().map(|call| async move {
-        let cx = base.clone().with_tool_use_id(call.id.clone());
+        let mut cx = base.clone().with_tool_use_id(call.id.clone());
+        if let Some(tx) = progress {
+            cx = cx.with_progress(progress_for(&call.id, tx));
+        }
         let input = match call.decided.clone() {
             Some(Approval::Allow) | None | Some(Approval::Pause) => call.input.clone(),
             Some(Approval::AllowWithInput(edited)) => edited,
