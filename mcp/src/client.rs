@@ -7,19 +7,30 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use patchbay_core::{
-    RequestContext, Signal, ToolSet, ToolSource, Warning, agent::AttachedTools, context::McpServerConfig,
+    Event, RequestContext, Signal, ToolSet, ToolSource, Warning,
+    agent::{AttachedTools, LiveTools},
+    context::McpServerConfig,
     event::McpFailure,
 };
+use rmcp::model::ProtocolVersion;
 
+use crate::call::McpTool;
 use crate::child::StderrTail;
-use crate::connection::{McpClient, McpTool, ToolNaming};
+use crate::connection::{McpClient, Recipe, ToolNaming};
 use crate::error::Error;
+use crate::handler::Shared;
+use crate::interact::{ElicitationHandler, Interact, SamplingHandler};
+use crate::notices::Notices;
+use crate::supervise::{RestartPolicy, watch};
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct Options {
     connect_timeout: Duration,
     call_timeout: Option<Duration>,
     naming: ToolNaming,
+    protocol_version: Option<ProtocolVersion>,
+    interact: Interact,
+    restart: RestartPolicy,
 }
 
 /// The default bound on connecting to one server (handshake plus tool listing).
@@ -66,6 +77,9 @@ impl Default for McpClientSet {
                 connect_timeout: DEFAULT_CONNECT_TIMEOUT,
                 call_timeout: None,
                 naming: ToolNaming::Plain,
+                protocol_version: None,
+                interact: Interact::default(),
+                restart: RestartPolicy::default(),
             },
         }
     }
@@ -78,6 +92,10 @@ impl fmt::Debug for McpClientSet {
             .field("connect_timeout", &self.options.connect_timeout)
             .field("call_timeout", &self.options.call_timeout)
             .field("naming", &self.options.naming)
+            .field("protocol_version", &self.options.protocol_version)
+            .field("elicitation", &self.options.interact.elicitation.is_some())
+            .field("sampling", &self.options.interact.sampling.is_some())
+            .field("restart", &self.options.restart)
             .finish()
     }
 }
@@ -118,6 +136,36 @@ impl McpClientSet {
         self
     }
 
+    /// The protocol version to propose in `initialize` (default: rmcp's newest,
+    /// 2026-07-28). The server answers with the version it speaks and patchbay goes on in
+    /// that one ([`McpClient::protocol_version`]); propose `2025-11-25` to a peer that
+    /// insists on being asked for it (the conformance suite does).
+    pub fn with_protocol_version(mut self, version: ProtocolVersion) -> Self {
+        self.options.protocol_version = Some(version);
+        self
+    }
+
+    /// Answer servers' elicitation requests (form mode) with `handler` (default: decline,
+    /// and the capability is not announced). [`AcceptDefaults`](crate::AcceptDefaults) accepts
+    /// with the schema's defaults.
+    pub fn with_elicitation(mut self, handler: impl ElicitationHandler + 'static) -> Self {
+        self.options.interact.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answer servers' sampling requests with `handler` (default: refused, and the capability
+    /// is not announced). [`ProviderSampling`](crate::ProviderSampling) answers with a provider.
+    pub fn with_sampling(mut self, handler: impl SamplingHandler + 'static) -> Self {
+        self.options.interact.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// How a server that stopped is restarted (default: [`RestartPolicy::default`]).
+    pub fn with_restart(mut self, policy: RestartPolicy) -> Self {
+        self.options.restart = policy;
+        self
+    }
+
     /// The configured servers.
     pub fn servers(&self) -> &[McpServerConfig] {
         &self.servers
@@ -149,10 +197,21 @@ impl McpClientSet {
             }
         }
         let timeout = self.options.connect_timeout;
+        let notices = Arc::new(Notices::default());
         let attempts = servers.iter().map(|server| {
             let stderr = StderrTail::default();
+            let shared = Shared::new(
+                server.name.clone(),
+                notices.clone(),
+                self.options.interact.clone(),
+                self.options.protocol_version.clone(),
+            );
+            let recipe = Recipe {
+                server: (*server).clone(),
+                context: context.clone(),
+            };
             async move {
-                let connect = McpClient::connect(server, context, stderr.clone());
+                let connect = McpClient::connect(recipe, shared, stderr.clone());
                 let outcome = tokio::select! {
                     outcome = tokio::time::timeout(timeout, connect) => match outcome {
                         Ok(outcome) => outcome,
@@ -169,7 +228,9 @@ impl McpClientSet {
             match outcome {
                 Ok((client, client_warnings)) => {
                     warnings.extend(client_warnings);
-                    clients.push(Arc::new(client));
+                    let client = Arc::new(client);
+                    watch(&client, self.options.restart, timeout);
+                    clients.push(client);
                 }
                 Err((name, error)) => {
                     let message = error_chain(&error);
@@ -184,6 +245,7 @@ impl McpClientSet {
             failed,
             warnings,
             options: self.options.clone(),
+            notices,
         }
     }
 }
@@ -222,6 +284,7 @@ pub struct McpConnections {
     failed: Vec<McpFailure>,
     warnings: Vec<Warning>,
     options: Options,
+    notices: Arc<Notices>,
 }
 
 impl fmt::Debug for McpConnections {
@@ -258,6 +321,19 @@ impl McpConnections {
             .map(Arc::as_ref)
     }
 
+    /// The servers' log messages (`notifications/message`) and patchbay's notices about them
+    /// (a server stopped, is restarting, restarted) since the last call, as transient
+    /// [`Event::Log`]s, oldest first (at most 256 wait; older ones are dropped). An agent run
+    /// drains them itself (see [`LiveTools`]).
+    pub fn take_events(&self) -> Vec<Event> {
+        self.notices.take()
+    }
+
+    /// Resolves when [`take_events`](Self::take_events) may have something.
+    pub async fn events_ready(&self) {
+        self.notices.ready().await;
+    }
+
     /// The tools of every connected server, in server order. A server that announced
     /// `tools/list_changed` is listed again first. Name clashes keep the first tool.
     pub async fn tools(&self) -> ToolSet {
@@ -269,15 +345,7 @@ impl McpConnections {
     }
 
     async fn tool_set(&self) -> (ToolSet, Vec<Warning>) {
-        let mut tools = ToolSet::new();
-        let mut warnings = Vec::new();
-        for client in &self.clients {
-            for (spec, remote) in client.specs(self.options.naming).await {
-                let tool = McpTool::new(spec, remote, client.clone(), self.options.call_timeout);
-                warnings.extend(tools.insert(Arc::new(tool)));
-            }
-        }
-        (tools, warnings)
+        tool_set(&self.clients, &self.options).await
     }
 
     /// Everything a run needs: the tools, the report, and `self` as the guard that closes
@@ -286,12 +354,18 @@ impl McpConnections {
         let (tools, clash_warnings) = self.tool_set().await;
         let mut warnings = self.warnings.clone();
         warnings.extend(clash_warnings);
+        let live = Arc::new(Live {
+            clients: self.clients.clone(),
+            notices: self.notices.clone(),
+            options: self.options.clone(),
+        });
         AttachedTools {
             tools,
             connected: self.connected(),
             failed: self.failed.clone(),
             warnings,
             guard: Some(Box::new(self)),
+            live: Some(live),
         }
     }
 
@@ -325,4 +399,46 @@ impl Drop for McpConnections {
             }
         }
     }
+}
+
+/// The live side of attached connections: log messages and notices, and the tools again once
+/// a server announced `tools/list_changed` (or was restarted).
+struct Live {
+    clients: Vec<Arc<McpClient>>,
+    notices: Arc<Notices>,
+    options: Options,
+}
+
+#[async_trait]
+impl LiveTools for Live {
+    fn take_events(&self) -> Vec<Event> {
+        self.notices.take()
+    }
+
+    async fn events_ready(&self) {
+        self.notices.ready().await;
+    }
+
+    async fn changed_tools(&self) -> Option<ToolSet> {
+        if !self.clients.iter().any(|client| client.tools_stale()) {
+            return None;
+        }
+        let (tools, warnings) = tool_set(&self.clients, &self.options).await;
+        for warning in warnings {
+            tracing::warn!(code = %warning.code, "{}", warning.message);
+        }
+        Some(tools)
+    }
+}
+
+async fn tool_set(clients: &[Arc<McpClient>], options: &Options) -> (ToolSet, Vec<Warning>) {
+    let mut tools = ToolSet::new();
+    let mut warnings = Vec::new();
+    for client in clients {
+        for (spec, remote) in client.specs(options.naming).await {
+            let tool = McpTool::new(spec, remote, client.clone(), options.call_timeout);
+            warnings.extend(tools.insert(Arc::new(tool)));
+        }
+    }
+    (tools, warnings)
 }

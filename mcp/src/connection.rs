@@ -6,42 +6,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use http::{HeaderName, HeaderValue};
-use patchbay_core::{
-    RequestContext, Tool, ToolContext, ToolResult, ToolSpec, Warning, context::McpServerConfig, context::McpTransport,
-};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation, JsonObject,
-    RequestMetaObject,
-};
-use rmcp::service::{NotificationContext, RunningService};
+use patchbay_core::{RequestContext, ToolSpec, Warning, context::McpServerConfig, context::McpTransport};
+use rmcp::model::ProtocolVersion;
+use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
-use serde_json::Value;
-use tracing::Instrument;
+use rmcp::{Peer, RoleClient, ServiceExt};
 
 use crate::child::{ChildProcess, Spawn, StderrTail};
-use crate::convert::{META_TOOL_USE_ID, from_call_tool_result, spec_from_mcp};
+use crate::convert::spec_from_mcp;
 use crate::error::Error;
-#[derive(Clone)]
-pub(crate) struct Handler {
-    list_changed: Arc<AtomicBool>,
-}
-
-impl ClientHandler for Handler {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.list_changed.store(true, Ordering::SeqCst);
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("patchbay", env!("CARGO_PKG_VERSION")),
-        )
-    }
-}
+use crate::handler::{Handler, Shared};
 
 /// How long a graceful close waits at each step (stdin closed, then SIGTERM) before escalating.
 pub const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -70,8 +46,8 @@ impl ToolNaming {
 /// The parts of a connection that need closing.
 #[derive(Default)]
 pub(crate) struct Parts {
-    service: Option<RunningService<RoleClient, Handler>>,
-    child: Option<ChildProcess>,
+    pub(crate) service: Option<RunningService<RoleClient, Handler>>,
+    pub(crate) child: Option<ChildProcess>,
 }
 
 impl Parts {
@@ -86,87 +62,116 @@ impl Parts {
     }
 }
 
+/// Whether a connection can take calls now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Health {
+    /// Connected.
+    Up,
+    /// The server stopped; restart `attempt` (1-based) of `of` is under way.
+    Restarting { attempt: u32, of: u32 },
+    /// The server stopped and was not brought back.
+    Down { reason: String },
+}
+
+/// The connection a client uses now (replaced when the server is restarted).
+pub(crate) struct Live {
+    pub(crate) peer: Peer<RoleClient>,
+    pub(crate) pid: Option<u32>,
+    pub(crate) health: Health,
+}
+
+/// What it takes to connect to a server again (a restart).
+#[derive(Clone)]
+pub(crate) struct Recipe {
+    pub(crate) server: McpServerConfig,
+    pub(crate) context: RequestContext,
+}
+
 /// One connected MCP server.
 pub struct McpClient {
-    name: String,
-    peer: Peer<RoleClient>,
-    parts: Mutex<Parts>,
-    pid: Option<u32>,
-    tools: tokio::sync::Mutex<Vec<rmcp::model::Tool>>,
-    list_changed: Arc<AtomicBool>,
-    closed: AtomicBool,
+    pub(crate) name: String,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) live: Mutex<Live>,
+    pub(crate) parts: Mutex<Parts>,
+    pub(crate) tools: tokio::sync::Mutex<Vec<rmcp::model::Tool>>,
+    pub(crate) closed: AtomicBool,
+    pub(crate) recipe: Recipe,
+    pub(crate) stderr: StderrTail,
 }
 
 impl fmt::Debug for McpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpClient")
             .field("name", &self.name)
-            .field("pid", &self.pid)
+            .field("pid", &self.pid())
             .field("closed", &self.closed.load(Ordering::SeqCst))
             .finish_non_exhaustive()
     }
 }
 
-impl McpClient {
-    pub(crate) async fn connect(
-        server: &McpServerConfig,
-        context: &RequestContext,
-        stderr: StderrTail,
-    ) -> Result<(Self, Vec<Warning>), Error> {
-        let name = server.name.clone();
-        let list_changed = Arc::new(AtomicBool::new(false));
-        let handler = Handler {
-            list_changed: list_changed.clone(),
-        };
-        let mut warnings = Vec::new();
-        let (service, child) = match &server.transport {
-            McpTransport::Http { url, headers } => {
-                let headers = header_map(&name, headers, &context.metadata, &mut warnings)?;
-                (serve_http(&name, url, headers, handler).await?, None)
-            }
-            McpTransport::Stdio { command, args, env } => {
-                let spawn = Spawn {
-                    server: &name,
-                    command,
-                    args,
-                    env: stdio_env(&name, env, context, &mut warnings),
-                    working_dir: context.working_dir.as_deref(),
-                    stderr: stderr.clone(),
-                };
-                let (service, child) = serve_stdio(&name, spawn, handler, &stderr).await?;
-                (service, Some(child))
-            }
-        };
-        let client = Self::with_tools(name, service, child, list_changed).await?;
-        Ok((client, warnings))
-    }
+/// A served connection: the running service, the child process of a stdio server, and the
+/// warnings of its configuration.
+pub(crate) type Opened = (RunningService<RoleClient, Handler>, Option<ChildProcess>, Vec<Warning>);
 
-    /// The client over a served connection, once the server listed its tools.
-    async fn with_tools(
-        name: String,
-        service: RunningService<RoleClient, Handler>,
-        child: Option<ChildProcess>,
-        list_changed: Arc<AtomicBool>,
-    ) -> Result<Self, Error> {
+/// Start (stdio) or reach (HTTP) `recipe`'s server and handshake with it.
+pub(crate) async fn open(recipe: &Recipe, handler: Handler, stderr: &StderrTail) -> Result<Opened, Error> {
+    let Recipe { server, context } = recipe;
+    let name = &server.name;
+    let mut warnings = Vec::new();
+    match &server.transport {
+        McpTransport::Http { url, headers } => {
+            let headers = header_map(name, headers, &context.metadata, &mut warnings)?;
+            Ok((serve_http(name, url, headers, handler).await?, None, warnings))
+        }
+        McpTransport::Stdio { command, args, env } => {
+            let spawn = Spawn {
+                server: name,
+                command,
+                args,
+                env: stdio_env(name, env, context, &mut warnings),
+                working_dir: context.working_dir.as_deref(),
+                stderr: stderr.clone(),
+            };
+            let (service, child) = serve_stdio(name, spawn, handler, stderr).await?;
+            Ok((service, Some(child), warnings))
+        }
+    }
+}
+
+/// The server's tools, all pages.
+pub(crate) async fn list_tools(name: &str, peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, Error> {
+    peer.list_all_tools().await.map_err(|source| Error::ListTools {
+        server: name.to_owned(),
+        source: Box::new(source),
+    })
+}
+
+impl McpClient {
+    pub(crate) async fn connect(recipe: Recipe, shared: Arc<Shared>, stderr: StderrTail) -> Result<(Self, Vec<Warning>), Error> {
+        let handler = Handler { shared: shared.clone() };
+        let (service, child, warnings) = open(&recipe, handler, &stderr).await?;
         let peer = service.peer().clone();
         let pid = child.as_ref().and_then(ChildProcess::pid);
         let parts = Parts {
             service: Some(service),
             child,
         };
-        let tools = peer.list_all_tools().await.map_err(|source| Error::ListTools {
-            server: name.clone(),
-            source: Box::new(source),
-        })?;
-        Ok(Self {
-            name,
-            peer,
+        let tools = list_tools(&recipe.server.name, &peer).await?;
+        let client = Self {
+            name: recipe.server.name.clone(),
+            shared,
+            live: Mutex::new(Live {
+                peer,
+                pid,
+                health: Health::Up,
+            }),
             parts: Mutex::new(parts),
-            pid,
             tools: tokio::sync::Mutex::new(tools),
-            list_changed,
             closed: AtomicBool::new(false),
-        })
+            recipe,
+            stderr,
+        };
+        Ok((client, warnings))
     }
 
     /// The server's configured name.
@@ -174,9 +179,50 @@ impl McpClient {
         &self.name
     }
 
-    /// The process id (and process group id) of a stdio server.
+    /// The process id (and process group id) of a stdio server (the current one, after a restart).
     pub fn pid(&self) -> Option<u32> {
-        self.pid
+        self.live.lock().unwrap_or_else(|p| p.into_inner()).pid
+    }
+
+    /// The protocol version the server and patchbay agreed on.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        let peer = self.live.lock().unwrap_or_else(|p| p.into_inner()).peer.clone();
+        peer.peer_info().map(|info| info.protocol_version.clone())
+    }
+
+    /// Whether the server can take calls now (false while it is being restarted, or after
+    /// it stopped for good or was closed).
+    pub fn is_available(&self) -> bool {
+        !self.closed.load(Ordering::SeqCst) && self.health() == Health::Up
+    }
+
+    pub(crate) fn health(&self) -> Health {
+        self.live.lock().unwrap_or_else(|p| p.into_inner()).health.clone()
+    }
+
+    /// The peer to send to, or why there is none (a message for a failed result).
+    pub(crate) fn peer(&self, what: &str) -> Result<Peer<RoleClient>, String> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(format!("MCP server `{}` is closed", self.name));
+        }
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        match &live.health {
+            Health::Up => Ok(live.peer.clone()),
+            Health::Restarting { attempt, of } => Err(format!(
+                "MCP server `{}` stopped and is being restarted (attempt {attempt} of {of}); {what} is unavailable until it is back: try again shortly",
+                self.name
+            )),
+            Health::Down { reason } => Err(format!(
+                "MCP server `{}` stopped and could not be restarted ({reason}); {what} is unavailable",
+                self.name
+            )),
+        }
+    }
+
+    /// Whether the connection in use is gone (the stdio server exited, the transport closed).
+    pub(crate) fn connection_lost(&self) -> bool {
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        live.health == Health::Up && live.peer.is_transport_closed()
     }
 
     /// The server's tools as specs, listed again if the server announced a change.
@@ -188,10 +234,17 @@ impl McpClient {
             .collect()
     }
 
+    /// Whether the server announced `tools/list_changed` since its tools were last listed.
+    pub(crate) fn tools_stale(&self) -> bool {
+        self.shared.tools_changed.load(Ordering::SeqCst)
+    }
+
     pub(crate) async fn specs(&self, naming: ToolNaming) -> Vec<(ToolSpec, String)> {
         let mut tools = self.tools.lock().await;
-        if self.list_changed.swap(false, Ordering::SeqCst) {
-            match self.peer.list_all_tools().await {
+        if self.shared.tools_changed.swap(false, Ordering::SeqCst)
+            && let Ok(peer) = self.peer("tools/list")
+        {
+            match list_tools(&self.name, &peer).await {
                 Ok(fresh) => *tools = fresh,
                 Err(error) => tracing::warn!(server = %self.name, "tools/list after list_changed failed: {error}"),
             }
@@ -207,54 +260,6 @@ impl McpClient {
             .collect()
     }
 
-    /// Call the server's tool `name` (its own, unprefixed name). The call is cancelled (the
-    /// server gets `notifications/cancelled`) when `signal` fires or `timeout` runs out.
-    ///
-    /// The call id in `cx.tool_use_id`, if any, travels in `_meta["patchbay/toolUseId"]`.
-    pub async fn call_tool(&self, name: &str, input: Value, cx: &ToolContext, timeout: Option<Duration>) -> ToolResult {
-        let signal = &cx.signal;
-        if self.closed.load(Ordering::SeqCst) {
-            return ToolResult::error(format!("MCP server `{}` is closed", self.name));
-        }
-        let arguments = match input {
-            Value::Object(map) => Some(map),
-            Value::Null => None,
-            other => {
-                return ToolResult::error(format!(
-                    "MCP tool `{name}` takes a JSON object as input, got {}",
-                    json_kind(&other)
-                ));
-            }
-        };
-        let mut params = CallToolRequestParams::new(name.to_owned());
-        params.arguments = arguments;
-        if let Some(id) = &cx.tool_use_id {
-            let mut meta = JsonObject::new();
-            meta.insert(META_TOOL_USE_ID.into(), Value::from(id.as_str()));
-            params.meta = Some(RequestMetaObject::from(meta));
-        }
-        // Dropping the request future sends `notifications/cancelled` to the server.
-        let span = tracing::info_span!("patchbay.mcp.call", server = %self.name, tool = %name);
-        let call = maybe_timeout(timeout, self.peer.call_tool_once(params)).instrument(span);
-        let outcome = tokio::select! {
-            outcome = call => outcome,
-            _ = signal.cancelled() => return ToolResult::aborted(),
-        };
-        match outcome {
-            Some(Ok(CallToolResponse::Complete(result))) => from_call_tool_result(result),
-            Some(Ok(_)) => ToolResult::error(format!(
-                "MCP server `{}` answered `{name}` with a request for input or a task, which patchbay does not support",
-                self.name
-            )),
-            Some(Err(error)) => ToolResult::error(format!("MCP server `{}`: `{name}` failed: {error}", self.name)),
-            None => ToolResult::error(format!(
-                "MCP server `{}`: `{name}` timed out after {:?} and was cancelled",
-                self.name,
-                timeout.unwrap_or_default()
-            )),
-        }
-    }
-
     pub(crate) fn take_parts(&self) -> Parts {
         self.closed.store(true, Ordering::SeqCst);
         self.parts
@@ -266,54 +271,6 @@ impl McpClient {
     /// Close this connection and wait (see [`McpConnections::close`](crate::McpConnections::close)).
     pub async fn close(&self) {
         self.take_parts().close().await;
-    }
-}
-
-async fn maybe_timeout<F: std::future::Future>(timeout: Option<Duration>, future: F) -> Option<F::Output> {
-    match timeout {
-        Some(timeout) => tokio::time::timeout(timeout, future).await.ok(),
-        None => Some(future.await),
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// A tool of a connected MCP server.
-pub(crate) struct McpTool {
-    spec: ToolSpec,
-    remote: String,
-    client: Arc<McpClient>,
-    call_timeout: Option<Duration>,
-}
-
-impl McpTool {
-    pub(crate) fn new(spec: ToolSpec, remote: String, client: Arc<McpClient>, call_timeout: Option<Duration>) -> Self {
-        Self {
-            spec,
-            remote,
-            client,
-            call_timeout,
-        }
-    }
-}
-
-#[async_trait]
-impl Tool for McpTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    async fn execute(&self, input: Value, cx: &ToolContext) -> ToolResult {
-        self.client.call_tool(&self.remote, input, cx, self.call_timeout).await
     }
 }
 

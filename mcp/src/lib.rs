@@ -2,15 +2,22 @@
 
 mod auth;
 mod body_limit;
+mod call;
 mod child;
 mod client;
 mod connection;
 mod contexts;
 mod convert;
 mod error;
+mod handler;
+mod interact;
 mod listen;
+mod notices;
 mod reporting;
+mod resources;
+mod sampling;
 pub mod server;
+mod supervise;
 
 pub use auth::{Authorizer, Grant};
 pub use body_limit::DEFAULT_MAX_REQUEST_BYTES;
@@ -22,6 +29,11 @@ pub use convert::{
     from_call_tool_result, spec_from_mcp, spec_to_mcp, to_call_tool_result,
 };
 pub use error::Error;
+pub use interact::{AcceptDefaults, ElicitationHandler, SamplingHandler, schema_defaults};
+pub use notices::NOTICE_LOGGER;
+pub use resources::{prompt_messages, resource_blocks, resource_message};
+pub use sampling::ProviderSampling;
+pub use supervise::RestartPolicy;
 pub use listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 pub use reporting::reporting_tools;
 pub use server::{McpCaller, ResourceUpdates, ToolServer, ToolServerBuilder};

@@ -82,7 +82,7 @@ pub(super) fn run_stream(
                         match item {
                             Running::Event(event) => {
                                 run.seen(&event);
-                                yield Ok(event);
+                                yield Ok(*event);
                             }
                             Running::Done(done) => decided = Some(done),
                         }
@@ -169,7 +169,7 @@ pub(super) fn run_stream(
                 match item {
                     Running::Event(event) => {
                         run.seen(&event);
-                        yield Ok(event);
+                        yield Ok(*event);
                     }
                     Running::Done(done) => decided = Some(done),
                 }

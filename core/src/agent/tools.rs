@@ -29,7 +29,7 @@ pub(super) enum Decided {
 /// What [`run_calls_streaming`] yields: an event while the calls run, then how they ended.
 pub(super) enum Running {
     /// A transient event (`ToolProgress`, a live source's `Log`), to pass on at once.
-    Event(Event),
+    Event(Box<Event>),
     /// The calls ended (always the last item).
     Done(Decided),
 }
@@ -59,19 +59,19 @@ pub(super) fn run_calls_streaming(
             };
             tokio::select! {
                 biased;
-                Some(event) = rx.recv() => yield Running::Event(event),
+                Some(event) = rx.recv() => yield Running::Event(Box::new(event)),
                 decided = &mut run => break decided,
                 _ = live_ready => {
                     for source in &live {
                         for event in source.take_events() {
-                            yield Running::Event(event);
+                            yield Running::Event(Box::new(event));
                         }
                     }
                 }
             }
         };
         while let Ok(event) = rx.try_recv() {
-            yield Running::Event(event);
+            yield Running::Event(Box::new(event));
         }
         yield Running::Done(decided);
     }
