@@ -5,6 +5,8 @@
 mod chat_example;
 mod chat_server;
 #[cfg(feature = "mcp")]
+mod mcp_client;
+#[cfg(feature = "mcp")]
 mod mcp_conformance;
 #[cfg(feature = "mcp")]
 mod mcp_serve;
@@ -90,6 +92,15 @@ fn main() {
             &[serve, suite],
             mcp_conformance::every_server_scenario_passes_against_mcp_serve_conformance,
         ));
+        // The conformance suite's client scenarios, one trial each (auth scenarios: not yet).
+        let (client, suite) = (mcp_client::mcp_client_binary(), mcp_client::conformance_suite());
+        for scenario in mcp_client::SCENARIOS {
+            trials.push(peers::trial(
+                format!("mcp_client::conformance_client_scenario_{}", scenario.replace('-', "_")),
+                &[&client, &suite],
+                move || mcp_client::scenario_passes(scenario),
+            ));
+        }
     }
     peers::run(trials)
 }
