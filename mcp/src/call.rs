@@ -130,16 +130,21 @@ impl McpClient {
     }
 
     /// One `tools/call` request, its progress routed to `cx.progress`; dropping it cancels it.
-    async fn call_once(&self, peer: &Peer<RoleClient>, params: CallToolRequestParams, cx: &ToolContext) -> Result<Answer, String> {
+    async fn call_once(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        cx: &ToolContext,
+    ) -> Result<Answer, String> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
             .map_err(|error| error.to_string())?;
-        let _route = cx
-            .progress
-            .is_active()
-            .then(|| self.shared.route_progress(handle.progress_token.clone(), cx.progress.clone()));
+        let _route = cx.progress.is_active().then(|| {
+            self.shared
+                .route_progress(handle.progress_token.clone(), cx.progress.clone())
+        });
         let mut cancel = CancelOnDrop {
             peer: peer.clone(),
             id: Some(handle.id.clone()),

@@ -147,7 +147,11 @@ pub(crate) async fn list_tools(name: &str, peer: &Peer<RoleClient>) -> Result<Ve
 }
 
 impl McpClient {
-    pub(crate) async fn connect(recipe: Recipe, shared: Arc<Shared>, stderr: StderrTail) -> Result<(Self, Vec<Warning>), Error> {
+    pub(crate) async fn connect(
+        recipe: Recipe,
+        shared: Arc<Shared>,
+        stderr: StderrTail,
+    ) -> Result<(Self, Vec<Warning>), Error> {
         let handler = Handler { shared: shared.clone() };
         let (service, child, warnings) = open(&recipe, handler, &stderr).await?;
         let peer = service.peer().clone();

@@ -27,7 +27,8 @@ pub(crate) struct Shared {
     pub(crate) tools_changed: AtomicBool,
     pub(crate) resources_changed: AtomicBool,
     pub(crate) prompts_changed: AtomicBool,
-    progress: Mutex<HashMap<ProgressToken, ToolProgress>>,
+    /// Each routed token's reporter and the last progress it passed on.
+    progress: Mutex<HashMap<ProgressToken, (ToolProgress, f64)>>,
     pub(crate) notices: Arc<Notices>,
     pub(crate) interact: Interact,
     protocol_version: Option<ProtocolVersion>,
@@ -58,7 +59,7 @@ impl Shared {
         self.progress
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(token.clone(), progress);
+            .insert(token.clone(), (progress, f64::NEG_INFINITY));
         ProgressRoute {
             shared: self.clone(),
             token,
@@ -102,19 +103,22 @@ impl ClientHandler for Handler {
         self.shared.prompts_changed.store(true, Ordering::SeqCst);
     }
 
+    /// rmcp handles notifications concurrently, so two of one call may arrive swapped: a
+    /// report whose progress does not exceed the last one passed on is stale and dropped
+    /// (MCP's progress increases), which keeps the reporter's sequence increasing.
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
-        let progress = self
-            .shared
-            .progress
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&params.progress_token)
-            .cloned();
-        if let Some(progress) = progress {
-            let mut update = ProgressUpdate::default().with_progress(params.progress, params.total);
-            update.message = params.message;
-            progress.report(update);
+        let mut routes = self.shared.progress.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((progress, last)) = routes.get_mut(&params.progress_token) else {
+            return;
+        };
+        if params.progress <= *last {
+            return;
         }
+        *last = params.progress;
+        let mut update = ProgressUpdate::default().with_progress(params.progress, params.total);
+        update.message = params.message;
+        // Reported under the lock, so reports leave in the order they were checked.
+        progress.report(update);
     }
 
     async fn on_logging_message(

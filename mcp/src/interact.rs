@@ -115,7 +115,11 @@ impl Interact {
 
 /// The answers to a 2026-07-28 `input_required` result's requests, through the same
 /// handlers (roots: none). A failed request fails the whole round.
-pub(crate) async fn fulfil(interact: &Interact, server: &str, requests: InputRequests) -> Result<InputResponses, String> {
+pub(crate) async fn fulfil(
+    interact: &Interact,
+    server: &str,
+    requests: InputRequests,
+) -> Result<InputResponses, String> {
     let mut responses = InputResponses::new();
     for (key, request) in requests {
         let answer = match request {
@@ -128,7 +132,10 @@ pub(crate) async fn fulfil(interact: &Interact, server: &str, requests: InputReq
                 .await
                 .and_then(|result| to_value(&result)),
             InputRequest::ListRoots(_) => to_value(&ListRootsResult::default()),
-            _ => Err(ErrorData::invalid_request("an input request patchbay does not know", None)),
+            _ => Err(ErrorData::invalid_request(
+                "an input request patchbay does not know",
+                None,
+            )),
         };
         let answer = answer.map_err(|error| format!("input request `{key}`: {}", error.message))?;
         responses.insert(key, answer);

@@ -30,12 +30,12 @@ pub use convert::{
 };
 pub use error::Error;
 pub use interact::{AcceptDefaults, ElicitationHandler, SamplingHandler, schema_defaults};
+pub use listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 pub use notices::NOTICE_LOGGER;
+pub use reporting::reporting_tools;
 pub use resources::{prompt_messages, resource_blocks, resource_message};
 pub use sampling::ProviderSampling;
 pub use supervise::RestartPolicy;
-pub use listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
-pub use reporting::reporting_tools;
 pub use server::{McpCaller, ResourceUpdates, ToolServer, ToolServerBuilder};
 
 /// The rmcp version this crate is built on, re-exported for its model types.

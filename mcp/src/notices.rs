@@ -52,7 +52,12 @@ impl Notices {
             "warning" | "error" => tracing::warn!(server = %server, "{message}"),
             _ => tracing::info!(server = %server, "{message}"),
         }
-        self.log(server, level.to_owned(), Some(NOTICE_LOGGER.to_owned()), Value::String(message));
+        self.log(
+            server,
+            level.to_owned(),
+            Some(NOTICE_LOGGER.to_owned()),
+            Value::String(message),
+        );
     }
 
     /// Wake a waiter without queueing anything (the tool list changed).

@@ -9,9 +9,8 @@ use std::sync::atomic::Ordering;
 
 use patchbay_core::{ContentBlock, ImageSource, Message, Role};
 use rmcp::model::{
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult, JsonObject, Prompt,
-    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
-    ResourceTemplate,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult, JsonObject, Prompt, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
 
 use crate::call::MAX_INPUT_ROUNDS;
@@ -23,7 +22,9 @@ impl McpClient {
     pub async fn list_resources(&self) -> Result<Vec<Resource>, String> {
         let peer = self.peer("resources/list")?;
         self.shared.resources_changed.store(false, Ordering::SeqCst);
-        peer.list_all_resources().await.map_err(|e| self.failed("resources/list", e))
+        peer.list_all_resources()
+            .await
+            .map_err(|e| self.failed("resources/list", e))
     }
 
     /// Every resource template the server lists (all pages).
@@ -47,7 +48,12 @@ impl McpClient {
                     params.input_responses = answers;
                     params.request_state = state;
                 }
-                Ok(_) => return Err(format!("MCP server `{}`: unexpected answer to resources/read", self.name)),
+                Ok(_) => {
+                    return Err(format!(
+                        "MCP server `{}`: unexpected answer to resources/read",
+                        self.name
+                    ));
+                }
                 Err(error) => return Err(self.failed("resources/read", error)),
             }
         }
@@ -58,7 +64,9 @@ impl McpClient {
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, String> {
         let peer = self.peer("prompts/list")?;
         self.shared.prompts_changed.store(false, Ordering::SeqCst);
-        peer.list_all_prompts().await.map_err(|e| self.failed("prompts/list", e))
+        peer.list_all_prompts()
+            .await
+            .map_err(|e| self.failed("prompts/list", e))
     }
 
     /// Get the prompt `name` with its `arguments` (strings, as MCP wants them).
@@ -95,9 +103,13 @@ impl McpClient {
         &self,
         asked: InputRequiredResult,
     ) -> Result<(Option<rmcp::model::InputResponses>, Option<String>), String> {
-        let answers = fulfil(&self.shared.interact, &self.name, asked.input_requests.unwrap_or_default())
-            .await
-            .map_err(|error| format!("MCP server `{}`: {error}", self.name))?;
+        let answers = fulfil(
+            &self.shared.interact,
+            &self.name,
+            asked.input_requests.unwrap_or_default(),
+        )
+        .await
+        .map_err(|error| format!("MCP server `{}`: {error}", self.name))?;
         Ok(((!answers.is_empty()).then_some(answers), asked.request_state))
     }
 
@@ -128,7 +140,9 @@ pub fn resource_message(result: &ReadResourceResult) -> Message {
 
 fn contents_block(contents: &ResourceContents) -> ContentBlock {
     match contents {
-        ResourceContents::TextResourceContents { uri, text, .. } => ContentBlock::text(format!("Resource {uri}:\n{text}")),
+        ResourceContents::TextResourceContents { uri, text, .. } => {
+            ContentBlock::text(format!("Resource {uri}:\n{text}"))
+        }
         ResourceContents::BlobResourceContents {
             uri, mime_type, blob, ..
         } => match mime_type.as_deref() {

@@ -9,14 +9,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use patchbay_core::{
-    ContentBlock, FinishReason, ImageSource, Message, Provider, ProviderResponse, RequestContext, Role, Signal,
-    ToolSet,
+    ContentBlock, FinishReason, ImageSource, Message, Provider, ProviderResponse, RequestContext, Role, Signal, ToolSet,
 };
 use rmcp::ErrorData;
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, SamplingMessage, SamplingMessageContentBlock};
 use tracing::Instrument;
-use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, SamplingMessage, SamplingMessageContentBlock,
-};
 
 use crate::interact::SamplingHandler;
 

@@ -93,14 +93,22 @@ fn set_health(client: &McpClient, health: Health) {
 /// Bring `client` back; `false` when it stays down (or was closed meanwhile).
 async fn restart(client: &McpClient, policy: RestartPolicy, connect_timeout: Duration) -> bool {
     let notices = &client.shared.notices;
-    let stderr = client.stderr.text().map(|tail| format!(" (stderr: {tail})")).unwrap_or_default();
+    let stderr = client
+        .stderr
+        .text()
+        .map(|tail| format!(" (stderr: {tail})"))
+        .unwrap_or_default();
     // The old connection is gone: close what is left of it (its process group too).
     let old = std::mem::take(&mut *client.parts.lock().unwrap_or_else(|p| p.into_inner()));
     old.close().await;
     let of = policy.max_attempts;
     if of == 0 {
         let reason = format!("it stopped{stderr}");
-        notices.notice(&client.name, "warning", format!("MCP server `{}` stopped{stderr}; it is not restarted", client.name));
+        notices.notice(
+            &client.name,
+            "warning",
+            format!("MCP server `{}` stopped{stderr}; it is not restarted", client.name),
+        );
         set_health(client, Health::Down { reason });
         return false;
     }
@@ -168,7 +176,10 @@ async fn restart(client: &McpClient, policy: RestartPolicy, connect_timeout: Dur
     notices.notice(
         &client.name,
         "warning",
-        format!("MCP server `{}` stopped and could not be restarted ({reason}); its tools stay unavailable", client.name),
+        format!(
+            "MCP server `{}` stopped and could not be restarted ({reason}); its tools stay unavailable",
+            client.name
+        ),
     );
     set_health(client, Health::Down { reason });
     false

@@ -7,6 +7,7 @@ mod agent;
 mod client;
 mod connect;
 mod conversions;
+mod features;
 mod hardening;
 mod host_death;
 mod plain;
