@@ -146,3 +146,39 @@ pub(crate) async fn fulfil(
 fn to_value(value: &impl serde::Serialize) -> Result<Value, ErrorData> {
     serde_json::to_value(value).map_err(|error| ErrorData::internal_error(error.to_string(), None))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn requests() -> InputRequests {
+        serde_json::from_value(serde_json::json!({
+            "who": {
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "form",
+                    "message": "Who?",
+                    "requestedSchema": { "type": "object", "properties": { "name": { "type": "string", "default": "Ada" } } }
+                }
+            },
+            "roots": { "method": "roots/list" }
+        }))
+        .expect("input requests")
+    }
+
+    #[tokio::test]
+    async fn input_required_requests_are_answered_by_the_same_handlers() {
+        let interact = Interact {
+            elicitation: Some(Arc::new(AcceptDefaults)),
+            sampling: None,
+        };
+        let answers = fulfil(&interact, "s", requests()).await.expect("answered");
+        assert_eq!(
+            answers["who"],
+            serde_json::json!({ "action": "accept", "content": { "name": "Ada" } })
+        );
+        assert_eq!(answers["roots"], serde_json::json!({ "roots": [] }));
+        let declined = fulfil(&Interact::default(), "s", requests()).await.expect("answered");
+        assert_eq!(declined["who"], serde_json::json!({ "action": "decline" }));
+    }
+}

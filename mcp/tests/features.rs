@@ -285,14 +285,14 @@ async fn progress_reaches_the_tool_reporter_and_logs_become_events() {
     let sink = seen.clone();
     let cx = ToolContext::new().with_progress(ToolProgress::new(move |update: ProgressUpdate| {
         sink.lock()
-            .unwrap()
+            .expect("not poisoned")
             .push((update.message, update.progress, update.total));
     }));
     let result = client.call_tool("slow", json!({}), &cx, None).await;
     assert_eq!(result.text_content(), "slow done");
     // rmcp handles notifications concurrently: a report overtaken by a later one is dropped,
     // so what arrives increases and ends with the last step.
-    let seen = seen.lock().unwrap().clone();
+    let seen = seen.lock().expect("not poisoned").clone();
     assert!(seen.windows(2).all(|w| w[0].1 < w[1].1), "{seen:?}");
     assert_eq!(seen.last(), Some(&(Some("step 2".to_owned()), Some(2.0), Some(2.0))));
     let events = connections.take_events();

@@ -12,6 +12,7 @@ use crate::sink::RunHandle;
 use crate::summary::RunSummary;
 use crate::toolset::ToolSet;
 
+mod live;
 mod pause;
 mod run;
 mod source;

@@ -7,8 +7,9 @@ use std::sync::mpsc::Sender;
 
 use futures::{Stream, StreamExt};
 
+use super::live::LiveSources;
 use super::pause::{Decisions, PausedCall, PausedRun, RunEnd};
-use super::source::{LiveTools, ToolSource};
+use super::source::ToolSource;
 use super::tools::{Decided, Running, run_calls_streaming};
 use crate::approval::ApprovalRequest;
 use crate::context::{RequestContext, Session};
@@ -218,12 +219,7 @@ struct Turn {
 /// guards (open connections) go first, before the tools, sources and provider.
 struct RunState {
     guards: Vec<Box<dyn Any + Send + Sync>>,
-    /// The sources' live sides, each with the index of its tools in `source_tools`.
-    live: Vec<(usize, Arc<dyn LiveTools>)>,
-    /// The agent's own tools, before any source's were merged in.
-    own_tools: ToolSet,
-    /// Each source's tools as attached (or as last changed), in source order.
-    source_tools: Vec<ToolSet>,
+    live: LiveSources,
     connected: Option<(Vec<String>, Vec<McpFailure>)>,
     pending_warnings: Vec<Warning>,
     started: bool,
@@ -256,9 +252,7 @@ impl RunState {
         } = agent;
         Self {
             guards: Vec::new(),
-            live: Vec::new(),
-            own_tools: ToolSet::new(),
-            source_tools: Vec::new(),
+            live: LiveSources::default(),
             connected: None,
             pending_warnings: Vec::new(),
             started: false,
@@ -286,14 +280,11 @@ impl RunState {
 
     /// Attach the outside tool sources (MCP) before the first model call.
     async fn attach_sources(&mut self, signal: &Signal) {
-        self.own_tools = self.tools.clone();
+        self.live = LiveSources::new(self.tools.clone());
         for source in &self.sources {
             let attached = source.attach(&self.context, signal).await;
             self.pending_warnings.extend(attached.warnings);
-            if let Some(live) = attached.live {
-                self.live.push((self.source_tools.len(), live));
-            }
-            self.source_tools.push(attached.tools.clone());
+            self.live.attached(&attached.tools, attached.live);
             self.pending_warnings.extend(self.tools.merge(attached.tools));
             if !attached.connected.is_empty() || !attached.failed.is_empty() {
                 let (servers, failed) = self.connected.get_or_insert_with(|| (Vec::new(), Vec::new()));
@@ -307,27 +298,11 @@ impl RunState {
         }
     }
 
-    /// Ask the live sources for changed tools and, when one changed, rebuild the run's tool
-    /// set the way it was attached (own tools first, then each source's in order; a clash keeps
-    /// the first and is logged, since `Started` already went out).
+    /// The next model call sees the sources' tools as they are now.
     async fn refresh_tools(&mut self) {
-        let mut changed = false;
-        for (index, live) in &self.live {
-            if let Some(tools) = live.changed_tools().await {
-                self.source_tools[*index] = tools;
-                changed = true;
-            }
+        if let Some(tools) = self.live.changed_tools().await {
+            self.tools = tools;
         }
-        if !changed {
-            return;
-        }
-        let mut tools = self.own_tools.clone();
-        for source in &self.source_tools {
-            for warning in tools.merge(source.clone()) {
-                tracing::warn!(code = %warning.code, "{}", warning.message);
-            }
-        }
-        self.tools = tools;
     }
 
     /// The live sources' events so far, once `Started` went out.
@@ -335,7 +310,7 @@ impl RunState {
         if !self.started {
             return Vec::new();
         }
-        let events: Vec<Event> = self.live.iter().flat_map(|(_, live)| live.take_events()).collect();
+        let events = self.live.take_events();
         for event in &events {
             self.seen(event);
         }
@@ -587,8 +562,7 @@ impl RunState {
     /// what it needs, so the run can record each event as it passes.
     fn calls_stream(&self, calls: Vec<PausedCall>, signal: &Signal) -> impl Stream<Item = Running> + Send + use<> {
         let base = self.context.tool_context(signal);
-        let live = self.live.iter().map(|(_, live)| live.clone()).collect();
-        run_calls_streaming(self.tools.clone(), calls, base, self.context.clone(), live)
+        run_calls_streaming(self.tools.clone(), calls, base, self.context.clone(), self.live.sides())
     }
 
     /// Pause the run in `step`: `ApprovalRequested` for the calls a person decides, then

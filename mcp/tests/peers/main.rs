@@ -10,6 +10,7 @@ mod agent;
 mod client;
 mod installed;
 mod interop;
+mod restart;
 
 use patchbay_conformance::peers::{self, Peer};
 
@@ -35,6 +36,9 @@ fn main() {
         agent::an_agent_calls_a_server_everything_tool,
         agent::a_native_tool_wins_a_clash_and_the_clash_is_reported,
         agent::a_cancelled_run_closes_its_mcp_servers,
+        restart::a_stdio_server_that_dies_is_restarted_and_its_tools_come_back,
+        restart::a_stdio_server_that_never_comes_back_stays_down_with_a_clear_error,
+        restart::version_negotiation_works_both_ways,
     ];
     trials.extend(trials![python =>
         client::python_fastmcp_sees_forwarded_metadata_headers,
