@@ -95,7 +95,7 @@ struct Changing {
 
 impl Changing {
     fn log(&self, text: &str) {
-        self.events.lock().unwrap().push(Event::Log {
+        self.events.lock().expect("not poisoned").push(Event::Log {
             source: "fake".into(),
             level: "info".into(),
             logger: None,
@@ -114,7 +114,7 @@ fn named(name: &'static str) -> ToolSet {
 #[async_trait]
 impl LiveTools for Changing {
     fn take_events(&self) -> Vec<Event> {
-        std::mem::take(&mut *self.events.lock().unwrap())
+        std::mem::take(&mut *self.events.lock().expect("not poisoned"))
     }
 
     async fn events_ready(&self) {
