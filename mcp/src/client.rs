@@ -21,6 +21,7 @@ use crate::error::Error;
 use crate::handler::Shared;
 use crate::interact::{ElicitationHandler, Interact, SamplingHandler};
 use crate::notices::Notices;
+use crate::oauth::client::OAuthClient;
 use crate::supervise::{RestartPolicy, watch};
 
 #[derive(Clone)]
@@ -31,6 +32,17 @@ struct Options {
     protocol_version: Option<ProtocolVersion>,
     interact: Interact,
     restart: RestartPolicy,
+    /// OAuth per server name (`None`: every HTTP server without its own).
+    oauth: Vec<(Option<String>, OAuthClient)>,
+}
+
+impl Options {
+    fn oauth_for(&self, server: &str) -> Option<&OAuthClient> {
+        let named = self.oauth.iter().find(|(name, _)| name.as_deref() == Some(server));
+        named
+            .or_else(|| self.oauth.iter().find(|(name, _)| name.is_none()))
+            .map(|(_, client)| client)
+    }
 }
 
 /// The default bound on connecting to one server (handshake plus tool listing).
@@ -80,6 +92,7 @@ impl Default for McpClientSet {
                 protocol_version: None,
                 interact: Interact::default(),
                 restart: RestartPolicy::default(),
+                oauth: Vec::new(),
             },
         }
     }
@@ -96,6 +109,7 @@ impl fmt::Debug for McpClientSet {
             .field("elicitation", &self.options.interact.elicitation.is_some())
             .field("sampling", &self.options.interact.sampling.is_some())
             .field("restart", &self.options.restart)
+            .field("oauth", &self.options.oauth)
             .finish()
     }
 }
@@ -166,6 +180,22 @@ impl McpClientSet {
         self
     }
 
+    /// Authorize with `client` (OAuth 2.1) when the HTTP server named `server` asks for it
+    /// (a `401`, or a `403` asking for more scope). A server without OAuth that answers `401`
+    /// fails with [`Error::Unauthorized`](crate::Error::Unauthorized).
+    pub fn with_oauth(mut self, server: impl Into<String>, client: OAuthClient) -> Self {
+        self.options.oauth.push((Some(server.into()), client));
+        self
+    }
+
+    /// Authorize with `client` for every HTTP server (configured here or in the request's
+    /// context) that has no [`with_oauth`](Self::with_oauth) of its own. Tokens are kept per
+    /// server URL.
+    pub fn with_oauth_for_all(mut self, client: OAuthClient) -> Self {
+        self.options.oauth.push((None, client));
+        self
+    }
+
     /// The configured servers.
     pub fn servers(&self) -> &[McpServerConfig] {
         &self.servers
@@ -206,9 +236,13 @@ impl McpClientSet {
                 self.options.interact.clone(),
                 self.options.protocol_version.clone(),
             );
+            let oauth = self.options.oauth_for(&server.name);
+            // The user's time to authorize does not count against the connect timeout.
+            let timeout = timeout + oauth.map(OAuthClient::authorization_budget).unwrap_or_default();
             let recipe = Recipe {
                 server: (*server).clone(),
                 context: context.clone(),
+                oauth: oauth.cloned(),
             };
             async move {
                 let connect = McpClient::connect(recipe, shared, stderr.clone());

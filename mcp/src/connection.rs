@@ -18,6 +18,7 @@ use crate::child::{ChildProcess, Spawn, StderrTail};
 use crate::convert::spec_from_mcp;
 use crate::error::Error;
 use crate::handler::{Handler, Shared};
+use crate::oauth::client::OAuthClient;
 
 /// How long a graceful close waits at each step (stdin closed, then SIGTERM) before escalating.
 pub const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -85,6 +86,8 @@ pub(crate) struct Live {
 pub(crate) struct Recipe {
     pub(crate) server: McpServerConfig,
     pub(crate) context: RequestContext,
+    /// OAuth for an HTTP server that asks for it (restarts authorize with it too).
+    pub(crate) oauth: Option<OAuthClient>,
 }
 
 /// One connected MCP server.
@@ -115,13 +118,17 @@ pub(crate) type Opened = (RunningService<RoleClient, Handler>, Option<ChildProce
 
 /// Start (stdio) or reach (HTTP) `recipe`'s server and handshake with it.
 pub(crate) async fn open(recipe: &Recipe, handler: Handler, stderr: &StderrTail) -> Result<Opened, Error> {
-    let Recipe { server, context } = recipe;
+    let Recipe { server, context, oauth } = recipe;
     let name = &server.name;
     let mut warnings = Vec::new();
     match &server.transport {
         McpTransport::Http { url, headers } => {
             let headers = header_map(name, headers, &context.metadata, &mut warnings)?;
-            Ok((serve_http(name, url, headers, handler).await?, None, warnings))
+            Ok((
+                serve_http(name, url, headers, handler, oauth.as_ref()).await?,
+                None,
+                warnings,
+            ))
         }
         McpTransport::Stdio { command, args, env } => {
             let spawn = Spawn {
@@ -325,17 +332,22 @@ fn handshake_error(server: &str, source: Box<dyn std::error::Error + Send + Sync
     }
 }
 
-/// Handshake with a streamable-HTTP server, sending `headers` with every request.
+/// Handshake with a streamable-HTTP server, sending `headers` with every request (and,
+/// with `oauth`, authorizing when the server asks).
 async fn serve_http(
     name: &str,
     url: &str,
     headers: HashMap<HeaderName, HeaderValue>,
     handler: Handler,
+    oauth: Option<&OAuthClient>,
 ) -> Result<RunningService<RoleClient, Handler>, Error> {
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
     // Never rmcp's `from_config`: its default client panics without a process-wide
     // rustls provider, which patchbay does not install.
     let client = shared_http_client().map_err(|source| handshake_error(name, Box::new(source), None))?;
+    if let Some(oauth) = oauth {
+        return crate::oauth::serve_with_oauth(name, url, config, client, oauth, handler).await;
+    }
     let transport = StreamableHttpClientTransport::with_client(client, config);
     handler.serve(transport).await.map_err(|e| {
         if e.is_authorization_required() {

@@ -44,6 +44,15 @@ pub enum Error {
         /// The server's configured name.
         server: String,
     },
+    /// Authorizing with the server's authorization server failed (OAuth).
+    #[error("MCP server `{server}`: OAuth authorization failed")]
+    OAuth {
+        /// The server's configured name.
+        server: String,
+        /// What failed.
+        #[source]
+        source: crate::oauth::error::OAuthError,
+    },
     /// Listing the server's tools failed.
     #[error("MCP server `{server}`: tools/list failed")]
     ListTools {
@@ -108,6 +117,7 @@ impl Error {
             | Self::Spawn { server, .. }
             | Self::Handshake { server, .. }
             | Self::Unauthorized { server }
+            | Self::OAuth { server, .. }
             | Self::ListTools { server, .. }
             | Self::Timeout { server, .. }
             | Self::Cancelled { server } => Some(server),

@@ -13,6 +13,7 @@ mod handler;
 mod interact;
 mod listen;
 mod notices;
+pub mod oauth;
 mod reporting;
 mod resources;
 mod sampling;
@@ -35,8 +36,8 @@ pub use notices::NOTICE_LOGGER;
 pub use reporting::reporting_tools;
 pub use resources::{prompt_messages, resource_blocks, resource_message};
 pub use sampling::ProviderSampling;
-pub use supervise::RestartPolicy;
 pub use server::{McpCaller, ResourceUpdates, ToolServer, ToolServerBuilder};
+pub use supervise::RestartPolicy;
 
 /// The rmcp version this crate is built on, re-exported for its model types.
 pub use rmcp;
