@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::transport::auth::{
-    AuthorizationManager, AuthorizationRequest, AuthorizationSession, OAuthClientConfig, WWWAuthenticateParams,
+    AuthorizationManager, AuthorizationMetadata, AuthorizationRequest, AuthorizationSession, OAuthClientConfig, WWWAuthenticateParams,
 };
 use tracing::instrument::WithSubscriber;
 
@@ -14,6 +14,7 @@ use crate::oauth::client::OAuthClient;
 use crate::oauth::error::OAuthError;
 use crate::oauth::handler::{AuthorizationPrompt, AuthorizationRedirect};
 use crate::oauth::http::PatchbayOAuthHttp;
+use crate::oauth::legacy;
 use crate::oauth::store::ServerStore;
 
 /// What the server answered that asks for the user.
@@ -50,7 +51,15 @@ impl Flow {
     ) -> Result<(AuthorizationManager, Arc<PatchbayOAuthHttp>), OAuthError> {
         let http = Arc::new(PatchbayOAuthHttp::new()?);
         let mut manager = new_manager(url, client, &http).await?;
-        match manager.initialize_from_store().await {
+        let mut restored = manager.initialize_from_store().await;
+        if let Err(error) = &restored
+            && legacy::is_issuer_mismatch(error)
+            && let Some(metadata) = legacy::same_origin_metadata(&http, url).await?
+        {
+            manager.set_metadata(metadata);
+            restored = manager.initialize_from_store().await;
+        }
+        match restored {
             Ok(true) => restore_client_secret(&mut manager, client).await?,
             Ok(false) => {}
             Err(error) => tracing::warn!(server, "cannot restore the stored OAuth credentials: {error}"),
@@ -131,8 +140,8 @@ impl Flow {
         scopes: Option<Vec<String>>,
     ) -> Result<(), OAuthError> {
         let mut fresh = new_manager(&self.url, &self.client, &self.http).await?;
-        let resolution = fresh.resolve_metadata_from_challenge(challenge).await?;
-        fresh.set_metadata(resolution.metadata);
+        let metadata = discover(&mut fresh, &self.http, &self.url, challenge).await?;
+        fresh.set_metadata(metadata);
         let request = self.request(scopes).await?;
         let session = match AuthorizationSession::new(fresh, request).await {
             Ok(session) => session,
@@ -189,6 +198,27 @@ pub(crate) fn is_insufficient_scope(header: &str, url: &str) -> bool {
     reqwest::Url::parse(url)
         .map(|base| WWWAuthenticateParams::parse(header, &base).is_insufficient_scope())
         .unwrap_or(false)
+}
+
+/// The authorization server's metadata, discovered from `challenge` (rmcp), or with the
+/// 2025-03-26 revision's same-origin metadata when rmcp refuses that for its issuer.
+async fn discover(
+    manager: &mut AuthorizationManager,
+    http: &PatchbayOAuthHttp,
+    url: &str,
+    challenge: Option<&str>,
+) -> Result<AuthorizationMetadata, OAuthError> {
+    match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution) => Ok(resolution.metadata),
+        Err(error) if legacy::is_issuer_mismatch(&error) => match legacy::same_origin_metadata(http, url).await? {
+            Some(metadata) => {
+                tracing::info!(url, "using the 2025-03-26 same-origin authorization server metadata");
+                Ok(metadata)
+            }
+            None => Err(error.into()),
+        },
+        Err(error) => Err(error.into()),
+    }
 }
 
 async fn new_manager(

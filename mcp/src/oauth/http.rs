@@ -40,6 +40,34 @@ impl PatchbayOAuthHttp {
 #[error("the OAuth response body is over {MAX_BODY} bytes")]
 struct BodyTooLarge;
 
+impl PatchbayOAuthHttp {
+    /// Send `request`, following redirects or not, and read the body (at most 1 MiB).
+    pub(crate) async fn send(
+        &self,
+        request: reqwest::Request,
+        follow: bool,
+    ) -> Result<http::Response<Vec<u8>>, Box<dyn std::error::Error + Send + Sync>> {
+        let client = if follow { &self.follow } else { &self.stop };
+        let response = client.execute(request).await?;
+        let mut builder = http::Response::builder()
+            .status(response.status())
+            .version(response.version());
+        for (name, value) in response.headers() {
+            builder = builder.header(name, value);
+        }
+        let mut body = Vec::new();
+        let mut chunks = response.bytes_stream();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk?;
+            if chunk.len() > MAX_BODY - body.len() {
+                return Err(Box::new(BodyTooLarge));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(builder.body(body)?)
+    }
+}
+
 impl OAuthHttpClient for PatchbayOAuthHttp {
     fn execute(&self, request: OAuthHttpRequest) -> OAuthHttpClientFuture<'_> {
         Box::pin(async move {
@@ -49,31 +77,12 @@ impl OAuthHttpClient for PatchbayOAuthHttp {
                 timeout,
                 ..
             } = request;
-            let client = match redirect_policy {
-                OAuthHttpRedirectPolicy::Stop => &self.stop,
-                _ => &self.follow,
-            };
             let mut request = reqwest::Request::try_from(request)?;
             if let Some(timeout) = timeout {
                 *request.timeout_mut() = Some(timeout);
             }
-            let response = client.execute(request).await?;
-            let mut builder = http::Response::builder()
-                .status(response.status())
-                .version(response.version());
-            for (name, value) in response.headers() {
-                builder = builder.header(name, value);
-            }
-            let mut body = Vec::new();
-            let mut chunks = response.bytes_stream();
-            while let Some(chunk) = chunks.next().await {
-                let chunk = chunk?;
-                if chunk.len() > MAX_BODY - body.len() {
-                    return Err(Box::new(BodyTooLarge) as _);
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(builder.body(body)?)
+            let follow = !matches!(redirect_policy, OAuthHttpRedirectPolicy::Stop);
+            self.send(request, follow).await
         })
     }
 }

@@ -8,6 +8,7 @@ pub(crate) mod error;
 mod flow;
 mod handler;
 mod http;
+mod legacy;
 mod loopback;
 mod store;
 mod transport;
