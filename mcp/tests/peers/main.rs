@@ -10,6 +10,7 @@ mod agent;
 mod client;
 mod installed;
 mod interop;
+mod oauth;
 mod restart;
 
 use patchbay_conformance::peers::{self, Peer};
@@ -50,5 +51,6 @@ fn main() {
         &[everything],
         client::dropping_outside_any_runtime_still_kills_the_group,
     ));
+    trials.extend(oauth::trials());
     peers::run(trials)
 }
