@@ -10,6 +10,7 @@ mod conversions;
 mod features;
 mod hardening;
 mod host_death;
+mod oauth;
 mod plain;
 mod progress;
 mod server;
