@@ -49,9 +49,9 @@ pub enum Error {
     OAuth {
         /// The server's configured name.
         server: String,
-        /// What failed.
+        /// What failed (boxed: rmcp's OAuth error is large).
         #[source]
-        source: crate::oauth::error::OAuthError,
+        source: Box<crate::oauth::error::OAuthError>,
     },
     /// Listing the server's tools failed.
     #[error("MCP server `{server}`: tools/list failed")]

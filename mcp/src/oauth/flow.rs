@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::transport::auth::{
-    AuthorizationManager, AuthorizationMetadata, AuthorizationRequest, AuthorizationSession, OAuthClientConfig, WWWAuthenticateParams,
+    AuthorizationManager, AuthorizationMetadata, AuthorizationRequest, AuthorizationSession, OAuthClientConfig,
+    WWWAuthenticateParams,
 };
 use tracing::instrument::WithSubscriber;
 

@@ -35,7 +35,7 @@ pub(crate) async fn serve_with_oauth<H: ClientHandler>(
 ) -> Result<RunningService<RoleClient, H>, Error> {
     let oauth_error = |source| Error::OAuth {
         server: name.to_owned(),
-        source,
+        source: Box::new(source),
     };
     let (manager, http) = Flow::manager(name, url, oauth).await.map_err(oauth_error)?;
     let auth = AuthClient::new(client, manager);

@@ -17,7 +17,7 @@ pub(crate) struct Capture {
 
 impl Capture {
     pub(crate) fn text(&self) -> String {
-        self.text.lock().unwrap().clone()
+        self.text.lock().expect("lock").clone()
     }
 }
 
@@ -47,7 +47,7 @@ impl Subscriber for Capture {
     }
 
     fn new_span(&self, span: &Attributes<'_>) -> Id {
-        let mut text = self.text.lock().unwrap();
+        let mut text = self.text.lock().expect("lock");
         let _ = write!(text, "span {}:", span.metadata().name());
         span.record(&mut Line(&mut text));
         text.push('\n');
@@ -55,7 +55,7 @@ impl Subscriber for Capture {
     }
 
     fn record(&self, _: &Id, values: &Record<'_>) {
-        let mut text = self.text.lock().unwrap();
+        let mut text = self.text.lock().expect("lock");
         values.record(&mut Line(&mut text));
         text.push('\n');
     }
@@ -63,7 +63,7 @@ impl Subscriber for Capture {
     fn record_follows_from(&self, _: &Id, _: &Id) {}
 
     fn event(&self, event: &Event<'_>) {
-        let mut text = self.text.lock().unwrap();
+        let mut text = self.text.lock().expect("lock");
         let _ = write!(text, "{} {}:", event.metadata().level(), event.metadata().target());
         event.record(&mut Line(&mut text));
         text.push('\n');

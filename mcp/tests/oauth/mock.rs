@@ -38,7 +38,7 @@ impl Protected {
     }
 
     pub(crate) fn seen(&self) -> Seen {
-        self.seen.lock().unwrap().clone()
+        self.seen.lock().expect("lock").clone()
     }
 }
 
@@ -69,7 +69,7 @@ async fn server_metadata(headers: HeaderMap) -> Json<Value> {
 }
 
 async fn register(State(seen): State<Shared>, Json(body): Json<Value>) -> Response {
-    seen.lock().unwrap().registrations += 1;
+    seen.lock().expect("lock").registrations += 1;
     let answer = json!({
         "client_id": CLIENT_ID,
         "client_secret": CLIENT_SECRET,
@@ -81,19 +81,26 @@ async fn register(State(seen): State<Shared>, Json(body): Json<Value>) -> Respon
 async fn authorize(State(seen): State<Shared>, Query(query): Query<Value>) -> Redirect {
     let redirect_uri = query["redirect_uri"].as_str().unwrap_or_default().to_owned();
     let state = query["state"].as_str().unwrap_or_default().to_owned();
-    seen.lock().unwrap().authorizations.push(query);
+    seen.lock().expect("lock").authorizations.push(query);
     let mut url = reqwest::Url::parse(&redirect_uri).expect("a redirect URI");
-    url.query_pairs_mut().append_pair("code", CODE).append_pair("state", &state);
+    url.query_pairs_mut()
+        .append_pair("code", CODE)
+        .append_pair("state", &state);
     Redirect::to(url.as_str())
 }
 
 async fn token(State(seen): State<Shared>, headers: HeaderMap, body: String) -> Json<Value> {
-    let authorization = headers.get("authorization").and_then(|h| h.to_str().ok()).map(str::to_owned);
+    let authorization = headers
+        .get("authorization")
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned);
     let form = reqwest::Url::parse(&format!("http://form/?{body}")).expect("a form body");
-    let body: serde_json::Map<String, Value> =
-        form.query_pairs().map(|(key, value)| (key.into_owned(), Value::from(value.into_owned()))).collect();
+    let body: serde_json::Map<String, Value> = form
+        .query_pairs()
+        .map(|(key, value)| (key.into_owned(), Value::from(value.into_owned())))
+        .collect();
     let body = Value::Object(body);
-    seen.lock().unwrap().token_requests.push((authorization, body));
+    seen.lock().expect("lock").token_requests.push((authorization, body));
     Json(json!({
         "access_token": ACCESS_TOKEN,
         "refresh_token": REFRESH_TOKEN,

@@ -91,7 +91,15 @@ fn listed_in_baseline(scenario: &str) -> bool {
 fn run_scenario(suite: &Path, example: &Path, scenario: &str) {
     let command = format!("{} --client-metadata-url {CLIENT_METADATA_URL}", example.display());
     let output = Command::new(suite)
-        .args(["client", "--command", &command, "--scenario", scenario, "--timeout", "60000"])
+        .args([
+            "client",
+            "--command",
+            &command,
+            "--scenario",
+            scenario,
+            "--timeout",
+            "60000",
+        ])
         .arg("--expected-failures")
         .arg(baseline())
         .output()
@@ -115,7 +123,10 @@ fn run_scenario(suite: &Path, example: &Path, scenario: &str) {
 }
 
 fn every_auth_scenario_has_a_trial(suite: &Path) {
-    let output = Command::new(suite).arg("list").output().expect("run the conformance suite");
+    let output = Command::new(suite)
+        .arg("list")
+        .output()
+        .expect("run the conformance suite");
     let text = String::from_utf8_lossy(&output.stdout);
     let listed: Vec<&str> = text
         .lines()
@@ -123,5 +134,8 @@ fn every_auth_scenario_has_a_trial(suite: &Path) {
         .filter_map(|line| line.split_whitespace().next())
         .filter(|name| name.starts_with("auth/"))
         .collect();
-    assert_eq!(listed, AUTH_SCENARIOS, "the suite's auth scenarios changed; update AUTH_SCENARIOS");
+    assert_eq!(
+        listed, AUTH_SCENARIOS,
+        "the suite's auth scenarios changed; update AUTH_SCENARIOS"
+    );
 }
