@@ -77,39 +77,20 @@ pub(super) fn run_stream(
                     for event in run.calls_again(&paused.calls) {
                         yield Ok(event);
                     }
-                    let mut running = std::pin::pin!(run.calls_stream(paused.calls, &signal));
-                    let mut decided = None;
-                    while let Some(item) = running.next().await {
+                    // The paused step's usage was counted before the pause.
+                    let ended = (FinishReason::ToolUse, Usage::default());
+                    let mut step_out = std::pin::pin!(host_step(&mut run, paused.calls, paused.step, ended, &signal));
+                    let mut goes_on = false;
+                    while let Some(item) = step_out.next().await {
                         match item {
-                            Running::Event(event) => {
-                                run.seen(&event);
-                                yield Ok(*event);
-                            }
-                            Running::Done(done) => decided = Some(done),
+                            StepOut::Item(item) => yield item,
+                            StepOut::GoesOn => goes_on = true,
                         }
                     }
-                    // `Done` always comes last; the default is never used.
-                    match decided.unwrap_or(Decided::Ran(Vec::new(), Vec::new())) {
-                        Decided::Paused(calls) => {
-                            for event in run.pause(paused.step, calls) {
-                                yield Ok(event);
-                            }
-                            return;
-                        }
-                        Decided::Ran(calls, results) => {
-                            let (blocks, events) = run.tool_results(&calls, results);
-                            for event in events {
-                                yield Ok(event);
-                            }
-                            if signal.is_cancelled() {
-                                yield Err(ProviderError::cancelled().with_turn(paused.step));
-                                return;
-                            }
-                            // The paused step's usage was counted before the pause.
-                            yield Ok(run.results_step(paused.step, FinishReason::ToolUse, Usage::default(), blocks));
-                            first = paused.step + 1;
-                        }
+                    if !goes_on {
+                        return;
                     }
+                    first = paused.step + 1;
                 }
             }
         }
@@ -164,36 +145,16 @@ pub(super) fn run_stream(
 
             let calls = std::mem::take(&mut turn.host_calls);
             run.messages.push(Message::new(Role::Assistant, turn.content.take()));
-            let mut running = std::pin::pin!(run.calls_stream(calls, &signal));
-            let mut decided = None;
-            while let Some(item) = running.next().await {
+            let mut step_out = std::pin::pin!(host_step(&mut run, calls, step, (reason, turn.usage), &signal));
+            let mut goes_on = false;
+            while let Some(item) = step_out.next().await {
                 match item {
-                    Running::Event(event) => {
-                        run.seen(&event);
-                        yield Ok(*event);
-                    }
-                    Running::Done(done) => decided = Some(done),
+                    StepOut::Item(item) => yield item,
+                    StepOut::GoesOn => goes_on = true,
                 }
             }
-            // `Done` always comes last; the default is never used.
-            match decided.unwrap_or(Decided::Ran(Vec::new(), Vec::new())) {
-                Decided::Paused(calls) => {
-                    for event in run.pause(step, calls) {
-                        yield Ok(event);
-                    }
-                    return;
-                }
-                Decided::Ran(calls, results) => {
-                    let (blocks, events) = run.tool_results(&calls, results);
-                    for event in events {
-                        yield Ok(event);
-                    }
-                    if signal.is_cancelled() {
-                        yield Err(ProviderError::cancelled().with_turn(step));
-                        return;
-                    }
-                    yield Ok(run.results_step(step, reason, turn.usage, blocks));
-                }
+            if !goes_on {
+                return;
             }
         }
     };
@@ -202,6 +163,63 @@ pub(super) fn run_stream(
         .without_time_to_first_chunk()
         .without_tool_spans();
     crate::kit::observed(Box::pin(stream), recorder)
+}
+
+/// What [`host_step`] yields: an item for the host, then, when the run goes on to its next
+/// model call, `GoesOn` (last).
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per event, moved straight to the run's stream; boxing would allocate per event"
+)]
+enum StepOut {
+    Item(Result<Event, ProviderError>),
+    GoesOn,
+}
+
+/// Decide and run step `step`'s host calls (the events meanwhile pass at once), then either
+/// pause the run, or end the step with its results and `StepFinished` (`ended`: the step's
+/// finish reason and usage) and go on; a cancel during the calls ends the run with an error.
+fn host_step<'a>(
+    run: &'a mut RunState,
+    calls: Vec<PausedCall>,
+    step: u32,
+    ended: (FinishReason, Usage),
+    signal: &'a Signal,
+) -> impl Stream<Item = StepOut> + Send + 'a {
+    async_stream::stream! {
+        let mut running = std::pin::pin!(run.calls_stream(calls, signal));
+        let mut decided = None;
+        while let Some(item) = running.next().await {
+            match item {
+                Running::Event(event) => {
+                    run.seen(&event);
+                    yield StepOut::Item(Ok(*event));
+                }
+                Running::Done(done) => decided = Some(done),
+            }
+        }
+        // `Done` always comes last; the default is never used.
+        match decided.unwrap_or(Decided::Ran(Vec::new(), Vec::new())) {
+            Decided::Paused(calls) => {
+                for event in run.pause(step, calls) {
+                    yield StepOut::Item(Ok(event));
+                }
+            }
+            Decided::Ran(calls, results) => {
+                let (blocks, events) = run.tool_results(&calls, results);
+                for event in events {
+                    yield StepOut::Item(Ok(event));
+                }
+                if signal.is_cancelled() {
+                    yield StepOut::Item(Err(ProviderError::cancelled().with_turn(step)));
+                } else {
+                    let (reason, usage) = ended;
+                    yield StepOut::Item(Ok(run.results_step(step, reason, usage, blocks)));
+                    yield StepOut::GoesOn;
+                }
+            }
+        }
+    }
 }
 
 /// What one model call of a run produced so far.
