@@ -92,15 +92,23 @@ fn main() {
             &[serve, suite],
             mcp_conformance::every_server_scenario_passes_against_mcp_serve_conformance,
         ));
-        // The conformance suite's client scenarios, one trial each (auth scenarios: not yet).
+        // The conformance suite's client scenarios, OAuth included, one trial each.
         let (client, suite) = (mcp_client::mcp_client_binary(), mcp_client::conformance_suite());
         for scenario in mcp_client::SCENARIOS {
             trials.push(peers::trial(
-                format!("mcp_client::conformance_client_scenario_{}", scenario.replace('-', "_")),
+                format!(
+                    "mcp_client::conformance_client_scenario_{}",
+                    scenario.replace(['-', '/'], "_")
+                ),
                 &[&client, &suite],
                 move || mcp_client::scenario_passes(scenario),
             ));
         }
+        trials.push(peers::trial(
+            "mcp_client::every_client_scenario_of_the_suite_has_a_trial",
+            &[&suite],
+            mcp_client::every_client_scenario_of_the_suite_has_a_trial,
+        ));
     }
     peers::run(trials)
 }

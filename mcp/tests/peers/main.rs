@@ -10,7 +10,6 @@ mod agent;
 mod client;
 mod installed;
 mod interop;
-mod oauth;
 mod restart;
 
 use patchbay_conformance::peers::{self, Peer};
@@ -51,6 +50,5 @@ fn main() {
         &[everything],
         client::dropping_outside_any_runtime_still_kills_the_group,
     ));
-    trials.extend(oauth::trials());
     peers::run(trials)
 }
