@@ -41,6 +41,49 @@ fn reporting_tool(release: Arc<Notify>) -> ToolSet {
 }
 
 #[tokio::test]
+async fn a_tool_reporting_faster_than_the_host_reads_keeps_a_bounded_backlog() {
+    // 10,000 reports before the tool returns, none read meanwhile: before the bound, every
+    // one was kept (and came out), so a chatty tool grew the run's memory without limit.
+    let tools = ToolSet::new().with(FnTool::new(
+        "chatty",
+        "Reports progress many times, then answers.",
+        |_: Empty, cx: ToolContext| async move {
+            for step in 0..10_000u32 {
+                cx.progress
+                    .report(ProgressUpdate::message("tick").with_progress(f64::from(step), None));
+            }
+            ToolResult::text("done")
+        },
+    ));
+    let agent = Agent::new(
+        provider(vec![
+            respond(vec![Part::tool_call("c1", "chatty", json!({}))], 1, 1),
+            respond(vec![Part::text("ok")], 1, 1),
+        ]),
+        "m",
+    )
+    .with_tools(tools);
+    let (events, error) = collect(agent.stream(vec![Message::user("go")], Signal::new())).await;
+    assert!(error.is_none(), "{error:?}");
+    let progress = events
+        .iter()
+        .filter(|e| matches!(e, Event::ToolProgress { .. }))
+        .count();
+    assert!(progress > 0, "no progress at all");
+    assert!(
+        progress <= patchbay::agent::PROGRESS_BACKLOG,
+        "{progress} progress events kept for a host that read none"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ToolResult { result, .. } if result.text_content() == "done")),
+        "the call's result still arrives"
+    );
+    assert_valid(&events, None);
+}
+
+#[tokio::test]
 async fn tool_progress_streams_while_the_tool_runs() {
     let release = Arc::new(Notify::new());
     let agent = Agent::new(

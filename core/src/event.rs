@@ -286,7 +286,8 @@ pub enum Event {
     },
     /// How far a running tool call got: a host tool's [`ToolProgress`](crate::tool::ToolProgress)
     /// report, or an MCP server's `notifications/progress` for the call. Transient: not part of
-    /// the conversation.
+    /// the conversation; the agent loop keeps at most
+    /// [`PROGRESS_BACKLOG`](crate::agent::PROGRESS_BACKLOG) unread reports and drops the rest.
     ToolProgress {
         /// The call id.
         id: String,

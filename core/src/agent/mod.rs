@@ -16,12 +16,14 @@ mod live;
 mod pause;
 mod run;
 mod source;
+mod state;
 mod tools;
 
 use pause::RunEnd;
 pub use pause::{Decisions, PausedCall, PausedRun};
 use run::{Parts, Start};
 pub use source::{AttachedTools, LiveTools, ToolSource};
+pub use tools::PROGRESS_BACKLOG;
 
 /// The default step limit of an [`Agent`].
 pub const DEFAULT_MAX_STEPS: u32 = 30;

@@ -34,10 +34,15 @@ pub(super) enum Running {
     Done(Decided),
 }
 
+/// How many progress reports wait for the host at most. Progress is transient: a tool that
+/// reports faster than the host reads loses the reports past this many (the newest ones)
+/// until the host catches up, rather than growing the run's memory without bound.
+pub const PROGRESS_BACKLOG: usize = 256;
+
 /// [`run_calls`] with everything it needs owned, as a stream: each call's progress reports
 /// and the live sources' events come out while the calls run (in the order they happened),
 /// then [`Running::Done`] with the results in call order. Reports a tool makes after its
-/// call ended are dropped with the step.
+/// call ended are dropped with the step, and so are those past [`PROGRESS_BACKLOG`].
 pub(super) fn run_calls_streaming(
     tools: ToolSet,
     calls: Vec<PausedCall>,
@@ -46,7 +51,7 @@ pub(super) fn run_calls_streaming(
     live: Vec<Arc<dyn LiveTools>>,
 ) -> impl Stream<Item = Running> + Send {
     async_stream::stream! {
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::channel(PROGRESS_BACKLOG);
         let run = run_calls(&tools, calls, &context.decisions, &base, &context, Some(&tx));
         let mut run = std::pin::pin!(run);
         let decided = loop {
@@ -77,12 +82,13 @@ pub(super) fn run_calls_streaming(
     }
 }
 
-/// A reporter that turns call `id`'s reports into `Event::ToolProgress` on `tx`.
-fn progress_for(id: &str, tx: &mpsc::UnboundedSender<Event>) -> ToolProgress {
+/// A reporter that turns call `id`'s reports into `Event::ToolProgress` on `tx` (dropped when
+/// the backlog is full).
+fn progress_for(id: &str, tx: &mpsc::Sender<Event>) -> ToolProgress {
     let id = id.to_owned();
     let tx = tx.clone();
     ToolProgress::new(move |update: ProgressUpdate| {
-        let _ = tx.send(Event::ToolProgress {
+        let _ = tx.try_send(Event::ToolProgress {
             id: id.clone(),
             message: update.message,
             progress: update.progress,
@@ -99,7 +105,7 @@ pub(super) async fn run_calls(
     decisions: &Decisions,
     base: &ToolContext,
     context: &RequestContext,
-    progress: Option<&mpsc::UnboundedSender<Event>>,
+    progress: Option<&mpsc::Sender<Event>>,
 ) -> Decided {
     for call in &mut calls {
         if call.decided.is_some() {
