@@ -45,7 +45,8 @@ struct Args {
     token_file: Option<String>,
 }
 
-const USAGE: &str = "usage: mcp-client [--protocol VERSION] [--headless] [--client-metadata-url URL] [--token-file PATH] URL";
+const USAGE: &str =
+    "usage: mcp-client [--protocol VERSION] [--headless] [--client-metadata-url URL] [--token-file PATH] URL";
 
 fn parse_args() -> Option<Args> {
     let mut args = std::env::args().skip(1);

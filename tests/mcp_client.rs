@@ -132,5 +132,8 @@ pub(crate) fn every_client_scenario_of_the_suite_has_a_trial() {
         .filter_map(|line| line.trim().strip_prefix("- "))
         .filter_map(|line| line.split_whitespace().next())
         .collect();
-    assert_eq!(listed, SCENARIOS, "the suite's client scenarios changed; update SCENARIOS");
+    assert_eq!(
+        listed, SCENARIOS,
+        "the suite's client scenarios changed; update SCENARIOS"
+    );
 }

@@ -21,8 +21,9 @@ mod tools;
 
 use pause::RunEnd;
 pub use pause::{Decisions, PausedCall, PausedRun};
-use run::{Parts, Start};
+use run::Start;
 pub use source::{AttachedTools, LiveTools, ToolSource};
+use state::Parts;
 pub use tools::PROGRESS_BACKLOG;
 
 /// The default step limit of an [`Agent`].

@@ -1,33 +1,18 @@
 //! One run of the agent loop as a stream: model calls, host tool calls with hooks and
 //! approvals, pauses for a person's decision and resumes.
 
-use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use futures::{Stream, StreamExt};
 
 use super::pause::{Decisions, PausedCall, PausedRun, RunEnd};
-use super::source::ToolSource;
-use super::state::{RunState, Turn};
+use super::state::{Parts, RunState, Turn};
 use super::tools::{Decided, Running};
-use crate::context::RequestContext;
 use crate::error::ProviderError;
 use crate::event::{Event, FinishReason, Usage};
 use crate::message::{Message, Role};
 use crate::provider::{EventStream, Provider};
 use crate::signal::Signal;
-use crate::toolset::ToolSet;
-
-/// What a run takes of its [`Agent`](super::Agent).
-pub(super) struct Parts {
-    pub(super) provider: Arc<dyn Provider>,
-    pub(super) model: String,
-    pub(super) tools: ToolSet,
-    pub(super) context: RequestContext,
-    pub(super) sources: Vec<Arc<dyn ToolSource>>,
-    pub(super) max_steps: u32,
-    pub(super) name: Option<String>,
-}
 
 /// How a run begins: from a conversation, or from a paused run and a person's decisions.
 pub(super) enum Start {

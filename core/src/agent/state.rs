@@ -10,7 +10,6 @@ use futures::Stream;
 
 use super::live::LiveSources;
 use super::pause::{Decisions, PausedCall, PausedRun, RunEnd};
-use super::run::Parts;
 use super::source::ToolSource;
 use super::tools::{Running, run_calls_streaming};
 use crate::approval::ApprovalRequest;
@@ -25,6 +24,17 @@ use crate::signal::Signal;
 use crate::summary::RunSummary;
 use crate::tool::{ExecutedBy, ToolResult};
 use crate::toolset::ToolSet;
+
+/// What a run takes of its [`Agent`](super::Agent).
+pub(super) struct Parts {
+    pub(super) provider: Arc<dyn Provider>,
+    pub(super) model: String,
+    pub(super) tools: ToolSet,
+    pub(super) context: RequestContext,
+    pub(super) sources: Vec<Arc<dyn ToolSource>>,
+    pub(super) max_steps: u32,
+    pub(super) name: Option<String>,
+}
 
 /// What one model call of a run produced so far.
 #[derive(Default)]
