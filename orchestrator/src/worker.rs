@@ -161,16 +161,16 @@ async fn run_job(inner: &Arc<Inner>, job: Job) {
         signal.cancel();
     }
     register(inner, &job, &signal);
-    let outcome = match inner.store.mark_job_running(&job.job_id, &inner.worker_id).await {
+    let (outcome, last) = match inner.store.mark_job_running(&job.job_id, &inner.worker_id).await {
         // Cancelled between the claim and now.
         Err(StoreError::InvalidTransition { .. }) => {
             unregister(inner, &job);
             return;
         }
-        Err(error) => Outcome::Failed(format!("storage error: {error}")),
+        Err(error) => (Outcome::Failed(format!("storage error: {error}")), None),
         Ok(job) => run(inner, &job, &signal).await,
     };
-    finish(inner, &job, outcome).await;
+    finish(inner, &job, outcome, last).await;
     unregister(inner, &job);
     inner.status.notify(&job.session_name);
     inner.queue.notify_waiters();
@@ -192,21 +192,23 @@ fn unregister(inner: &Inner, job: &Job) {
     running.remove(&job.job_id);
 }
 
-async fn run(inner: &Arc<Inner>, job: &Job, signal: &Signal) -> Outcome {
+/// Run the job; returns how it ended and the run's last event (its `finish` or its error),
+/// which is stored with the job's end rather than with the other events.
+async fn run(inner: &Arc<Inner>, job: &Job, signal: &Signal) -> (Outcome, Option<serde_json::Value>) {
     let (session, blueprint) = match session_and_blueprint(inner, job).await {
         Ok(found) => found,
-        Err(outcome) => return outcome,
+        Err(outcome) => return (outcome, None),
     };
     let (agent, messages) = match agent_for(inner, job, &session, &blueprint) {
         Ok(built) => built,
-        Err(outcome) => return outcome,
+        Err(outcome) => return (outcome, None),
     };
     let timeout = blueprint.limits.over(&inner.limits).run_timeout;
     let (stream, transcript) = agent.stream_with_transcript(messages, signal.clone());
     let (events, queue) = tokio::sync::mpsc::channel(EVENT_QUEUE);
     let writer = tokio::spawn(write_events(inner.clone(), session.clone(), job.job_id.clone(), queue));
     // Past the timeout the run is cancelled; its stream then ends promptly.
-    let (record, timed_out) = {
+    let (mut record, timed_out) = {
         let forwarded = forward_events(inner, job, stream, &events, signal);
         tokio::pin!(forwarded);
         tokio::select! {
@@ -217,16 +219,18 @@ async fn run(inner: &Arc<Inner>, job: &Job, signal: &Signal) -> Outcome {
             }
         }
     };
-    // Every event is stored before the job ends.
+    // Every event but the last is stored before the job ends.
     drop(events);
     let _ = writer.await;
+    let last = record.last.take();
     if timed_out {
-        return Outcome::Cancelled(format!(
+        let reason = format!(
             "timed out after {} (timeout_seconds)",
             humantime::format_duration(timeout)
-        ));
+        );
+        return (Outcome::Cancelled(reason), last);
     }
-    record.outcome(inner, signal, &transcript)
+    (record.outcome(inner, signal, &transcript), last)
 }
 
 /// The job's session and blueprint (the store marked the session running with the job); the
@@ -309,7 +313,16 @@ async fn forward_events(
         if let Ok(event) = &item {
             meter.note(inner, &job.job_id, &job.session_name, event, signal).await;
         }
-        let value = record.note(item);
+        let last = matches!(item, Ok(Event::Finish { .. }) | Err(_));
+        let mut value = record.note(item);
+        // The run's end is stored with the job's end (see `finish`); an earlier one, if a
+        // run sent two, goes to the writer.
+        if last {
+            match record.last.replace(value) {
+                Some(earlier) => value = earlier,
+                None => continue,
+            }
+        }
         // Waits only when the writer is EVENT_QUEUE events behind.
         let _ = events.send(value).await;
     }
@@ -328,6 +341,8 @@ struct RunRecord {
     error: Option<ProviderError>,
     /// Why the tree's token budget ended the run.
     budget_spent: Option<String>,
+    /// The run's last event (its `finish` or its error), kept for the job's end.
+    last: Option<serde_json::Value>,
 }
 
 impl RunRecord {
@@ -487,10 +502,11 @@ fn tools_for(blueprint: &Blueprint, session: &Session, job_id: &str) -> ToolSet 
     chosen
 }
 
-/// Store how the run ended: the session's conversation and provider session first (a waiter
-/// woken by the job's end reads them), then the job's end, which recomputes the session's
-/// status and queues the parent's callback in the same transaction.
-async fn finish(inner: &Arc<Inner>, job: &Job, outcome: Outcome) {
+/// Store how the run ended in one transaction: the job's end (which recomputes the session's
+/// status and queues the parent's callback), the session's conversation and result, and the
+/// run's last event. A worker killed before it leaves a run that never finished, failed by
+/// its lease; killed after, a completed one.
+async fn finish(inner: &Arc<Inner>, job: &Job, outcome: Outcome, last: Option<serde_json::Value>) {
     let end = match outcome {
         Outcome::Completed {
             text,
@@ -503,18 +519,18 @@ async fn finish(inner: &Arc<Inner>, job: &Job, outcome: Outcome) {
                 conversation: conversation.and_then(|c| serde_json::to_value(c).ok()),
                 ..SessionUpdate::default()
             };
-            if let Ok(Some(session)) = inner.store.get_session_by_name(&job.session_name).await
-                && let Err(error) = inner.store.update_session(&session.session_id, update).await
-            {
-                tracing::error!(%error, session = %job.session_name, "cannot store the end of a run");
-            }
-            JobEnd::completed(text)
+            JobEnd::completed(text).with_session(update)
         }
         Outcome::Failed(message) => JobEnd::failed(message),
         Outcome::Cancelled(message) => JobEnd::cancelled(message),
     };
+    let end = end.with_events(last.into_iter().collect());
+    let stores_events = !end.events.is_empty();
     match inner.store.end_job(&job.job_id, end).await {
         Ok(ended) => {
+            if stores_events {
+                inner.events.notify(&job.session_name);
+            }
             if let Some(callback) = ended.callback {
                 inner.status.notify(&callback.session_name);
                 inner.queue.notify_waiters();

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::backend::{Backend, TestStore};
 use common::{Harness, TestResult, accepted, answering, echo, ended, gate, running, within};
 use patchbay_orchestrator::store::{
-    INTERRUPTED, JobKind, JobStatus, LEASE_EXPIRED, NewJob, NewSession, Page, SessionStatus, Store,
+    INTERRUPTED, JobEnd, JobKind, JobStatus, LEASE_EXPIRED, NewJob, NewSession, Page, SessionStatus, Store,
 };
 use patchbay_orchestrator::{ResumeRequest, StartRequest};
 
@@ -22,6 +22,7 @@ on_both_backends!(
     a_cancelled_resume_does_not_show_the_previous_result,
     a_failed_resume_answers_its_error_not_the_previous_result,
     sessions_are_listed_by_filter_in_keyset_pages,
+    a_run_whose_job_ended_elsewhere_leaves_no_finish_and_no_conversation,
 );
 
 fn start_on(name: &str, blueprint: &str, prompt: &str) -> StartRequest {
@@ -370,5 +371,52 @@ async fn sessions_are_listed_by_filter_in_keyset_pages(backend: Backend) -> Test
         .await?;
     assert_eq!(total, 7);
     assert!(found.iter().all(|s| s.conversation.is_null()));
+    h.stop().await
+}
+
+/// A run goes on while its job is ended elsewhere (another process settled its lease): the
+/// run's end must not be stored. Before, the worker stored the `finish` event and the
+/// conversation first and only then failed to end the job, so a failed job showed a finished
+/// run, and the next resume continued the failed run's conversation (a failed run must leave
+/// it as it was). A worker killed between those writes left the same state.
+async fn a_run_whose_job_ended_elsewhere_leaves_no_finish_and_no_conversation(backend: Backend) -> TestResult {
+    let name = format!("ended-elsewhere-{backend:?}");
+    let g = gate(&name);
+    let Some(h) = Harness::start_on(backend, vec![echo("held", Some(&name))], 1).await? else {
+        return Ok(());
+    };
+    let o = &h.orchestrator;
+    let first = accepted(
+        o.start_session(StartRequest {
+            async_mode: true,
+            ..start_on("s", "held", "first")
+        })
+        .await?,
+    )?;
+    g.arrived(1).await?;
+    o.store().end_job(&first.job_id, JobEnd::failed(LEASE_EXPIRED)).await?;
+    g.release(1);
+    // One worker: the resume runs once the first run's end was tried.
+    g.release(1);
+    let second = ended(within("the resume", o.resume_session(resume("s", "second"))).await??)?;
+    let session = o.session_by_name("s").await?;
+    let events = o.store().events_since(&session.session_id, 0).await?;
+    let finishes: Vec<_> = events
+        .iter()
+        .filter(|e| e.event["type"] == "finish")
+        .map(|e| e.job_id.clone().unwrap_or_default())
+        .collect();
+    assert!(
+        !finishes.contains(&first.job_id),
+        "the failed job's run shows a finish: {finishes:?}"
+    );
+    assert_eq!(finishes.len(), 1, "{finishes:?}");
+    // The echo answers with the conversation it got: only the resume's prompt.
+    let result = second.result.unwrap_or_default();
+    assert!(
+        !result.contains("first"),
+        "the failed run's conversation was kept: {result}"
+    );
+    assert!(result.contains("second"), "{result}");
     h.stop().await
 }

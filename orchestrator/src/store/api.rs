@@ -197,6 +197,8 @@ pub trait Store: Send + Sync + 'static {
             status,
             error,
             result: None,
+            session: None,
+            events: Vec::new(),
         };
         Ok(self.end_job(job_id, end).await?.job)
     }

@@ -95,6 +95,7 @@ mod sqlite;
 mod totals;
 mod types;
 mod usage;
+mod writes;
 
 use std::sync::Arc;
 

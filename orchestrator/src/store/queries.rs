@@ -12,7 +12,6 @@ use super::api::{LEASE_EXPIRED, Store, StoreError, millis};
 use super::dialect::Dialect;
 use super::rows::{
     event_cols, event_from_row, job_cols, job_from_row, page_bounds, session_cols, session_from_row, strings,
-    to_json_text,
 };
 use super::sql::{self, LOCK_SESSION_OF_JOB, ended_changes};
 use super::totals::{TreeUsage, UsageTotals};
@@ -21,6 +20,7 @@ use super::types::{
     SessionFilter, SessionUpdate, StoredEvent, now_millis,
 };
 use super::usage;
+use super::writes;
 use patchbay::async_trait;
 
 /// A [`Store`] on the database of the dialect `D`: [`SqliteStore`](super::SqliteStore) or
@@ -42,6 +42,16 @@ impl<D: Dialect> std::fmt::Debug for SqlStore<D> {
 }
 
 impl<D: Dialect> SqlStore<D> {
+    /// The statement that inserts a batch of events (`$4`, see [`writes::batch`]) from
+    /// sequence number `$2 + 1` on.
+    fn insert_events() -> String {
+        format!(
+            "INSERT INTO events (session_id, seq, job_id, event, created_at) \
+             SELECT $1, $2 + batch.n, $3, batch.value, $5 FROM {} AS batch",
+            D::texts("$4")
+        )
+    }
+
     /// The connection pool, for backend-specific work (tests, maintenance).
     pub fn pool(&self) -> &Pool<D::DB> {
         &self.pool
@@ -135,40 +145,10 @@ where
     }
 
     async fn update_session(&self, session_id: &str, update: SessionUpdate) -> Result<Session, StoreError> {
-        let now = now_millis();
-        let conversation = match &update.conversation {
-            Some(value) => Some(to_json_text(value, "the conversation")?),
-            None => None,
-        };
-        let finished_at = update.status.filter(|s| s.is_terminal()).map(|_| now);
-        let statement = concat!(
-            "UPDATE sessions SET status = COALESCE($2, status), \
-             last_result = COALESCE($3, last_result), \
-             provider_session_id = COALESCE($4, provider_session_id), \
-             conversation = COALESCE($5, conversation), \
-             parent_session_name = COALESCE($6, parent_session_name), \
-             finished_at = CASE WHEN CAST($2 AS TEXT) IS NULL THEN finished_at ELSE $7 END, \
-             updated_at = $8 WHERE session_id = $1 RETURNING ",
-            session_cols!()
-        );
-        let row = sqlx::query(statement)
-            .bind(session_id)
-            .bind(update.status.map(|s| s.as_str()))
-            .bind(update.last_result.as_deref())
-            .bind(update.provider_session_id.as_deref())
-            .bind(conversation.as_deref())
-            .bind(update.parent_session_name.as_deref())
-            .bind(finished_at)
-            .bind(now)
-            .fetch_optional(&self.pool)
-            .await?;
         // No notification: a session's changes that waiters care about come with its jobs'
-        // (a run ends by storing the session, then the job, whose change wakes them once both
-        // are written).
-        match row {
-            Some(row) => session_from_row(&row),
-            None => Err(StoreError::SessionNotFound(session_id.to_owned())),
-        }
+        // (a run's end is stored with its job's end, whose change wakes them).
+        let mut conn = self.pool.acquire().await?;
+        writes::update_session_in::<D::DB>(&mut conn, session_id, &update, now_millis()).await
     }
 
     async fn delete_session(&self, session_id: &str) -> Result<Session, StoreError> {
@@ -267,13 +247,31 @@ where
         if !end.status.is_terminal() {
             return Err(self.transition_error(job_id, end.status).await);
         }
+        let now = now_millis();
         let mut tx = self.pool.begin().await?;
-        let ended = sql::end_job_in::<D::DB>(&mut tx, job_id, &end, now_millis()).await?;
+        let ended = sql::end_job_in::<D::DB>(&mut tx, job_id, &end, now).await?;
         let Some(ended) = ended else {
             drop(tx);
             return Err(self.transition_error(job_id, end.status).await);
         };
-        D::notify(&mut tx, &ended_changes(&ended)).await?;
+        let mut changes = ended_changes(&ended);
+        // The run's end (conversation, result, last event) commits with the job's end.
+        let session_name = ended.job.session_name.as_str();
+        if (end.session.is_some() || !end.events.is_empty())
+            && let Some(session_id) = writes::session_id_in::<D::DB>(&mut tx, session_name).await?
+        {
+            if let Some(update) = &end.session {
+                writes::update_session_in::<D::DB>(&mut tx, &session_id, update, now).await?;
+            }
+            if !end.events.is_empty() {
+                let (batch, count) = writes::batch(&end.events)?;
+                let insert = Self::insert_events();
+                let batch = (batch.as_str(), count);
+                writes::append_events_in::<D::DB>(&mut tx, &insert, &session_id, Some(job_id), batch, now).await?;
+                changes.push(Change::Events(session_name.to_owned()));
+            }
+        }
+        D::notify(&mut tx, &changes).await?;
         tx.commit().await?;
         Ok(ended)
     }
@@ -306,44 +304,14 @@ where
         job_id: Option<&str>,
         events: Vec<Value>,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let texts = events
-            .iter()
-            .map(|e| to_json_text(e, "an event"))
-            .collect::<Result<Vec<_>, _>>()?;
-        let count = i64::try_from(texts.len()).unwrap_or(i64::MAX);
         // The batch goes in one statement, as a JSON array of the events' texts.
-        let batch = serde_json::to_string(&texts).map_err(|source| StoreError::Encode {
-            what: "a batch of events",
-            source,
-        })?;
+        let (batch, count) = writes::batch(&events)?;
         let now = now_millis();
         let mut tx = self.pool.begin().await?;
-        let counted = sqlx::query(
-            "UPDATE sessions SET event_seq = event_seq + $2 WHERE session_id = $1 \
-             RETURNING event_seq, session_name",
-        )
-        .bind(session_id)
-        .bind(count)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(counted) = counted else {
-            return Err(StoreError::SessionNotFound(session_id.to_owned()));
-        };
-        let (last, session_name): (i64, String) = (counted.try_get(0usize)?, counted.try_get(1usize)?);
-        let first = last - count + 1;
-        let insert = format!(
-            "INSERT INTO events (session_id, seq, job_id, event, created_at) \
-             SELECT $1, $2 + batch.n, $3, batch.value, $5 FROM {} AS batch",
-            D::texts("$4")
-        );
-        sqlx::query(&insert)
-            .bind(session_id)
-            .bind(first)
-            .bind(job_id)
-            .bind(batch.as_str())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+        let insert = Self::insert_events();
+        let (first, session_name) =
+            writes::append_events_in::<D::DB>(&mut tx, &insert, session_id, job_id, (batch.as_str(), count), now)
+                .await?;
         D::notify(&mut tx, &[Change::Events(session_name)]).await?;
         tx.commit().await?;
         Ok((first..)

@@ -179,7 +179,7 @@ pub struct NewSession {
 /// A change to a session: each `Some` field replaces the stored value, `None` keeps it.
 ///
 /// Setting a terminal status stamps `finished_at`; setting `pending` or `running` clears it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionUpdate {
     /// The new status.
     pub status: Option<SessionStatus>,
@@ -248,6 +248,14 @@ pub struct JobEnd {
     pub error: Option<String>,
     /// The run's final text, when it completed.
     pub result: Option<String>,
+    /// The session's new state (a completed run's conversation and result), stored in the
+    /// transaction that ends the job: a run whose job did not end changed nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionUpdate>,
+    /// The run's last events (its `finish`, or its error), stored in that transaction too: a
+    /// job that failed because its worker died never shows a finished run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Value>,
 }
 
 impl JobEnd {
@@ -257,6 +265,8 @@ impl JobEnd {
             status: JobStatus::Completed,
             error: None,
             result: Some(result.into()),
+            session: None,
+            events: Vec::new(),
         }
     }
 
@@ -266,6 +276,8 @@ impl JobEnd {
             status: JobStatus::Failed,
             error: Some(error.into()),
             result: None,
+            session: None,
+            events: Vec::new(),
         }
     }
 
@@ -275,7 +287,21 @@ impl JobEnd {
             status: JobStatus::Cancelled,
             error: Some(reason.into()),
             result: None,
+            session: None,
+            events: Vec::new(),
         }
+    }
+
+    /// The session's new state, stored with the job's end.
+    pub fn with_session(mut self, update: SessionUpdate) -> Self {
+        self.session = Some(update);
+        self
+    }
+
+    /// The run's last events, stored with the job's end.
+    pub fn with_events(mut self, events: Vec<Value>) -> Self {
+        self.events = events;
+        self
     }
 }
 
