@@ -14,13 +14,13 @@ use rmcp::model::{GetPromptResult, JsonObject, Role};
 use serde_json::Value;
 
 use crate::convert::content_to_mcp;
+use crate::server::{Complete, boxed};
 
 /// What getting a prompt answers: its messages, or why it cannot be made (sent to the client
 /// as an invalid-params error: the arguments are the usual cause).
 pub type PromptResult = Result<Vec<PromptMessage>, String>;
 
 type Render = Arc<dyn Fn(BTreeMap<String, String>) -> BoxFuture<'static, PromptResult> + Send + Sync>;
-type Complete = Arc<dyn Fn(&str, &str) -> Vec<String> + Send + Sync>;
 
 /// Who a prompt message is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +120,7 @@ impl Prompt {
             title: None,
             description: description.into(),
             arguments: Vec::new(),
-            render: Arc::new(move |arguments| Box::pin(render(arguments))),
+            render: boxed(render),
             complete: None,
         }
     }

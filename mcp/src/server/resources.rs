@@ -12,12 +12,13 @@ use patchbay_core::tool::ToolContent;
 use rmcp::ErrorData;
 use rmcp::model::{ReadResourceResult, ResourceContents};
 
+use crate::server::{Complete, boxed};
+
 /// What reading a resource answers: its contents, or why it cannot be read (sent to the
 /// client as an internal error).
 pub type ReadResult = Result<Vec<ToolContent>, String>;
 
 type Read = Arc<dyn Fn(ResourceRequest) -> BoxFuture<'static, ReadResult> + Send + Sync>;
-type Complete = Arc<dyn Fn(&str, &str) -> Vec<String> + Send + Sync>;
 
 /// One `resources/read` of a served resource: the URI asked for and, for a
 /// [`ResourceTemplate`], the values its variables took in that URI.
@@ -38,6 +39,67 @@ struct Facts {
     mime_type: Option<String>,
 }
 
+impl Facts {
+    /// The title, description and MIME type, in that order.
+    fn into_parts(self) -> (Option<String>, Option<String>, Option<String>) {
+        (self.title, self.description, self.mime_type)
+    }
+}
+
+/// What a [`Resource`] and a [`ResourceTemplate`] share: the URI or template they answer
+/// for, their name, the facts listed about them, and how they are read.
+#[derive(Clone)]
+struct Served {
+    key: String,
+    name: String,
+    facts: Facts,
+    read: Read,
+}
+
+impl Served {
+    fn new(key: String, name: String, read: Read) -> Self {
+        Self {
+            key,
+            name,
+            facts: Facts::default(),
+            read,
+        }
+    }
+
+    /// `Debug` for the served type named `kind`, its key shown as the field `key_field`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>, kind: &str, key_field: &str) -> fmt::Result {
+        f.debug_struct(kind)
+            .field(key_field, &self.key)
+            .field("name", &self.name)
+            .field("facts", &self.facts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The builders of the facts listed about a resource or template (`$what` names it in the
+/// docs); the type has a `served: Served` field.
+macro_rules! facts_builders {
+    ($what:literal) => {
+        #[doc = concat!("The same ", $what, " with a human-readable title.")]
+        pub fn with_title(mut self, title: impl Into<String>) -> Self {
+            self.served.facts.title = Some(title.into());
+            self
+        }
+
+        #[doc = concat!("The same ", $what, " with a description.")]
+        pub fn with_description(mut self, description: impl Into<String>) -> Self {
+            self.served.facts.description = Some(description.into());
+            self
+        }
+
+        #[doc = concat!("The same ", $what, " with a MIME type (listed, and given to contents without one).")]
+        pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+            self.served.facts.mime_type = Some(mime_type.into());
+            self
+        }
+    };
+}
+
 /// A resource at a fixed URI, read on each `resources/read`.
 ///
 /// Its contents are patchbay [`ToolContent`]s: a `Resource` piece is sent as it is (its URI
@@ -52,19 +114,12 @@ struct Facts {
 /// ```
 #[derive(Clone)]
 pub struct Resource {
-    uri: String,
-    name: String,
-    facts: Facts,
-    read: Read,
+    served: Served,
 }
 
 impl fmt::Debug for Resource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Resource")
-            .field("uri", &self.uri)
-            .field("name", &self.name)
-            .field("facts", &self.facts)
-            .finish_non_exhaustive()
+        self.served.fmt(f, "Resource", "uri")
     }
 }
 
@@ -76,10 +131,7 @@ impl Resource {
         Fut: Future<Output = ReadResult> + Send + 'static,
     {
         Self {
-            uri: uri.into(),
-            name: name.into(),
-            facts: Facts::default(),
-            read: Arc::new(move |request| Box::pin(read(request))),
+            served: Served::new(uri.into(), name.into(), boxed(read)),
         }
     }
 
@@ -114,34 +166,17 @@ impl Resource {
         .with_mime_type(mime_type)
     }
 
-    /// The same resource with a human-readable title.
-    pub fn with_title(mut self, title: impl Into<String>) -> Self {
-        self.facts.title = Some(title.into());
-        self
-    }
-
-    /// The same resource with a description.
-    pub fn with_description(mut self, description: impl Into<String>) -> Self {
-        self.facts.description = Some(description.into());
-        self
-    }
-
-    /// The same resource with a MIME type (listed, and given to contents without one).
-    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
-        self.facts.mime_type = Some(mime_type.into());
-        self
-    }
+    facts_builders!("resource");
 
     /// Its URI.
     pub fn uri(&self) -> &str {
-        &self.uri
+        &self.served.key
     }
 
     fn to_mcp(&self) -> rmcp::model::Resource {
-        let mut resource = rmcp::model::Resource::new(self.uri.clone(), self.name.clone());
-        resource.title = self.facts.title.clone();
-        resource.description = self.facts.description.clone();
-        resource.mime_type = self.facts.mime_type.clone();
+        let Served { key, name, facts, .. } = &self.served;
+        let mut resource = rmcp::model::Resource::new(key.clone(), name.clone());
+        (resource.title, resource.description, resource.mime_type) = facts.clone().into_parts();
         resource
     }
 }
@@ -160,20 +195,13 @@ impl Resource {
 /// ```
 #[derive(Clone)]
 pub struct ResourceTemplate {
-    template: String,
-    name: String,
-    facts: Facts,
-    read: Read,
+    served: Served,
     complete: Option<Complete>,
 }
 
 impl fmt::Debug for ResourceTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResourceTemplate")
-            .field("template", &self.template)
-            .field("name", &self.name)
-            .field("facts", &self.facts)
-            .finish_non_exhaustive()
+        self.served.fmt(f, "ResourceTemplate", "template")
     }
 }
 
@@ -185,31 +213,12 @@ impl ResourceTemplate {
         Fut: Future<Output = ReadResult> + Send + 'static,
     {
         Self {
-            template: template.into(),
-            name: name.into(),
-            facts: Facts::default(),
-            read: Arc::new(move |request| Box::pin(read(request))),
+            served: Served::new(template.into(), name.into(), boxed(read)),
             complete: None,
         }
     }
 
-    /// The same template with a human-readable title.
-    pub fn with_title(mut self, title: impl Into<String>) -> Self {
-        self.facts.title = Some(title.into());
-        self
-    }
-
-    /// The same template with a description.
-    pub fn with_description(mut self, description: impl Into<String>) -> Self {
-        self.facts.description = Some(description.into());
-        self
-    }
-
-    /// The same template with a MIME type (listed, and given to contents without one).
-    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
-        self.facts.mime_type = Some(mime_type.into());
-        self
-    }
+    facts_builders!("template");
 
     /// The same template, completing its variables for `completion/complete`: `complete`
     /// gets the variable's name and what the user typed so far, and answers suggestions
@@ -221,14 +230,13 @@ impl ResourceTemplate {
 
     /// The variables' values when `uri` is under this template.
     pub fn matches(&self, uri: &str) -> Option<BTreeMap<String, String>> {
-        match_template(&self.template, uri)
+        match_template(&self.served.key, uri)
     }
 
     fn to_mcp(&self) -> rmcp::model::ResourceTemplate {
-        let mut template = rmcp::model::ResourceTemplate::new(self.template.clone(), self.name.clone());
-        template.title = self.facts.title.clone();
-        template.description = self.facts.description.clone();
-        template.mime_type = self.facts.mime_type.clone();
+        let Served { key, name, facts, .. } = &self.served;
+        let mut template = rmcp::model::ResourceTemplate::new(key.clone(), name.clone());
+        (template.title, template.description, template.mime_type) = facts.clone().into_parts();
         template
     }
 }
@@ -282,19 +290,19 @@ impl Resources {
 
     /// Whether `uri` names a served resource (fixed or under a template).
     pub(crate) fn knows(&self, uri: &str) -> bool {
-        self.fixed.iter().any(|r| r.uri == uri) || self.templates.iter().any(|t| t.matches(uri).is_some())
+        self.fixed.iter().any(|r| r.served.key == uri) || self.templates.iter().any(|t| t.matches(uri).is_some())
     }
 
     /// Read `uri`: a fixed resource first, else the first template it is under.
     pub(crate) async fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
-        let found = match self.fixed.iter().find(|r| r.uri == uri) {
-            Some(resource) => Some((resource.read.clone(), BTreeMap::new(), &resource.facts)),
+        let found = match self.fixed.iter().find(|r| r.served.key == uri) {
+            Some(resource) => Some((&resource.served, BTreeMap::new())),
             None => self
                 .templates
                 .iter()
-                .find_map(|t| t.matches(uri).map(|vars| (t.read.clone(), vars, &t.facts))),
+                .find_map(|t| t.matches(uri).map(|vars| (&t.served, vars))),
         };
-        let Some((read, variables, facts)) = found else {
+        let Some((Served { read, facts, .. }, variables)) = found else {
             return Err(ErrorData::resource_not_found(
                 format!("no resource `{uri}`"),
                 Some(serde_json::json!({"uri": uri})),
@@ -317,7 +325,7 @@ impl Resources {
     pub(crate) fn complete(&self, template: &str, argument: &str, value: &str) -> Vec<String> {
         self.templates
             .iter()
-            .find(|t| t.template == template)
+            .find(|t| t.served.key == template)
             .and_then(|t| t.complete.as_ref())
             .map(|complete| complete(argument, value))
             .unwrap_or_default()
