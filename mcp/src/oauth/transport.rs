@@ -60,6 +60,12 @@ pub(crate) async fn serve_with_oauth<H: ClientHandler>(
     })
 }
 
+/// The SSE event size limit rmcp's reqwest client applies when it is given none (rmcp keeps
+/// the constant private; its transport config starts from it).
+fn default_max_sse_event_size() -> usize {
+    StreamableHttpClientTransportConfig::default().max_sse_event_size
+}
+
 /// rmcp's [`AuthClient`] over reqwest, answering challenges through the server's [`Flow`].
 #[derive(Clone)]
 pub(crate) struct OAuthHttp {
@@ -124,6 +130,8 @@ impl OAuthHttp {
 impl StreamableHttpClient for OAuthHttp {
     type Error = reqwest::Error;
 
+    /// As [`post_message_with_max_sse_event_size`](Self::post_message_with_max_sse_event_size)
+    /// with reqwest's default limit (what reqwest's own `post_message` applies).
     async fn post_message(
         &self,
         uri: Arc<str>,
@@ -132,16 +140,9 @@ impl StreamableHttpClient for OAuthHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.answering_challenges(&uri, || {
-            self.auth.post_message(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth_header.clone(),
-                custom_headers.clone(),
-            )
-        })
-        .await
+        let max = default_max_sse_event_size();
+        self.post_message_with_max_sse_event_size(uri, message, session_id, auth_header, custom_headers, max)
+            .await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -179,6 +180,8 @@ impl StreamableHttpClient for OAuthHttp {
             .await
     }
 
+    /// As [`get_stream_with_max_sse_event_size`](Self::get_stream_with_max_sse_event_size)
+    /// with reqwest's default limit (what reqwest's own `get_stream` applies).
     async fn get_stream(
         &self,
         uri: Arc<str>,
@@ -187,16 +190,9 @@ impl StreamableHttpClient for OAuthHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxedSseResponse, HttpError> {
-        self.answering_challenges(&uri, || {
-            self.auth.get_stream(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                auth_header.clone(),
-                custom_headers.clone(),
-            )
-        })
-        .await
+        let max = default_max_sse_event_size();
+        self.get_stream_with_max_sse_event_size(uri, session_id, last_event_id, auth_header, custom_headers, max)
+            .await
     }
 
     async fn get_stream_with_max_sse_event_size(
