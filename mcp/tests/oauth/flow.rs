@@ -2,15 +2,15 @@
 //! consent, the token exchange, the token on every request, tokens kept between runs.
 
 use async_trait::async_trait;
-use patchbay_mcp::McpClientSet;
 use patchbay_mcp::oauth::{
     AuthorizationHandler, AuthorizationPrompt, AuthorizationRedirect, FileTokenStore, LoopbackRedirect, OAuthClient,
     OAuthError,
 };
+use patchbay_mcp::{McpClientSet, McpConnections};
 use serde_json::json;
 
 use super::capture::Capture;
-use super::mock::{self, ACCESS_TOKEN, CLIENT_ID, CLIENT_SECRET, CODE, REFRESH_TOKEN};
+use super::mock::{self, ACCESS_TOKEN, CLIENT_ID, CLIENT_SECRET, CODE, Protected, REFRESH_TOKEN};
 use crate::common::{call, http};
 
 /// Approves at once: fetches the authorization URL and reads the redirect's `Location`.
@@ -51,19 +51,28 @@ impl AuthorizationHandler for NeverAsk {
     }
 }
 
-#[tokio::test]
-async fn a_401_is_answered_by_discovery_registration_consent_and_the_token() {
-    let protected = mock::protected().await;
-    let set = McpClientSet::new()
-        .with_server(http("protected", protected.url(), &[]))
-        .with_oauth("protected", OAuthClient::new(AutoApprove));
+/// The mock's server, named `protected`, in a client set of its own.
+fn protected_set(protected: &Protected) -> McpClientSet {
+    McpClientSet::new().with_server(http("protected", protected.url(), &[]))
+}
+
+/// `set` connected, asserting that `protected` is (`run` heads the failure message).
+async fn connect_protected(set: McpClientSet, run: &str) -> McpConnections {
     let connections = set.connect().await;
     assert_eq!(
         connections.connected(),
         ["protected"],
-        "failed: {:?}",
+        "{run}: {:?}",
         connections.failed()
     );
+    connections
+}
+
+#[tokio::test]
+async fn a_401_is_answered_by_discovery_registration_consent_and_the_token() {
+    let protected = mock::protected().await;
+    let set = protected_set(&protected).with_oauth("protected", OAuthClient::new(AutoApprove));
+    let connections = connect_protected(set, "failed").await;
     let result = call(&connections.tools().await, "echo", json!({"message": "hi"})).await;
     assert!(!result.is_error(), "{result:?}");
 
@@ -103,16 +112,8 @@ async fn the_loopback_listener_receives_the_redirect() {
         Ok(())
     });
     let uri = redirect.uri();
-    let set = McpClientSet::new()
-        .with_server(http("protected", protected.url(), &[]))
-        .with_oauth_for_all(OAuthClient::new(redirect));
-    let connections = set.connect().await;
-    assert_eq!(
-        connections.connected(),
-        ["protected"],
-        "failed: {:?}",
-        connections.failed()
-    );
+    let set = protected_set(&protected).with_oauth_for_all(OAuthClient::new(redirect));
+    let connections = connect_protected(set, "failed").await;
     assert_eq!(protected.seen().authorizations[0]["redirect_uri"], uri.as_str());
     connections.close().await;
 }
@@ -127,16 +128,8 @@ async fn tokens_in_a_file_store_spare_the_next_run_an_authorization() {
         .into_iter()
         .enumerate()
     {
-        let set = McpClientSet::new()
-            .with_server(http("protected", protected.url(), &[]))
-            .with_oauth("protected", oauth.with_store(FileTokenStore::new(&path)));
-        let connections = set.connect().await;
-        assert_eq!(
-            connections.connected(),
-            ["protected"],
-            "run {run}: {:?}",
-            connections.failed()
-        );
+        let set = protected_set(&protected).with_oauth("protected", oauth.with_store(FileTokenStore::new(&path)));
+        let connections = connect_protected(set, &format!("run {run}")).await;
         connections.close().await;
     }
     assert_eq!(protected.seen().authorizations.len(), 1);
@@ -145,9 +138,7 @@ async fn tokens_in_a_file_store_spare_the_next_run_an_authorization() {
 #[tokio::test]
 async fn a_refused_authorization_fails_the_server_with_the_reason() {
     let protected = mock::protected().await;
-    let set = McpClientSet::new()
-        .with_server(http("protected", protected.url(), &[]))
-        .with_oauth("protected", OAuthClient::new(NeverAsk));
+    let set = protected_set(&protected).with_oauth("protected", OAuthClient::new(NeverAsk));
     let connections = set.connect().await;
     let [failure] = connections.failed() else {
         panic!("one failure: {connections:?}")
@@ -167,10 +158,7 @@ async fn a_refused_authorization_fails_the_server_with_the_reason() {
 #[tokio::test]
 async fn a_server_without_oauth_that_answers_401_stays_unauthorized() {
     let protected = mock::protected().await;
-    let connections = McpClientSet::new()
-        .with_server(http("protected", protected.url(), &[]))
-        .connect()
-        .await;
+    let connections = protected_set(&protected).connect().await;
     let [failure] = connections.failed() else {
         panic!("one failure: {connections:?}")
     };
@@ -188,16 +176,8 @@ async fn no_credential_reaches_the_logs_at_any_level() {
     let capture = Capture::default();
     let _default = tracing::subscriber::set_default(capture.clone());
     let protected = mock::protected().await;
-    let set = McpClientSet::new()
-        .with_server(http("protected", protected.url(), &[]))
-        .with_oauth("protected", OAuthClient::new(AutoApprove));
-    let connections = set.connect().await;
-    assert_eq!(
-        connections.connected(),
-        ["protected"],
-        "failed: {:?}",
-        connections.failed()
-    );
+    let set = protected_set(&protected).with_oauth("protected", OAuthClient::new(AutoApprove));
+    let connections = connect_protected(set, "failed").await;
     let _ = call(&connections.tools().await, "echo", json!({"message": "hi"})).await;
     connections.close().await;
 
