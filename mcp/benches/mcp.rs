@@ -24,6 +24,10 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+#[path = "../tests/common.rs"]
+#[allow(dead_code)]
+mod common;
+
 #[path = "../tests/plain.rs"]
 #[allow(dead_code)]
 mod plain;

@@ -1,4 +1,4 @@
-//! Shared helpers: example tools, process checks, small agent runs.
+//! Shared helpers: example tools, process checks, small agent runs, rmcp servers on a port.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -6,8 +6,12 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use patchbay_core::{Agent, Event, FnTool, Message, Signal, ToolContext, ToolResult, ToolSet, tool::ToolContent};
 use patchbay_scripted::{Script, ScriptedProvider, Turn};
+use rmcp::ServerHandler;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
 
 /// Pids of every process whose process group is `pgid`.
 pub(crate) fn group_members(pgid: u32) -> Vec<u32> {
@@ -148,4 +152,37 @@ pub(crate) async fn events(agent: &Agent, prompt: &str) -> Vec<Event> {
         events.push(item.expect("no error"));
     }
     events
+}
+
+/// Serve the rmcp `handler` at `/mcp` on `listener`: with sessions (and SSE answers) when
+/// `stateful`, else stateless with JSON answers. Cancel the token to stop it (sessions lost).
+pub(crate) fn serve_rmcp<S>(listener: tokio::net::TcpListener, handler: S, stateful: bool) -> CancellationToken
+where
+    S: ServerHandler + Clone + Send + Sync + 'static,
+{
+    let stop = CancellationToken::new();
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(stateful)
+        .with_json_response(!stateful)
+        .with_cancellation_token(stop.child_token());
+    let service: StreamableHttpService<S, LocalSessionManager> =
+        StreamableHttpService::new(move || Ok(handler.clone()), Default::default(), config);
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await;
+    });
+    stop
+}
+
+/// [`serve_rmcp`] on a free loopback port; returns the URL and the token that stops it.
+pub(crate) async fn start_rmcp<S>(handler: S, stateful: bool) -> (String, CancellationToken)
+where
+    S: ServerHandler + Clone + Send + Sync + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    (url, serve_rmcp(listener, handler, stateful))
 }

@@ -13,15 +13,13 @@ use patchbay_core::tool::{ProgressUpdate, ToolProgress};
 use patchbay_core::{Agent, Event, ToolContext};
 use patchbay_mcp::rmcp::model::*;
 use patchbay_mcp::rmcp::service::RequestContext;
-use patchbay_mcp::rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use patchbay_mcp::rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use patchbay_mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
 use patchbay_mcp::{AcceptDefaults, McpClientSet, ProviderSampling, prompt_messages, resource_message};
 use patchbay_scripted::{Part, Response, Turn};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{events, http, provider};
+use crate::common::{events, http, provider, serve_rmcp, start_rmcp};
 
 /// The fixture server's state, shared by its sessions.
 #[derive(Clone, Default)]
@@ -203,29 +201,9 @@ impl ServerHandler for Fixture {
     }
 }
 
-/// The fixture served with sessions on `listener`; cancel the token to stop it (sessions lost).
-fn serve(listener: tokio::net::TcpListener, fixture: Fixture) -> CancellationToken {
-    let stop = CancellationToken::new();
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(true)
-        .with_json_response(false)
-        .with_cancellation_token(stop.child_token());
-    let service: StreamableHttpService<Fixture, LocalSessionManager> =
-        StreamableHttpService::new(move || Ok(fixture.clone()), Default::default(), config);
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let shutdown = stop.clone();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await;
-    });
-    stop
-}
-
+/// The fixture served with sessions (server-to-client requests need them).
 async fn start(fixture: Fixture) -> (String, CancellationToken) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
-    (url, serve(listener, fixture))
+    start_rmcp(fixture, true).await
 }
 
 fn set(url: &str) -> McpClientSet {
@@ -403,7 +381,7 @@ async fn a_server_that_lost_the_session_is_reinitialized_and_the_call_sent_again
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let url = format!("http://{addr}/mcp");
-    let stop = serve(listener, Fixture::default());
+    let stop = serve_rmcp(listener, Fixture::default(), true);
     let connections = set(&url).connect().await;
     let client = connections.client("fixture").expect("connected");
     assert_eq!(
@@ -417,7 +395,7 @@ async fn a_server_that_lost_the_session_is_reinitialized_and_the_call_sent_again
     stop.cancel();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let listener = tokio::net::TcpListener::bind(addr).await.expect("the same port again");
-    let _stop = serve(listener, Fixture::default());
+    let _stop = serve_rmcp(listener, Fixture::default(), true);
     let result = tokio::time::timeout(
         Duration::from_secs(20),
         client.call_tool("grown", json!({}), &ToolContext::new(), None),

@@ -8,10 +8,10 @@ use rmcp::model::{
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
+
+use crate::common::start_rmcp;
 
 #[derive(Clone, Default)]
 pub(crate) struct Plain {
@@ -86,22 +86,5 @@ impl ServerHandler for Plain {
 
 /// Serve `Plain` on 127.0.0.1; returns the URL and the token that stops it.
 pub(crate) async fn start_plain(stateful: bool) -> (String, CancellationToken) {
-    let stop = CancellationToken::new();
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(stateful)
-        .with_json_response(!stateful)
-        .with_cancellation_token(stop.child_token());
-    let plain = Plain::default();
-    let service: StreamableHttpService<Plain, LocalSessionManager> =
-        StreamableHttpService::new(move || Ok(plain.clone()), Default::default(), config);
-    let app = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let token = stop.clone();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(token.cancelled_owned())
-            .await;
-    });
-    (format!("http://127.0.0.1:{port}/mcp"), stop)
+    start_rmcp(Plain::default(), stateful).await
 }
