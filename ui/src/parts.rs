@@ -221,7 +221,7 @@ impl UiChunk {
 /// A transient one reaches the client's `onData` only; any other becomes a part of the message
 /// (replacing the part of the same type and id, when it has an id).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "RawData", into = "RawData")]
+#[serde(try_from = "RawData<bool>", into = "RawData<bool>")]
 pub struct DataChunk {
     /// The name after `data-`.
     pub name: String,
@@ -257,28 +257,47 @@ impl DataChunk {
     }
 }
 
+/// The wire form of a `data-{name}` chunk or part: `{"type", "id"?, "data", "transient"?}`.
+/// `T` is what `transient` reads as: `bool` for a [`DataChunk`]; any value for a
+/// [`DataPart`](crate::request::DataPart), which has no such field and ignores it.
 #[derive(Serialize, Deserialize)]
-struct RawData {
+pub(crate) struct RawData<T> {
     #[serde(rename = "type")]
     kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    id: Option<String>,
+    pub(crate) id: Option<String>,
     #[serde(default)]
-    data: Value,
+    pub(crate) data: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    transient: Option<bool>,
+    transient: Option<T>,
 }
 
-impl TryFrom<RawData> for DataChunk {
+impl<T> RawData<T> {
+    /// `data-{name}` with these fields.
+    pub(crate) fn new(name: &str, id: Option<String>, data: Value, transient: Option<T>) -> Self {
+        Self {
+            kind: format!("data-{name}"),
+            id,
+            data,
+            transient,
+        }
+    }
+
+    /// The name after `data-`; else the error `unknown(type)` makes.
+    pub(crate) fn name(&self, unknown: impl Fn(&str) -> String) -> Result<String, String> {
+        self.kind
+            .strip_prefix("data-")
+            .map(str::to_owned)
+            .ok_or_else(|| unknown(&self.kind))
+    }
+}
+
+impl TryFrom<RawData<bool>> for DataChunk {
     type Error = String;
 
-    fn try_from(raw: RawData) -> Result<Self, String> {
-        let name = raw
-            .kind
-            .strip_prefix("data-")
-            .ok_or_else(|| format!("unknown chunk type `{}`", raw.kind))?;
+    fn try_from(raw: RawData<bool>) -> Result<Self, String> {
         Ok(Self {
-            name: name.to_owned(),
+            name: raw.name(|kind| format!("unknown chunk type `{kind}`"))?,
             id: raw.id,
             data: raw.data,
             transient: raw.transient.unwrap_or(false),
@@ -286,14 +305,9 @@ impl TryFrom<RawData> for DataChunk {
     }
 }
 
-impl From<DataChunk> for RawData {
+impl From<DataChunk> for RawData<bool> {
     fn from(chunk: DataChunk) -> Self {
-        Self {
-            kind: format!("data-{}", chunk.name),
-            id: chunk.id,
-            data: chunk.data,
-            transient: chunk.transient.then_some(true),
-        }
+        Self::new(&chunk.name, chunk.id, chunk.data, chunk.transient.then_some(true))
     }
 }
 

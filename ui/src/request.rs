@@ -8,6 +8,8 @@ use patchbay_core::context::Approval;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::parts::RawData;
+
 /// What the model is told when a person denied a call without a reason (the AI SDK's own
 /// words, so either side of a conversion says the same).
 pub const DEFAULT_DENIAL: &str = "Tool call execution denied.";
@@ -363,7 +365,7 @@ pub struct ToolApproval {
 
 /// A `data-{name}` part of a message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "RawDataPart", into = "RawDataPart")]
+#[serde(try_from = "RawData<Value>", into = "RawData<Value>")]
 #[non_exhaustive]
 pub struct DataPart {
     /// The name after `data-`.
@@ -444,38 +446,20 @@ impl From<ToolPart> for RawToolPart {
     }
 }
 
-#[derive(Serialize, Deserialize)]
-struct RawDataPart {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    id: Option<String>,
-    #[serde(default)]
-    data: Value,
-}
-
-impl TryFrom<RawDataPart> for DataPart {
+impl TryFrom<RawData<Value>> for DataPart {
     type Error = String;
 
-    fn try_from(raw: RawDataPart) -> Result<Self, String> {
-        let name = raw
-            .kind
-            .strip_prefix("data-")
-            .ok_or_else(|| format!("`{}` is no data part", raw.kind))?;
+    fn try_from(raw: RawData<Value>) -> Result<Self, String> {
         Ok(Self {
-            name: name.to_owned(),
+            name: raw.name(|kind| format!("`{kind}` is no data part"))?,
             id: raw.id,
             data: raw.data,
         })
     }
 }
 
-impl From<DataPart> for RawDataPart {
+impl From<DataPart> for RawData<Value> {
     fn from(part: DataPart) -> Self {
-        Self {
-            kind: format!("data-{}", part.name),
-            id: part.id,
-            data: part.data,
-        }
+        Self::new(&part.name, part.id, part.data, None)
     }
 }
