@@ -3,10 +3,10 @@
 //! `tests/mcp-conformance-baseline.yml` with its reason (the suite itself fails a listed
 //! scenario that passes).
 //!
-//! The orchestrator's `/mcp` is not run here: the suite's server scenarios send no
-//! `Authorization` header and `conformance server` takes none, while the orchestrator's MCP
-//! endpoint always asks for its token (and serves its own tools, not the suite's reference
-//! ones).
+//! The orchestrator's `/mcp` runs the same suite in its own `peers` test binary
+//! (`orchestrator/tests/peers/conformance.rs`, baseline `conformance-baseline.yml` beside it):
+//! the suite sends no `Authorization` header, so it goes through a loopback proxy that adds
+//! the orchestrator's token, and the scenarios that need the reference tools here are listed.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
