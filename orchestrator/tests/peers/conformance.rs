@@ -69,13 +69,16 @@ pub(crate) async fn every_server_scenario_passes_or_is_baselined_against_the_orc
     // The run really ran the scenarios (a suite that found none would pass too), through the
     // proxy (the generic ones pass only when the orchestrator answers).
     assert!(stdout.contains("=== SUMMARY ==="), "{stdout}");
-    for scenario in [
+    let generic = [
         "server-initialize",
-        "ping",
-        "tools-list",
         "logging-set-level",
+        "ping",
         "completion-complete",
-    ] {
+        "tools-list",
+        "resources-list",
+        "prompts-list",
+    ];
+    for scenario in generic {
         assert!(
             stdout.contains(&format!("✓ {scenario}:")),
             "{scenario} did not pass:\n{stdout}"

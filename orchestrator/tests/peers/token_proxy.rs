@@ -106,8 +106,10 @@ impl Forward {
         };
         let (host, port) = authority.rsplit_once(':')?;
         let own = port == self.own_port.to_string() && (host == "127.0.0.1" || host.eq_ignore_ascii_case("localhost"));
-        own.then(|| HeaderValue::from_str(&format!("{scheme}{host}:{}", self.upstream_port)).ok())
-            .flatten()
+        if !own {
+            return None;
+        }
+        HeaderValue::from_str(&format!("{scheme}{host}:{}", self.upstream_port)).ok()
     }
 }
 
