@@ -8,7 +8,6 @@
 //! the suite sends no `Authorization` header, so it goes through a loopback proxy that adds
 //! the orchestrator's token, and the scenarios that need the reference tools here are listed.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,26 +21,6 @@ pub(crate) fn suite() -> Peer {
         "mcp-conformance/conformance",
         ".ci/peers/mcp-conformance.sh",
     )
-}
-
-/// `mcp-serve --conformance` with stdin closed; returns it and its URL.
-fn start_conformance_server() -> (Child, String) {
-    let mut child = Command::new(crate::mcp_serve::mcp_serve_binary().path())
-        .arg("--conformance")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mcp-serve starts");
-    let stdout = child.stdout.take().expect("stdout piped");
-    let mut lines = BufReader::new(stdout).lines();
-    let url = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|line| line.strip_prefix("MCP tool server: ").map(str::to_string))
-        .expect("the server prints its URL");
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, url)
 }
 
 fn stop(mut child: Child) {
@@ -60,7 +39,7 @@ fn stop(mut child: Child) {
 pub(crate) fn every_server_scenario_passes_against_mcp_serve_conformance() {
     let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp-conformance-baseline.yml");
     let results = tempfile::tempdir().expect("a temp dir");
-    let (server, url) = start_conformance_server();
+    let (server, url) = crate::mcp_serve::start_mcp_serve(&["--conformance"], Stdio::null());
     let output = Command::new(suite().path())
         .args(["server", "--url", &url, "--suite", "all", "--expected-failures"])
         .arg(&baseline)

@@ -20,12 +20,14 @@ pub(crate) fn mcp_serve_binary() -> Peer {
     )
 }
 
-/// Start the server with stdin at /dev/null; returns it and its `host:port`.
-fn start() -> (Child, String) {
+/// Start `mcp-serve ARGS...` with stdin at /dev/null and stdout drained (so the server never
+/// blocks on a full pipe); returns it and the URL it prints.
+pub(crate) fn start_mcp_serve(args: &[&str], stderr: Stdio) -> (Child, String) {
     let mut child = Command::new(mcp_serve_binary().path())
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(stderr)
         .spawn()
         .expect("mcp-serve starts");
     let stdout = child.stdout.take().expect("stdout piped");
@@ -35,8 +37,13 @@ fn start() -> (Child, String) {
         .map_while(Result::ok)
         .find_map(|line| line.strip_prefix("MCP tool server: ").map(str::to_string))
         .expect("the server prints its URL");
-    // Keep draining stdout so the server never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
+    (child, url)
+}
+
+/// Start the server with its stderr piped; returns it and its `host:port`.
+fn start() -> (Child, String) {
+    let (child, url) = start_mcp_serve(&[], Stdio::piped());
     let address = url
         .trim_start_matches("http://")
         .split('/')

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The official MCP conformance suite (pinned) for patchbay-mcp's conformance tests, runnable on
-# Node 20: the suite calls `fs.globSync` (Node 22), so a module-resolution hook maps `fs` and
-# `node:fs` to a shim that adds `globSync` from the `glob` package (the three files written below).
+# The official MCP conformance suite (pinned) for the MCP conformance tests (against
+# `mcp-serve --conformance` in tests/mcp_conformance.rs, against the orchestrator's /mcp in
+# orchestrator/tests/peers/conformance.rs), runnable on Node 20: the suite calls `fs.globSync`
+# (Node 22), so a module-resolution hook maps `fs` and `node:fs` to a shim that adds `globSync`
+# from the `glob` package (the three files written below).
 # Installs into $PATCHBAY_PEERS/mcp-conformance; run the suite with
 #   node --import "$PATCHBAY_PEERS/mcp-conformance/register.mjs" \
 #        "$PATCHBAY_PEERS/mcp-conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js" ...
