@@ -20,7 +20,7 @@ pub(crate) fn suite() -> patchbay_conformance::peers::Peer {
     )
 }
 
-/// How long the whole suite may take (about ten seconds on a quiet machine).
+/// How long the whole suite may take (a few seconds on a quiet machine).
 const SUITE_LIMIT: Duration = Duration::from_secs(300);
 
 pub(crate) async fn every_server_scenario_passes_or_is_baselined_against_the_orchestrator() {

@@ -2,7 +2,7 @@
 //! conformance suite: `conformance server --url URL` sends no `Authorization` header and takes
 //! no header option, while the orchestrator's `/mcp` always asks for its token (that check
 //! stays on; the servers bind loopback and require a token). The suite talks to this proxy,
-//! which forwards each request unchanged but for the token.
+//! which forwards each request unchanged but for the token and its own address.
 //!
 //! What it forwards: the method, path, query, headers and body of every request, to the same
 //! path on the orchestrator. A `Host` or `Origin` naming the proxy itself (`127.0.0.1:<port>`,
