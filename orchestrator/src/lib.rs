@@ -35,6 +35,11 @@
 //! - **A failed or cancelled run keeps the conversation as it was** before the run: the next
 //!   resume continues from the last finished run (the failed prompt stays in the job history
 //!   and the events).
+//! - **A run's end commits with its job's end**: the conversation, the result and the run's
+//!   last event (`finish`, or its error) are written in the transaction that ends the job
+//!   ([`store::JobEnd::with_session`], [`store::JobEnd::with_events`]). A worker killed before
+//!   it leaves a job that fails by its lease and shows no finished run; one killed after leaves
+//!   a completed job. A run whose job was ended elsewhere meanwhile stores nothing of its end.
 //! - **Callbacks** resume the parent when the child's job ends `completed`, `failed` or
 //!   `cancelled`, whatever ends it (its run, a cancel, the restart after a crash, a lease that
 //!   ran out): the parent's resume is queued in the transaction that ends the child's job, so
