@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::backend::{Backend, TestStore};
-use common::{Harness, TestResult, accepted, answering, echo, ended, gate, running, within};
+use common::{Fallible, Harness, TestResult, accepted, answering, echo, ended, gate, running, within};
+use patchbay_orchestrator::format::JobAccepted;
 use patchbay_orchestrator::store::{
     INTERRUPTED, JobEnd, JobKind, JobStatus, LEASE_EXPIRED, NewJob, NewSession, Page, SessionStatus, Store,
 };
-use patchbay_orchestrator::{ResumeRequest, StartRequest};
+use patchbay_orchestrator::{Orchestrator, ResumeRequest, StartRequest};
 
 on_both_backends!(
     an_interrupted_child_calls_its_parent_back_exactly_once,
@@ -40,6 +41,24 @@ fn resume(name: &str, prompt: &str) -> ResumeRequest {
         prompt: prompt.to_owned(),
         ..ResumeRequest::default()
     }
+}
+
+/// Start session `name` on `blueprint` without waiting for the run.
+async fn start_async(o: &Orchestrator, name: &str, blueprint: &str, prompt: &str) -> Fallible<JobAccepted> {
+    let request = StartRequest {
+        async_mode: true,
+        ..start_on(name, blueprint, prompt)
+    };
+    accepted(o.start_session(request).await?)
+}
+
+/// Queue a resume of session `name` without waiting for its run.
+async fn resume_async(o: &Orchestrator, name: &str, prompt: &str) -> Fallible<JobAccepted> {
+    let request = ResumeRequest {
+        async_mode: true,
+        ..resume(name, prompt)
+    };
+    accepted(o.resume_session(request).await?)
 }
 
 fn session(name: &str, parent: Option<&str>) -> NewSession {
@@ -150,21 +169,9 @@ async fn a_queued_resume_cancelled_does_not_end_the_wait_for_the_run_still_going
         return Ok(());
     };
     let o = &h.orchestrator;
-    accepted(
-        o.start_session(StartRequest {
-            async_mode: true,
-            ..start_on("s", "held", "first")
-        })
-        .await?,
-    )?;
+    start_async(o, "s", "held", "first").await?;
     g.arrived(1).await?;
-    let queued = accepted(
-        o.resume_session(ResumeRequest {
-            async_mode: true,
-            ..resume("s", "second")
-        })
-        .await?,
-    )?;
+    let queued = resume_async(o, "s", "second").await?;
     let cancelled = o.cancel_job(&queued.job_id).await?;
     assert_eq!(cancelled.status, JobStatus::Cancelled);
 
@@ -205,21 +212,9 @@ async fn a_status_wait_lasts_until_the_session_settles(backend: Backend) -> Test
     };
     let o = &h.orchestrator;
     // The only worker is busy: the next session's job waits in the queue.
-    accepted(
-        o.start_session(StartRequest {
-            async_mode: true,
-            ..start_on("busy", "held", "hold the worker")
-        })
-        .await?,
-    )?;
+    start_async(o, "busy", "held", "hold the worker").await?;
     g.arrived(1).await?;
-    accepted(
-        o.start_session(StartRequest {
-            async_mode: true,
-            ..start_on("queued", "held", "wait your turn")
-        })
-        .await?,
-    )?;
+    start_async(o, "queued", "held", "wait your turn").await?;
     let waiter = {
         let o = o.clone();
         tokio::spawn(async move { o.status("queued", Some(Duration::from_secs(30))).await })
@@ -248,13 +243,7 @@ async fn a_cancelled_resume_does_not_show_the_previous_result(backend: Backend) 
     g.release(1);
     let first = ended(within("first run", o.start_session(start_on("s", "held", "first"))).await??)?;
     assert!(first.result.is_some());
-    let second = accepted(
-        o.resume_session(ResumeRequest {
-            async_mode: true,
-            ..resume("s", "second")
-        })
-        .await?,
-    )?;
+    let second = resume_async(o, "s", "second").await?;
     g.arrived(2).await?;
     o.cancel_job(&second.job_id).await?;
     let report = o.result("s").await?;
@@ -386,13 +375,7 @@ async fn a_run_whose_job_ended_elsewhere_leaves_no_finish_and_no_conversation(ba
         return Ok(());
     };
     let o = &h.orchestrator;
-    let first = accepted(
-        o.start_session(StartRequest {
-            async_mode: true,
-            ..start_on("s", "held", "first")
-        })
-        .await?,
-    )?;
+    let first = start_async(o, "s", "held", "first").await?;
     g.arrived(1).await?;
     o.store().end_job(&first.job_id, JobEnd::failed(LEASE_EXPIRED)).await?;
     g.release(1);
