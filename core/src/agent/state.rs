@@ -279,11 +279,11 @@ impl RunState {
                 Event::ApprovalRequested { calls }
             }
             Event::ToolCall {
-                id,
-                name,
-                input,
+                ref id,
+                ref name,
+                ref input,
                 executed_by: ExecutedBy::Host,
-                signature,
+                ..
             } if !self.runs_tools => {
                 turn.host_calls.push(PausedCall {
                     id: id.clone(),
@@ -291,13 +291,7 @@ impl RunState {
                     input: input.clone(),
                     decided: None,
                 });
-                Event::ToolCall {
-                    id,
-                    name,
-                    input,
-                    executed_by: ExecutedBy::Host,
-                    signature,
-                }
+                event
             }
             other => other,
         };
