@@ -52,7 +52,7 @@ pub(super) fn run_calls_streaming(
 ) -> impl Stream<Item = Running> + Send {
     async_stream::stream! {
         let (tx, mut rx) = mpsc::channel(PROGRESS_BACKLOG);
-        let run = run_calls(&tools, calls, &context.decisions, &base, &context, Some(&tx));
+        let run = run_calls(&tools, calls, &context.decisions, &base, &context, &tx);
         let mut run = std::pin::pin!(run);
         let decided = loop {
             let live_ready = async {
@@ -98,14 +98,14 @@ fn progress_for(id: &str, tx: &mpsc::Sender<Event>) -> ToolProgress {
 }
 
 /// Decide every call in call order, then run the approved ones concurrently (unless one
-/// waits for a person: then none runs). With `progress`, each running call reports there.
-pub(super) async fn run_calls(
+/// waits for a person: then none runs). Each running call reports its progress to `progress`.
+async fn run_calls(
     tools: &ToolSet,
     mut calls: Vec<PausedCall>,
     decisions: &Decisions,
     base: &ToolContext,
     context: &RequestContext,
-    progress: Option<&mpsc::Sender<Event>>,
+    progress: &mpsc::Sender<Event>,
 ) -> Decided {
     for call in &mut calls {
         if call.decided.is_some() {
@@ -122,10 +122,10 @@ pub(super) async fn run_calls(
         return Decided::Paused(calls);
     }
     let runs = calls.iter().map(|call| async move {
-        let mut cx = base.clone().with_tool_use_id(call.id.clone());
-        if let Some(tx) = progress {
-            cx = cx.with_progress(progress_for(&call.id, tx));
-        }
+        let cx = base
+            .clone()
+            .with_tool_use_id(call.id.clone())
+            .with_progress(progress_for(&call.id, progress));
         let input = match call.decided.clone() {
             Some(Approval::Allow) | None | Some(Approval::Pause) => call.input.clone(),
             Some(Approval::AllowWithInput(edited)) => edited,
